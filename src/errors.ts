@@ -1,0 +1,108 @@
+/**
+ * Every error fullstop throws on purpose is built here (piscina's lesson: one file for errors),
+ * including the argument checks that guard each public boundary. This module is imported by
+ * worker threads too, so it uses nothing but the language.
+ */
+
+/** Marker that survives structured cloning, so a CancelledError that crossed threads is still known. */
+export const CANCELLED_CODE = 'ERR_FULLSTOP_CANCELLED';
+
+export interface CancelledErrorOptions {
+  reason?: unknown;
+  sessionId?: string;
+  turnId?: string;
+  /** True when the work was hard-stopped (worker terminated, process group killed). */
+  hard?: boolean;
+  cause?: unknown;
+}
+
+/**
+ * The work was stopped by a cancel. Never a failure: a user cancel ends a turn `cancelled`.
+ *
+ * @example
+ * try { await pool.run(task, { token }) } catch (e) { if (isCancelledError(e)) return; throw e }
+ */
+export class CancelledError extends Error {
+  override readonly name = 'CancelledError';
+  readonly code = CANCELLED_CODE;
+  /** The reason given to `cancel()` (or a reason code such as `'cancel.user'`). */
+  readonly reason: unknown;
+  readonly sessionId: string | undefined;
+  readonly turnId: string | undefined;
+  /** True when the work did not stop by itself within the grace window and was killed. */
+  readonly hard: boolean;
+
+  constructor(message = 'cancelled', options: CancelledErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.reason = options.reason;
+    this.sessionId = options.sessionId;
+    this.turnId = options.turnId;
+    this.hard = options.hard ?? false;
+  }
+}
+
+/**
+ * True for a `CancelledError`, also one that crossed a thread boundary (structured cloning keeps
+ * neither the prototype nor a custom `name`, but it keeps the stack, whose first line names the class).
+ */
+export function isCancelledError(e: unknown): boolean {
+  if (e instanceof CancelledError) return true;
+  if (e === null || typeof e !== 'object') return false;
+  const err = e as { name?: unknown; code?: unknown; stack?: unknown };
+  return err.name === 'CancelledError' || err.code === CANCELLED_CODE ||
+    (typeof err.stack === 'string' && err.stack.startsWith('CancelledError:'));
+}
+
+/**
+ * A tool call could not be made (bad arguments, spawn failed). Goes back to the model as an output
+ * with `success: false`; the turn goes on.
+ */
+export class ToolError extends Error {
+  override readonly name: string = 'ToolError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** The one tool error that ends the turn: status `failed`. */
+export class FatalToolError extends Error {
+  override readonly name: string = 'FatalToolError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** A short, safe rendering of a bad value for an error message. */
+export function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
+  if (typeof value === 'function') return 'a function';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'Object'})`;
+  if (typeof value === 'bigint') return `${value}n`;
+  return String(value);
+}
+
+/** `name` must be a non-empty string. */
+export function checkId(name: string, value: unknown): asserts value is string {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new TypeError(`${name}: expected a non-empty string, got ${describe(value)}`);
+  }
+}
+
+/** `name` must be a finite number ≥ 0, or undefined (then the default applies). */
+export function checkMs(name: string, value: unknown): asserts value is number | undefined {
+  if (value === undefined) return;
+  if (typeof value !== 'number') {
+    throw new TypeError(`${name}: expected a number of milliseconds, got ${describe(value)}`);
+  }
+  if (!Number.isFinite(value) || value < 0) {
+    throw new RangeError(`${name}: expected a finite number of milliseconds >= 0, got ${describe(value)}`);
+  }
+}
+
+export function checkFunction(name: string, value: unknown): asserts value is (...args: never[]) => unknown {
+  if (typeof value !== 'function') {
+    throw new TypeError(`${name}: expected a function, got ${describe(value)}`);
+  }
+}

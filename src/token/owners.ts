@@ -1,0 +1,53 @@
+/**
+ * Owners: the work started under a token (pool tasks, exec children, pending questions), so a
+ * stop can await it and hard-stop what is left. Internal API used by pool/, exec/ and turn/.
+ *
+ * Rules:
+ * - `addOwner` returns the disposer; the owner calls it once its work has settled. Until then it
+ *   is counted in `stats().liveOwners` (a leak test sees an owner that was never disposed).
+ * - The owners of a token's children count as the token's: `ownersOf(root)` walks the subtree,
+ *   because a tool's child token holds the tool's pool task and the runner stops the root.
+ * - Whose grace (DESIGN.md §2): while a runner stop governs the tree (`governStop`), an owner
+ *   must not hard-stop on its own timer; it checks `isStopGoverned(token)` when its token aborts.
+ */
+
+import { STATE, type CancelToken } from './token.js';
+import type { Owner, TokenState } from './state.js';
+
+export type { Owner };
+
+/** Register `owner` under `token`; returns its disposer (idempotent). */
+export function addOwner(token: CancelToken, owner: Owner): () => void {
+  const state = token[STATE];
+  (state.owners ??= new Set()).add(owner);
+  state.counters.owners++;
+  let disposed = false;
+  return () => {
+    if (disposed) return;
+    disposed = true;
+    state.owners!.delete(owner);
+    state.counters.owners--;
+  };
+}
+
+/** Every owner still registered under `token` or any of its descendants. */
+export function ownersOf(token: CancelToken): Owner[] {
+  const out: Owner[] = [];
+  collect(token[STATE], out);
+  return out;
+}
+
+function collect(state: TokenState, out: Owner[]): void {
+  if (state.owners !== undefined) for (const owner of state.owners) out.push(owner);
+  if (state.children !== undefined) for (const child of state.children) collect(child, out);
+}
+
+/** From now on the caller's grace governs every owner of `token`'s tree. */
+export function governStop(token: CancelToken): void {
+  token[STATE].stopGoverned = true;
+}
+
+/** True when a runner stop governs the grace of `token` (it or an ancestor is governed). */
+export function isStopGoverned(token: CancelToken): boolean {
+  return token[STATE].isStopGoverned();
+}

@@ -1,0 +1,156 @@
+/**
+ * `TurnRegistry`: which token is the current turn of each session.
+ *
+ * The rule that keeps a late stop out of the next turn lives here: a session has at most one
+ * current token; `beginTurn` retires a leftover before making the next; every stop-like call
+ * (`markCancelled`, `isCancelled`) acts on the current token only, and `endTurn(s, token)` retires
+ * that token alone, never a successor that took its place.
+ */
+
+import { checkId, describe } from '../errors.js';
+import { setDefaultRegistry } from './context.js';
+import { SlabSet } from './slab.js';
+import { type Counters, TokenState } from './state.js';
+import { CancelToken, isCancelToken, STATE, wrap } from './token.js';
+
+export interface TurnRegistryOptions {
+  /**
+   * Slots per SharedArrayBuffer slab. A full slab is never a limit: another is added.
+   * @default 1024
+   */
+  slots?: number;
+}
+
+export interface RegistryStats {
+  /** Tokens not yet retired (roots and children). */
+  liveTokens: number;
+  /** Slots owned by a live token. */
+  liveSlots: number;
+  /** Armed `Atomics.waitAsync` bridges (invisible to `process.getActiveResourcesInfo()`). */
+  liveBridges: number;
+  /** Work registered under a token (pool tasks, exec children, questions) not yet settled. */
+  liveOwners: number;
+}
+
+const DEFAULT_SLOTS = 1024;
+
+/**
+ * @example
+ * const registry = new TurnRegistry();
+ * const token = registry.beginTurn('s1', 'turn-1');
+ * stopButton.onclick = () => registry.markCancelled('s1');
+ * try { await work(token) } finally { registry.endTurn('s1', token) }
+ */
+export class TurnRegistry {
+  readonly #slabs: SlabSet;
+  readonly #counters: Counters = { tokens: 0, bridges: 0, owners: 0 };
+  /** The current token of each session; a session between turns has no entry. */
+  readonly #current = new Map<string, TokenState>();
+  readonly #forget = (state: TokenState) => {
+    if (this.#current.get(state.sessionId) === state) this.#current.delete(state.sessionId);
+  };
+
+  constructor(options: TurnRegistryOptions = {}) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`options: expected an object, got ${describe(options)}`);
+    }
+    const slots = options.slots ?? DEFAULT_SLOTS;
+    if (typeof slots !== 'number' || !Number.isInteger(slots) || slots < 1) {
+      throw new RangeError(`options.slots: expected a positive integer, got ${describe(slots)}`);
+    }
+    this.#slabs = new SlabSet(slots);
+  }
+
+  /** Open the session's turn. A leftover token of the session is retired first. */
+  beginTurn(sessionId: string, turnId?: string): CancelToken {
+    checkId('sessionId', sessionId);
+    if (turnId !== undefined) checkId('turnId', turnId);
+    this.#current.get(sessionId)?.retire();
+    return this.#install(new TokenState(this.#slabs, this.#counters, sessionId, turnId));
+  }
+
+  /** End the session's turn. With `token`: retire that one only, never a successor. */
+  endTurn(sessionId: string, token?: CancelToken): void {
+    checkId('sessionId', sessionId);
+    if (token === undefined) return this.#current.get(sessionId)?.retire();
+    this.#checkToken(token, sessionId);
+    token[STATE].retire();
+  }
+
+  /** The session's running turn, or undefined between turns. */
+  currentToken(sessionId: string): CancelToken | undefined {
+    checkId('sessionId', sessionId);
+    const state = this.#current.get(sessionId);
+    return state === undefined ? undefined : wrap(state);
+  }
+
+  /** Cancel the session's running turn. No-op (false) between turns. */
+  markCancelled(sessionId: string, reason?: unknown): boolean {
+    checkId('sessionId', sessionId);
+    return this.#current.get(sessionId)?.cancel(reason ?? 'cancel.session') ?? false;
+  }
+
+  /** Whether the session's running turn is cancelled; false as soon as the turn ends. */
+  isCancelled(sessionId: string): boolean {
+    checkId('sessionId', sessionId);
+    return this.#current.get(sessionId)?.isCancelled() ?? false;
+  }
+
+  /** Retire the session's token (compat name for `endTurn(sessionId)`). */
+  clearCancel(sessionId: string): void {
+    this.endTurn(sessionId);
+  }
+
+  /**
+   * Adopt a caller-owned controller as the session's turn token: aborting the controller cancels
+   * the token and cancelling the token aborts the controller. Retires the previous token.
+   */
+  registerCancelEvent(sessionId: string, controller: AbortController): CancelToken {
+    checkId('sessionId', sessionId);
+    if (!(controller instanceof AbortController)) {
+      throw new TypeError(`controller: expected an AbortController, got ${describe(controller)}`);
+    }
+    this.#current.get(sessionId)?.retire();
+    const state = new TokenState(this.#slabs, this.#counters, sessionId, undefined);
+    state.controller = controller;
+    const onAbort = () => state.cancel(controller.signal.reason ?? 'cancel.user');
+    if (controller.signal.aborted) onAbort();
+    else {
+      controller.signal.addEventListener('abort', onAbort, { once: true });
+      state.detachAdopted = () => controller.signal.removeEventListener('abort', onAbort);
+    }
+    return this.#install(state);
+  }
+
+  /** Block every `checkpoint()` of this registry's tokens until `resume()` (a stop still wakes them). */
+  pause(): void { this.#slabs.setPaused(true); }
+  resume(): void { this.#slabs.setPaused(false); }
+  get paused(): boolean { return this.#slabs.paused; }
+
+  stats(): RegistryStats {
+    return {
+      liveTokens: this.#counters.tokens,
+      liveSlots: this.#slabs.live,
+      liveBridges: this.#counters.bridges,
+      liveOwners: this.#counters.owners,
+    };
+  }
+
+  #install(state: TokenState): CancelToken {
+    state.onRetired = this.#forget;
+    this.#current.set(state.sessionId, state);
+    return wrap(state);
+  }
+
+  #checkToken(token: unknown, sessionId: string): asserts token is CancelToken {
+    if (!isCancelToken(token)) throw new TypeError(`token: expected a CancelToken, got ${describe(token)}`);
+    if (token[STATE].counters !== this.#counters) throw new TypeError('token: belongs to another TurnRegistry');
+    if (token[STATE].sessionId !== sessionId) {
+      throw new TypeError(`token: belongs to session ${JSON.stringify(token[STATE].sessionId)}, not ${JSON.stringify(sessionId)}`);
+    }
+  }
+}
+
+/** The default registry. */
+export const turns = new TurnRegistry();
+setDefaultRegistry(() => turns);

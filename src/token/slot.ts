@@ -1,0 +1,169 @@
+/**
+ * The slot encoding: one Int32 cell of a SharedArrayBuffer per live token.
+ *
+ * This module is imported by the main thread (src/token/) and by worker threads (workers/), so
+ * both sides agree on every bit. It holds no state of its own; it only reads and moves cells.
+ *
+ * Invariants
+ *
+ * 1. A cell packs `generation << 2 | state` in one Int32, so one `Atomics.compareExchange`
+ *    moves generation and state together. A holder of generation g can only ever CAS from a
+ *    word carrying g: once the cell moves to g+1 every stale CAS fails (no ABA within 2^30 reuses
+ *    of one cell — at a million turns a second on one cell that is 18 minutes; in practice a cell
+ *    is reused far less often because the free list is LIFO over the whole slab).
+ * 2. Transitions (who may move a cell from which state to which):
+ *      RUNNING(g)   -> CANCELLED(g)  any thread holding (index, g)      [cancelSlot]
+ *      RUNNING(g)   -> RETIRED(g)    the owning main thread only        [retireSlot]
+ *      CANCELLED(g) -> RETIRED(g)    the owning main thread only        [retireSlot]
+ *      RETIRED(g)   -> RUNNING(g+1)  the owning main thread only, when the slab hands the cell
+ *                                    to a new token                     [claimSlot]
+ *    Nothing else moves a cell. In particular CANCELLED never goes back to RUNNING, which is why
+ *    a late stop can never affect the next owner: the next owner has a new generation.
+ * 3. A RETIRED cell is free. Reading a cell whose generation differs from the handle's reads as
+ *    RETIRED for that handle, so a stale handle never sees the new owner's state as its own.
+ * 4. Memory ordering: every write is an Atomics read-modify-write (sequentially consistent), and
+ *    every write that a sleeper may wait on is followed by `Atomics.notify` on that cell *and* on
+ *    the slab's control cell (index 0, see below). Readers use `Atomics.load`.
+ *
+ * Control cell: index 0 of every slab is not a slot. Bit 0 is the registry's pause flag; the
+ * upper bits are a wake sequence bumped by every cancel and retire in that slab. A paused
+ * worker waits on the control cell with the value it last read, so a cancel that lands between
+ * its slot check and its wait changes the control word and the wait returns at once (no missed
+ * wake-up). See `waitWhilePaused`.
+ */
+
+import { describe } from '../errors.js';
+
+export const STATE_RUNNING = 1;
+export const STATE_CANCELLED = 2;
+export const STATE_RETIRED = 3;
+export type SlotState = typeof STATE_RUNNING | typeof STATE_CANCELLED | typeof STATE_RETIRED;
+
+const STATE_MASK = 0b11;
+const GENERATION_SHIFT = 2;
+/** Generations wrap at 2^30 (the upper 30 bits of the word). */
+export const GENERATION_MODULO = 1 << 30;
+
+/** Index of the control cell in every slab. */
+export const CONTROL_INDEX = 0;
+const PAUSE_BIT = 1;
+const WAKE_STEP = 2;
+
+/** A structured-clonable reference to one token's slot, for other threads. */
+export interface TokenHandle {
+  readonly buffer: SharedArrayBuffer;
+  readonly index: number;
+  readonly generation: number;
+}
+
+export function pack(generation: number, state: SlotState): number {
+  return ((generation << GENERATION_SHIFT) | state) | 0;
+}
+
+export function generationOf(word: number): number {
+  return (word >>> GENERATION_SHIFT) % GENERATION_MODULO;
+}
+
+export function stateOf(word: number): SlotState {
+  return (word & STATE_MASK) as SlotState;
+}
+
+/** The state as seen by the holder of `generation` (invariant 3). */
+export function readState(cells: Int32Array, index: number, generation: number): SlotState {
+  const word = Atomics.load(cells, index);
+  return generationOf(word) === generation ? stateOf(word) : STATE_RETIRED;
+}
+
+/** Wake everyone who may be sleeping on this slot or on the slab's control cell (invariant 4). */
+function wake(cells: Int32Array, index: number): void {
+  Atomics.add(cells, CONTROL_INDEX, WAKE_STEP);
+  Atomics.notify(cells, index);
+  Atomics.notify(cells, CONTROL_INDEX);
+}
+
+/**
+ * RUNNING(g) -> CANCELLED(g). Returns true if this call moved the cell, false if it was already
+ * cancelled, retired, or handed to a later generation.
+ */
+export function cancelSlot(cells: Int32Array, index: number, generation: number): boolean {
+  const running = pack(generation, STATE_RUNNING);
+  if (Atomics.compareExchange(cells, index, running, pack(generation, STATE_CANCELLED)) !== running) {
+    return false;
+  }
+  wake(cells, index);
+  return true;
+}
+
+/** RUNNING(g) | CANCELLED(g) -> RETIRED(g). Only the owning main thread calls this. */
+export function retireSlot(cells: Int32Array, index: number, generation: number): void {
+  Atomics.store(cells, index, pack(generation, STATE_RETIRED));
+  wake(cells, index);
+}
+
+/** RETIRED(g) -> RUNNING(g+1): the new owner's generation. Only the owning main thread calls this. */
+export function claimSlot(cells: Int32Array, index: number): number {
+  const generation = (generationOf(Atomics.load(cells, index)) + 1) % GENERATION_MODULO;
+  Atomics.store(cells, index, pack(generation, STATE_RUNNING));
+  return generation;
+}
+
+export function isPaused(cells: Int32Array): boolean {
+  return (Atomics.load(cells, CONTROL_INDEX) & PAUSE_BIT) !== 0;
+}
+
+export function setPaused(cells: Int32Array, paused: boolean): void {
+  if (paused) Atomics.or(cells, CONTROL_INDEX, PAUSE_BIT);
+  else Atomics.and(cells, CONTROL_INDEX, ~PAUSE_BIT);
+  Atomics.notify(cells, CONTROL_INDEX);
+}
+
+/**
+ * Block while the slab's registry is paused, returning early as soon as the slot leaves RUNNING
+ * for this generation. The caller re-checks the slot afterwards.
+ *
+ * The control word is read *before* the slot: a cancel after that read bumps the wake sequence,
+ * so `Atomics.wait(control, seen)` returns 'not-equal' instead of sleeping through it.
+ */
+export function waitWhilePaused(cells: Int32Array, index: number, generation: number): void {
+  for (;;) {
+    const seen = Atomics.load(cells, CONTROL_INDEX);
+    if ((seen & PAUSE_BIT) === 0) return;
+    if (readState(cells, index, generation) !== STATE_RUNNING) return;
+    Atomics.wait(cells, CONTROL_INDEX, seen);
+  }
+}
+
+/**
+ * Sleep up to `ms` on the slot. Returns the state seen on waking: RUNNING when the time ran
+ * out, otherwise the state that woke it. Spurious wakes (a notify on an unchanged word) loop.
+ */
+export function sleepOnSlot(cells: Int32Array, index: number, generation: number, ms: number): SlotState {
+  const running = pack(generation, STATE_RUNNING);
+  const deadline = performance.now() + ms;
+  for (;;) {
+    const state = readState(cells, index, generation);
+    if (state !== STATE_RUNNING) return state;
+    const left = deadline - performance.now();
+    if (left <= 0) return STATE_RUNNING;
+    Atomics.wait(cells, index, running, left);
+  }
+}
+
+/** Validate a handle that arrived from elsewhere; returns its cells view. */
+export function cellsOfHandle(handle: TokenHandle): Int32Array {
+  if (handle === null || typeof handle !== 'object') {
+    throw new TypeError(`handle: expected a TokenHandle { buffer, index, generation }, got ${describe(handle)}`);
+  }
+  const { buffer, index, generation } = handle;
+  if (!(buffer instanceof SharedArrayBuffer)) {
+    throw new TypeError(`handle.buffer: expected a SharedArrayBuffer, got ${describe(buffer)}`);
+  }
+  const length = buffer.byteLength / Int32Array.BYTES_PER_ELEMENT;
+  if (!Number.isInteger(index) || index <= CONTROL_INDEX || index >= length) {
+    throw new RangeError(`handle.index: expected an integer from 1 to ${length - 1}, got ${describe(index)}`);
+  }
+  if (!Number.isInteger(generation) || generation < 0 || generation >= GENERATION_MODULO) {
+    throw new RangeError(`handle.generation: expected an integer from 0 to ${GENERATION_MODULO - 1}, got ${describe(generation)}`);
+  }
+  return new Int32Array(buffer);
+}

@@ -1,0 +1,63 @@
+/**
+ * `CancelToken`: the one object every layer of a turn checks. A thin facade over `TokenState`
+ * (state.ts), where the rules live; each method here is one call into it.
+ */
+
+import type { TokenHandle } from './slot.js';
+import { TokenState } from './state.js';
+
+/** Internal key of a token's engine state (not exported from the package). */
+export const STATE: unique symbol = Symbol('fullstop.tokenState');
+
+/**
+ * A turn's cancel token. Made by `TurnRegistry.beginTurn` (or `token.child()`), never with `new`.
+ *
+ * @example
+ * const token = turns.beginTurn('session-1');
+ * try { await fetch(url, { signal: token.signal }) } finally { turns.endTurn('session-1', token) }
+ */
+export class CancelToken {
+  /** @internal */
+  readonly [STATE]: TokenState;
+
+  /** @internal Tokens come from `TurnRegistry.beginTurn` or `token.child()`. */
+  constructor(state: TokenState) {
+    if (!(state instanceof TokenState)) {
+      throw new TypeError('CancelToken: tokens are made by TurnRegistry.beginTurn() or token.child(), not with new');
+    }
+    this[STATE] = state;
+  }
+
+  get sessionId(): string { return this[STATE].sessionId; }
+  get turnId(): string | undefined { return this[STATE].turnId; }
+  /** Aborts (once) when the token is cancelled, from this or any other thread; its reason is a `CancelledError`. */
+  get signal(): AbortSignal { return this[STATE].signal; }
+  /** True once retired; a retired token can no longer be cancelled. */
+  get retired(): boolean { return this[STATE].retired; }
+  /** What `cancel()` was given (default `'cancel.user'`; `'cancel.parent'` for a cancel inherited from the parent). */
+  get reason(): unknown { this[STATE].isCancelled(); return this[STATE].reason; }
+  /** Structured-clonable `{ buffer, index, generation }` for other threads (`tokenFromHandle`). */
+  get handle(): TokenHandle {
+    const { slab, index, generation } = this[STATE].exportSlot();
+    return { buffer: slab.buffer, index, generation };
+  }
+
+  /** Cancel this token and its children. `false` once retired, `true` otherwise (idempotent; the first reason wins). */
+  cancel(reason?: unknown): boolean { return this[STATE].cancel(reason ?? 'cancel.user'); }
+  isCancelled(): boolean { return this[STATE].isCancelled(); }
+  /** Throws a `CancelledError` carrying the reason if the token is cancelled. */
+  throwIfCancelled(): void { if (this[STATE].isCancelled()) throw this[STATE].abortReason(); }
+  /** A token cancelled with this one (never the other way round) and retired with it. */
+  child(): CancelToken { return wrap(this[STATE].child()); }
+  /** One-way: releases the slot, bridge and listeners; a later `cancel()` returns false. */
+  retire(): void { this[STATE].retire(); }
+}
+
+/** The facade of a state (one per state, made on first use). */
+export function wrap(state: TokenState): CancelToken {
+  return (state.facade ??= new CancelToken(state)) as CancelToken;
+}
+
+export function isCancelToken(value: unknown): value is CancelToken {
+  return value instanceof CancelToken;
+}

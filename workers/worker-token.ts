@@ -1,0 +1,77 @@
+/**
+ * `WorkerToken`: a token seen from another thread, through its slot alone.
+ *
+ * It holds no state but the cells view and its generation, so it is as cheap as a raw
+ * `Atomics.load` to check. "Cancelled" here means "no longer running": a cancelled slot, a
+ * retired one, and one handed to a later generation all read the same, because for this holder
+ * the turn is over either way (slot.ts, invariant 3).
+ */
+
+import { CancelledError } from '../src/errors.js';
+import {
+  cancelSlot, cellsOfHandle, pack, sleepOnSlot, STATE_CANCELLED, STATE_RUNNING, waitWhilePaused,
+  type TokenHandle,
+} from '../src/token/slot.js';
+import { checkMs } from '../src/errors.js';
+
+export interface WorkerToken {
+  /** True once the token is cancelled or retired (one `Atomics.load`). */
+  isCancelled(): boolean;
+  /** Throws `CancelledError` if the token is cancelled or retired. */
+  checkCancelled(): void;
+  /** `Atomics.wait` on the slot for up to `ms`; wakes at once on cancel or retire and then throws. */
+  sleep(ms: number): void;
+  /** Cancel the token from this thread. False if it is retired or its slot has been reused. */
+  cancel(reason?: unknown): boolean;
+}
+
+export class SlotToken implements WorkerToken {
+  readonly cells: Int32Array;
+  readonly index: number;
+  readonly generation: number;
+  readonly #running: number;
+
+  constructor(cells: Int32Array, index: number, generation: number) {
+    this.cells = cells;
+    this.index = index;
+    this.generation = generation;
+    this.#running = pack(generation, STATE_RUNNING);
+  }
+
+  isCancelled(): boolean {
+    return Atomics.load(this.cells, this.index) !== this.#running;
+  }
+
+  checkCancelled(): void {
+    if (Atomics.load(this.cells, this.index) !== this.#running) throw this.error();
+  }
+
+  sleep(ms: number): void {
+    checkMs('ms', ms);
+    if (sleepOnSlot(this.cells, this.index, this.generation, ms) !== STATE_RUNNING) throw this.error();
+  }
+
+  /** Block while the registry is paused; a cancel or retire wakes it, and then it throws. */
+  checkpoint(): void {
+    this.checkCancelled();
+    waitWhilePaused(this.cells, this.index, this.generation);
+    this.checkCancelled();
+  }
+
+  cancel(_reason?: unknown): boolean {
+    // The reason cannot travel through an Int32; the main thread sees 'cancel.user'.
+    return cancelSlot(this.cells, this.index, this.generation) ||
+      Atomics.load(this.cells, this.index) === pack(this.generation, STATE_CANCELLED);
+  }
+
+  error(): CancelledError {
+    const word = Atomics.load(this.cells, this.index);
+    const what = word === pack(this.generation, STATE_CANCELLED) ? 'cancelled' : 'over (token retired)';
+    return new CancelledError(`the turn is ${what}`, { reason: 'cancel.user' });
+  }
+}
+
+/** A `WorkerToken` for a handle received from the main thread (for threads you start yourself). */
+export function tokenFromHandle(handle: TokenHandle): WorkerToken {
+  return new SlotToken(cellsOfHandle(handle), handle.index, handle.generation);
+}
