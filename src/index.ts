@@ -9,3 +9,11 @@ export {
   CancelledError, isCancelledError, ToolError, FatalToolError, type CancelledErrorOptions,
 } from './errors.js';
 export type { TokenHandle } from './token/slot.js';
+export { TurnPool, type TurnPoolOptions, type TurnPoolRunOptions, type TurnPoolStats } from './pool/pool.js';
+export { TurnRunner, type TurnRunnerOptions } from './turn/runner.js';
+export type { Turn } from './turn/active-turn.js';
+export type { StopReport, TurnOutcome, TurnOutcomeStatus } from './turn/report.js';
+export {
+  Ledger, abortedToolText, TURN_ABORTED_MARKER, TERMINAL_STATUSES, isTerminalStatus,
+  type LedgerEntry, type LedgerEntryInput, type LedgerFilter, type TurnStatus,
+} from './turn/ledger.js';

@@ -30,6 +30,8 @@ export class SlotToken implements WorkerToken {
   readonly index: number;
   readonly generation: number;
   readonly #running: number;
+  /** The turn's root token when this one is a child (a pool task's tool token); `cancelTurn` trips it. */
+  root: SlotToken | undefined;
 
   constructor(cells: Int32Array, index: number, generation: number) {
     this.cells = cells;

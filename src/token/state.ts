@@ -32,6 +32,8 @@ export interface Owner {
   readonly settled: Promise<unknown>;
   /** Irreversibly stop what is left. Resolves once it is stopped. */
   hardStop(): Promise<unknown> | void;
+  /** Called right after the token (or an ancestor) is cancelled, from any thread, once. */
+  onCancel?(): void;
   /** Called when the token retires with this owner still registered. */
   onRetire?(): void;
 }
@@ -94,9 +96,21 @@ export class TokenState {
     return this.cancelled;
   }
 
+  /**
+   * Fold in a cancel another thread wrote into this token's slot *or an ancestor's* (invariants
+   * 1 and 3): a worker holding the root's handle cancels the root's slot only, and until the
+   * bridge runs (a later task) nobody has propagated it down. Without the walk, a child read
+   * before its parent would say "running" while the parent says "cancelled". The topmost
+   * cancelled ancestor is folded in, so reasons come out as if the cancel had been made here.
+   * Cost: one `Atomics.load` per level, and only while this token is not yet cancelled.
+   */
   syncFromSlot(): void {
-    const { slab, index, generation } = this.slot;
-    if (readState(slab.cells, index, generation) === STATE_CANCELLED) this.cancelFromSlot();
+    let top: TokenState | undefined;
+    for (let s: TokenState | undefined = this; s !== undefined && !s.cancelled; s = s.parent) {
+      const { slab, index, generation } = s.slot;
+      if (readState(slab.cells, index, generation) === STATE_CANCELLED) top = s;
+    }
+    top?.cancelFromSlot();
   }
 
   /** Another thread tripped this slot; the bridge (or a read) brings it to the main thread. */
@@ -117,6 +131,7 @@ export class TokenState {
       release(state);
     }
     for (const state of subtree) state.controller?.abort(state.abortReason());
+    for (const state of subtree) if (state.owners !== undefined) for (const owner of [...state.owners]) owner.onCancel?.();
     return true;
   }
 

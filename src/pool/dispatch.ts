@@ -1,0 +1,56 @@
+/**
+ * How the pool learns that a task has left the queue for a worker: piscina asks its load
+ * balancer for a worker right before posting a task, so a wrapped balancer sees the moment a
+ * task starts. The task's run is found through its queue options (`queueOptionsSymbol`), which
+ * piscina reads from the payload and which never crosses to the worker (symbol keys are not
+ * cloned). Tasks without a run (no token) pass straight through.
+ *
+ * The rule this serves (issue #3): a queued task is dropped at once on cancel; a started one gets
+ * the cooperative stop and, after the grace window, the hard stop.
+ */
+
+import { queueOptionsSymbol } from 'piscina';
+
+type Balancer = (task: { isAbortable: boolean; [key: symbol]: unknown }, workers: Candidate[]) => Candidate | null;
+interface Candidate { currentUsage: number; isRunningAbortableTask: boolean }
+
+/** The symbol under which a payload's queue options hold the task's run. */
+export const RUN = Symbol('fullstop.run');
+
+export interface Startable { markStarted(): void }
+
+/**
+ * Piscina's default policy, restated because piscina does not export it: an idle worker first;
+ * an abortable task (all of ours with a token) only ever gets an idle worker.
+ */
+export function leastBusy(maximumUsage: number): Balancer {
+  return (task, workers) => {
+    let candidate: Candidate | null = null;
+    let checkpoint = maximumUsage;
+    for (const worker of workers) {
+      if (worker.currentUsage === 0) return worker;
+      if (worker.isRunningAbortableTask) continue;
+      if (!task.isAbortable && worker.currentUsage < checkpoint) {
+        candidate = worker;
+        checkpoint = worker.currentUsage;
+      }
+    }
+    return candidate;
+  };
+}
+
+export function observeStarts(inner: Balancer): Balancer {
+  return (task, workers) => {
+    const chosen = inner(task, workers);
+    if (chosen !== null) (task[queueOptionsSymbol] as { [RUN]?: Startable } | null)?.[RUN]?.markStarted();
+    return chosen;
+  };
+}
+
+/** Queue options for a payload: the user's own (inherited, so custom queues still read them) plus the run. */
+export function queueOptionsFor(userTask: unknown, run: Startable): object {
+  const own = userTask !== null && typeof userTask === 'object' ? (userTask as Record<symbol, unknown>)[queueOptionsSymbol] : undefined;
+  const options = Object.create((own as object | undefined) ?? null) as Record<symbol, unknown>;
+  options[RUN] = run;
+  return options;
+}

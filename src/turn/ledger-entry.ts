@@ -1,0 +1,248 @@
+/**
+ * The ledger's entry schema (DESIGN.md §3): the entry types, the turn statuses, the checks that
+ * guard `Ledger.append`, the parser that reads a ledger file back, and the status entries that
+ * close the turns a crash left open.
+ *
+ * One entry is one JSON object on one line: `{ seq, at, sessionId, turnId, type, ... }`. The
+ * ledger assigns `seq` and `at`; the caller supplies the rest (`LedgerEntryInput`).
+ */
+
+import { checkId, describe } from '../errors.js';
+
+/** Every status a turn can have, in the order a turn moves through them. */
+export const TURN_STATUSES = ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'interrupted'] as const;
+/** A turn's status. `cancelling` is the durable intent written before any stop signal. */
+export type TurnStatus = (typeof TURN_STATUSES)[number];
+
+/**
+ * The statuses that end a turn. They are immutable: once one is recorded, nothing more of the turn
+ * is written. `interrupted` means the turn was lost with no recorded intent (a crash, a restart).
+ */
+export const TERMINAL_STATUSES = ['completed', 'failed', 'cancelled', 'interrupted'] as const;
+/** A status that ends a turn. */
+export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
+
+/** True when `status` is one of `TERMINAL_STATUSES`. */
+export function isTerminalStatus(status: unknown): status is TerminalStatus {
+  return (TERMINAL_STATUSES as readonly unknown[]).includes(status);
+}
+
+/** Every entry `type`, in the order a turn usually writes them. */
+export const LEDGER_ENTRY_TYPES = [
+  'turn_started', 'tool_call', 'tool_output', 'tool_aborted', 'say', 'status', 'turn_aborted',
+] as const;
+/** The `type` of a ledger entry. */
+export type LedgerEntryType = (typeof LEDGER_ENTRY_TYPES)[number];
+
+/** Fields every entry has. */
+export interface LedgerEntryBase {
+  /** Position in the file: 1, 2, 3 … with no gaps, continuing across reopens. File order = seq order. */
+  seq: number;
+  /** When `append` was called, in epoch milliseconds (`Date.now()`); `seq`, not `at`, is the order. */
+  at: number;
+  sessionId: string;
+  turnId: string;
+}
+
+/** The turn began. */
+export interface TurnStartedEntry extends LedgerEntryBase { type: 'turn_started' }
+/** A tool is about to run; written before it starts, so a crash mid-call still shows the call. */
+export interface ToolCallEntry extends LedgerEntryBase {
+  type: 'tool_call'; callId: string; name: string;
+  /** The call's arguments as JSON; `undefined` is written as `null`. */
+  args: unknown;
+}
+/** A tool call finished: its real output (`success: false` for a `ToolError`). */
+export interface ToolOutputEntry extends LedgerEntryBase {
+  type: 'tool_output'; callId: string; output: unknown; success: boolean;
+}
+/** A tool call was stopped before it finished; `output` is `abortedToolText(elapsed)`. */
+export interface ToolAbortedEntry extends LedgerEntryBase { type: 'tool_aborted'; callId: string; output: string }
+/** Streamed output of the turn, kept on a stop. */
+export interface SayEntry extends LedgerEntryBase { type: 'say'; text: string }
+/** The turn's status changed; `reason` is a reason code such as `'cancel.user'` or `'restart'`. */
+export interface StatusEntry extends LedgerEntryBase { type: 'status'; status: TurnStatus; reason?: string }
+/** The marker that ends a stopped turn's history; `text` is `TURN_ABORTED_MARKER`. */
+export interface TurnAbortedEntry extends LedgerEntryBase { type: 'turn_aborted'; text: string }
+
+/** One line of the ledger, discriminated by `type`. */
+export type LedgerEntry =
+  | TurnStartedEntry | ToolCallEntry | ToolOutputEntry | ToolAbortedEntry | SayEntry | StatusEntry | TurnAbortedEntry;
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+/** What `Ledger.append` takes: an entry without `seq` and `at`, which the ledger assigns. */
+export type LedgerEntryInput = DistributiveOmit<LedgerEntry, 'seq' | 'at'>;
+
+/**
+ * The `turn_aborted` marker: tells the model the stop was deliberate and what it may have left behind.
+ */
+export const TURN_ABORTED_MARKER =
+  'The user stopped this turn on purpose. Background processes started during the turn may still be ' +
+  'running. Tools that were aborted may have partly executed, so check their effects before relying on them.';
+
+/**
+ * The output recorded for a tool call a stop cut short: `aborted by user after {s:.1}s`, with
+ * `s = max(elapsedMs / 1000, 0.1)` so even an instant stop reads as a stop, not as a zero-time call.
+ *
+ * @example
+ * abortedToolText(0)    // 'aborted by user after 0.1s'
+ * abortedToolText(2345) // 'aborted by user after 2.3s'
+ */
+export function abortedToolText(elapsedMs: number): string {
+  if (typeof elapsedMs !== 'number') {
+    throw new TypeError(`abortedToolText: expected a number of milliseconds, got ${describe(elapsedMs)}`);
+  }
+  if (!Number.isFinite(elapsedMs)) {
+    throw new RangeError(`abortedToolText: expected a finite number of milliseconds, got ${describe(elapsedMs)}`);
+  }
+  return `aborted by user after ${Math.max(elapsedMs / 1000, 0.1).toFixed(1)}s`;
+}
+
+const WHERE = 'Ledger.append';
+
+function checkString(field: string, value: unknown): void {
+  if (typeof value !== 'string') throw new TypeError(`${WHERE}: entry.${field}: expected a string, got ${describe(value)}`);
+}
+
+/** The checks per type, beyond sessionId/turnId/type; each throws a TypeError naming the field. */
+const FIELD_CHECKS: Record<LedgerEntryType, (e: Record<string, unknown>) => void> = {
+  turn_started: () => {},
+  tool_call: (e) => { checkId(`${WHERE}: entry.callId`, e.callId); checkId(`${WHERE}: entry.name`, e.name); },
+  tool_output: (e) => {
+    checkId(`${WHERE}: entry.callId`, e.callId);
+    if (typeof e.success !== 'boolean') {
+      throw new TypeError(`${WHERE}: entry.success: expected a boolean, got ${describe(e.success)}`);
+    }
+  },
+  tool_aborted: (e) => { checkId(`${WHERE}: entry.callId`, e.callId); checkString('output', e.output); },
+  say: (e) => checkString('text', e.text),
+  status: (e) => {
+    if (!(TURN_STATUSES as readonly unknown[]).includes(e.status)) {
+      throw new TypeError(`${WHERE}: entry.status: expected one of ${TURN_STATUSES.join(', ')}, got ${describe(e.status)}`);
+    }
+    if (e.reason !== undefined) checkString('reason', e.reason);
+  },
+  turn_aborted: (e) => checkString('text', e.text),
+};
+
+/**
+ * Checks `entry` and renders its line (with the trailing newline) for the given seq and time.
+ * Throws a TypeError naming the bad field; nothing is assigned or written when it throws.
+ *
+ * `seq`/`at` in the input are refused rather than ignored: a caller that supplies them believes it
+ * controls them, and silently replacing them would hide that mistake.
+ */
+export function renderEntry(entry: unknown, seq: number, at: number): string {
+  if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
+    throw new TypeError(`${WHERE}: expected an entry object, got ${describe(entry)}`);
+  }
+  const e = entry as Record<string, unknown>;
+  for (const field of ['seq', 'at']) {
+    if (field in e) throw new TypeError(`${WHERE}: entry.${field}: assigned by the ledger, do not supply it (got ${describe(e[field])})`);
+  }
+  checkId(`${WHERE}: entry.sessionId`, e.sessionId);
+  checkId(`${WHERE}: entry.turnId`, e.turnId);
+  if (!(LEDGER_ENTRY_TYPES as readonly unknown[]).includes(e.type)) {
+    throw new TypeError(`${WHERE}: entry.type: expected one of ${LEDGER_ENTRY_TYPES.join(', ')}, got ${describe(e.type)}`);
+  }
+  FIELD_CHECKS[e.type as LedgerEntryType](e);
+  const { sessionId, turnId, type, ...rest } = e;
+  // `args` is the one field a reader expects to find even when the tool took nothing.
+  if (type === 'tool_call' && rest.args === undefined) rest.args = null;
+  try {
+    // Serialised now, so a caller mutating the object after append() cannot change the history.
+    return `${JSON.stringify({ seq, at, sessionId, turnId, type, ...rest })}\n`;
+  } catch (cause) {
+    throw new TypeError(`${WHERE}: entry is not JSON-serialisable: ${(cause as Error).message}`, { cause });
+  }
+}
+
+/** A ledger file read back: its complete entries and where the last one ends. */
+export interface ParsedLedger {
+  entries: LedgerEntry[];
+  /** Byte length of the complete entries; anything after it is a torn tail. */
+  completeBytes: number;
+  /** True when the file has bytes after the last complete entry (a torn or unparsable last line). */
+  torn: boolean;
+}
+
+/** The line as an entry, or why it is not one; `torn` when it is not even JSON (what a crash leaves). */
+type LineResult = { entry: LedgerEntry } | { why: string; torn: boolean };
+
+function readLine(line: string, previousSeq: number): LineResult {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (e) {
+    return { why: (e as Error).message, torn: true };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { why: 'not a JSON object', torn: false };
+  const v = value as Record<string, unknown>;
+  if (!Number.isSafeInteger(v.seq) || (v.seq as number) <= previousSeq) {
+    return { why: `seq ${describe(v.seq)} does not follow seq ${previousSeq}`, torn: false };
+  }
+  if (typeof v.sessionId !== 'string' || typeof v.turnId !== 'string' || typeof v.type !== 'string') {
+    return { why: 'sessionId, turnId or type is not a string', torn: false };
+  }
+  return { entry: value as LedgerEntry };
+}
+
+/**
+ * Parses a ledger file. A crash mid-write leaves a last line without its newline, or bytes that
+ * are not JSON at all (a cut line, zeros from an unwritten block): that tail is reported as
+ * `torn`. Any other bad line (a bad line before the last, or a last line that is JSON but not a
+ * valid next entry) means the file was damaged, edited or shared, and throws an Error naming the
+ * 1-based line number.
+ */
+export function parseLedger(where: string, path: string, bytes: Buffer): ParsedLedger {
+  const entries: LedgerEntry[] = [];
+  let start = 0;
+  let line = 0;
+  let previousSeq = 0;
+  while (start < bytes.length) {
+    line += 1;
+    const end = bytes.indexOf(0x0a, start);
+    if (end === -1) return { entries, completeBytes: start, torn: true };
+    const result = readLine(bytes.toString('utf8', start, end), previousSeq);
+    if ('why' in result) {
+      if (result.torn && end === bytes.length - 1) return { entries, completeBytes: start, torn: true };
+      throw new Error(`${where}: "${path}" line ${line} is not a valid ledger entry (${result.why}); ` +
+        'a ledger is never rewritten, so repair or move the file by hand');
+    }
+    entries.push(result.entry);
+    previousSeq = result.entry.seq;
+    start = end + 1;
+  }
+  return { entries, completeBytes: start, torn: false };
+}
+
+/**
+ * The status entries that close every turn left open: `cancelled` (with the recorded reason)
+ * where a `cancelling` intent was written, else `interrupted` with reason `restart`. In the order
+ * the turns first appear.
+ */
+export function closingEntries(entries: readonly LedgerEntry[]): LedgerEntryInput[] {
+  const turns = new Map<string, { sessionId: string; turnId: string; finished: boolean; cancelling?: StatusEntry }>();
+  for (const entry of entries) {
+    const key = JSON.stringify([entry.sessionId, entry.turnId]);
+    let turn = turns.get(key);
+    if (turn === undefined) {
+      turn = { sessionId: entry.sessionId, turnId: entry.turnId, finished: false };
+      turns.set(key, turn);
+    }
+    if (entry.type !== 'status') continue;
+    if (isTerminalStatus(entry.status)) turn.finished = true;
+    else if (entry.status === 'cancelling') turn.cancelling = entry;
+  }
+  const repairs: LedgerEntryInput[] = [];
+  for (const { sessionId, turnId, finished, cancelling } of turns.values()) {
+    if (finished) continue;
+    if (cancelling === undefined) {
+      repairs.push({ sessionId, turnId, type: 'status', status: 'interrupted', reason: 'restart' });
+    } else {
+      const reason = typeof cancelling.reason === 'string' ? cancelling.reason : undefined;
+      repairs.push({ sessionId, turnId, type: 'status', status: 'cancelled', ...(reason === undefined ? {} : { reason }) });
+    }
+  }
+  return repairs;
+}

@@ -1,0 +1,276 @@
+/**
+ * `Ledger`: the append-only JSONL history of one or more sessions (DESIGN.md §2, §3). The entry
+ * schema and its checks live in ledger-entry.ts; this file owns the file and its one writer.
+ *
+ * Invariants:
+ * 1. One writer. Every line reaches the file through `#pump`, one batch at a time, over one
+ *    handle opened in append mode, so file order is the order lines were queued.
+ * 2. `seq` is assigned synchronously inside `append()`, in call order, and only to an entry that
+ *    passed its checks. With (1): seq order = file order, with no gaps, even for un-awaited appends.
+ * 3. `#lastWrite` settles once every line queued so far has been written or has failed. It never
+ *    rejects, so `flush`, `entries` and `close` can wait on it and then look at `#failure`.
+ * 4. A failed write breaks the ledger for good: the file may now end in a torn line, and writing
+ *    after it would turn that into a corrupt middle line, which `open` refuses. So every later
+ *    append and flush rejects with `#failure`; the next `Ledger.open` repairs the tail.
+ * 5. `open` changes a file in two ways only: it truncates a torn last line and it appends status
+ *    entries. A complete entry is never rewritten or removed.
+ *
+ * Not guaranteed: a single writer across processes. Two `Ledger`s in one process on the same file
+ * are refused (by device and inode); two processes appending to one file would interleave seqs.
+ */
+
+import { open as openFile, readFile, type FileHandle } from 'node:fs/promises';
+import { checkId, describe } from '../errors.js';
+import {
+  closingEntries, parseLedger, renderEntry, type LedgerEntry, type LedgerEntryInput,
+} from './ledger-entry.js';
+
+export {
+  TURN_STATUSES, TERMINAL_STATUSES, isTerminalStatus, LEDGER_ENTRY_TYPES, TURN_ABORTED_MARKER, abortedToolText,
+  type TurnStatus, type TerminalStatus, type LedgerEntryType, type LedgerEntryBase, type LedgerEntry,
+  type LedgerEntryInput, type TurnStartedEntry, type ToolCallEntry, type ToolOutputEntry, type ToolAbortedEntry,
+  type SayEntry, type StatusEntry, type TurnAbortedEntry,
+} from './ledger-entry.js';
+
+/** Narrows `Ledger.entries()`; both fields must match when both are given. */
+export interface LedgerFilter {
+  sessionId?: string;
+  turnId?: string;
+}
+
+/** A queued line and the `append()` promise waiting for it. */
+interface PendingLine {
+  line: string;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/** `dev:ino` of every ledger file open in this process, so a second writer is refused (see header). */
+const openFiles = new Set<string>();
+
+/**
+ * Append-only JSONL history. One JSON entry per line, `{ seq, at, sessionId, turnId, type, ... }`;
+ * the ledger assigns `seq` and `at`, the caller passes the rest.
+ *
+ * - `append` resolves once the line is written to the OS (`write`); `flush` resolves once
+ *   everything appended before it is on disk (`fdatasync`). Appends issued while a write is in
+ *   flight go out together in the next write.
+ * - A failed write does not raise an unhandled rejection for an un-awaited append; it breaks the
+ *   ledger, and every later `append`, `flush` and `close` rejects with it. (A bad entry is the
+ *   caller's bug: its append rejects at once with a TypeError and the ledger stays usable.)
+ * - `Ledger.open` repairs what a crash leaves behind: it drops a torn last line and marks every
+ *   turn that has no terminal status `interrupted` (or `cancelled` where `cancelling` was recorded).
+ *
+ * @example
+ * const ledger = await Ledger.open('/var/lib/agent/history.jsonl');
+ * await ledger.append({ sessionId: 's1', turnId: 't1', type: 'turn_started' });
+ * await ledger.append({ sessionId: 's1', turnId: 't1', type: 'status', status: 'completed' });
+ * await ledger.flush();
+ * const history = await ledger.entries({ sessionId: 's1' });
+ * await ledger.close();
+ */
+export class Ledger {
+  /** The file, as given to `open`. */
+  readonly path: string;
+  readonly #handle: FileHandle;
+  readonly #fileKey: string;
+  /** The last seq assigned (0 for an empty file). */
+  #seq: number;
+  /** Lines waiting for the next write; taken whole by `#pump`. */
+  #queue: PendingLine[] = [];
+  /** True while `#pump` runs; a new line then only joins `#queue`. */
+  #pumping = false;
+  /** Settles when every line queued so far is written or failed; never rejects (invariant 3). */
+  #lastWrite: Promise<void> = Promise.resolve();
+  /** The first write failure; `undefined` while every write has succeeded (invariant 4). */
+  #failure: Error | undefined;
+  /** `close()`'s promise; `undefined` while the ledger is open. */
+  #closing: Promise<void> | undefined;
+  /** Set as the handle closes, so a flush that raced `close()` waits for it instead of syncing a closed fd. */
+  #handleClosed = false;
+
+  private constructor(path: string, handle: FileHandle, fileKey: string, lastSeq: number) {
+    this.path = path;
+    this.#handle = handle;
+    this.#fileKey = fileKey;
+    this.#seq = lastSeq;
+  }
+
+  /**
+   * Opens (or creates) the ledger at `path`. The directory must exist. Repairs a crash's leftovers
+   * (see the class), then flushes the repair before resolving.
+   *
+   * Rejects with a TypeError for an empty or non-string path, and with an Error naming the path
+   * and the cause when the file cannot be opened for appending, is not a regular file, is already
+   * open in this process, or has a bad line before its last one.
+   */
+  static async open(path: string): Promise<Ledger> {
+    checkId('Ledger.open: path', path);
+    let handle: FileHandle;
+    try {
+      // 'a+': appends always land at the end, and the same handle can read the file back for repair.
+      handle = await openFile(path, 'a+');
+    } catch (cause) {
+      throw new Error(`Ledger.open: cannot open "${path}" for appending: ${(cause as Error).message}`, { cause });
+    }
+    let fileKey: string | undefined;
+    try {
+      const stat = await handle.stat();
+      if (!stat.isFile()) throw new Error(`Ledger.open: "${path}" is not a regular file`);
+      fileKey = `${stat.dev}:${stat.ino}`;
+      if (openFiles.has(fileKey)) {
+        fileKey = undefined;
+        throw new Error(`Ledger.open: "${path}" is already open in this process; share that Ledger (two writers would break seq order)`);
+      }
+      openFiles.add(fileKey);
+      const parsed = parseLedger('Ledger.open', path, await readAll(handle, stat.size));
+      if (parsed.torn) await handle.truncate(parsed.completeBytes);
+      const ledger = new Ledger(path, handle, fileKey, parsed.entries.at(-1)?.seq ?? 0);
+      const repairs = closingEntries(parsed.entries);
+      for (const entry of repairs) void ledger.append(entry);
+      // fdatasync covers the truncation too: the new size is metadata needed to read the data.
+      if (parsed.torn || repairs.length > 0) await ledger.flush();
+      return ledger;
+    } catch (error) {
+      if (fileKey !== undefined) openFiles.delete(fileKey);
+      await handle.close().catch(() => {});
+      throw error;
+    }
+  }
+
+  /**
+   * Appends one entry; resolves once its line is written to the OS (not yet fsynced: see `flush`).
+   * The entry is checked and serialised at the call, so mutating it afterwards changes nothing.
+   *
+   * Rejects with a TypeError naming the field (and writes nothing, using no seq) for a missing or
+   * empty `sessionId`/`turnId`, an unknown `type`, a bad type-specific field, a supplied `seq` or
+   * `at` (the ledger assigns them), or a value JSON cannot encode. Rejects with an Error once the
+   * ledger is closed or a write has failed.
+   */
+  append(entry: LedgerEntryInput): Promise<void> {
+    if (this.#closing !== undefined) {
+      return Promise.reject(new Error(`Ledger.append: the ledger "${this.path}" is closed`));
+    }
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    let line: string;
+    try {
+      line = renderEntry(entry, this.#seq + 1, Date.now());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    this.#seq += 1;
+    const written = new Promise<void>((resolve, reject) => this.#queue.push({ line, resolve, reject }));
+    this.#lastWrite = written.then(noop, noop);
+    if (!this.#pumping) void this.#pump();
+    return written;
+  }
+
+  /**
+   * Resolves once every entry appended before the call is on disk (`fdatasync`). After `close()`
+   * it waits for the close, which flushed everything. Rejects if a write or the sync failed.
+   */
+  async flush(): Promise<void> {
+    if (this.#closing !== undefined) return this.#closing;
+    await this.#lastWrite;
+    if (this.#failure !== undefined) throw this.#failure;
+    if (this.#handleClosed) return this.#closing;
+    await this.#handle.datasync();
+  }
+
+  /**
+   * The entries on disk, in seq order, optionally only those of one session and/or turn. Waits for
+   * pending appends first, so it includes every append made before the call, awaited or not.
+   * Reads the file each time (it is the record, not a cache); works after `close()` too.
+   *
+   * Throws a TypeError when a filter value is not a non-empty string.
+   */
+  async entries(filter?: LedgerFilter): Promise<LedgerEntry[]> {
+    const { sessionId, turnId } = checkFilter(filter);
+    await this.#lastWrite;
+    // A torn tail can only follow a failed write (invariant 4); it is not an entry, so it is skipped.
+    const { entries } = parseLedger('Ledger.entries', this.path, await readFile(this.path));
+    return entries.filter((e) => (sessionId === undefined || e.sessionId === sessionId) &&
+      (turnId === undefined || e.turnId === turnId));
+  }
+
+  /**
+   * Waits for pending appends, flushes, and closes the file. Later appends reject; calling `close`
+   * again returns the same promise. Rejects (after closing the file) if a write or the sync failed.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  /** `close()`, for `await using ledger = await Ledger.open(path)`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  async #close(): Promise<void> {
+    try {
+      await this.#lastWrite;
+      if (this.#failure !== undefined) throw this.#failure;
+      await this.#handle.datasync();
+    } finally {
+      this.#handleClosed = true;
+      openFiles.delete(this.#fileKey);
+      await this.#handle.close();
+    }
+  }
+
+  /** The one writer (invariant 1): writes whatever queued up meanwhile as one batch, until none is left. */
+  async #pump(): Promise<void> {
+    this.#pumping = true;
+    while (this.#queue.length > 0) {
+      const batch = this.#queue;
+      this.#queue = [];
+      if (this.#failure !== undefined) {
+        for (const pending of batch) pending.reject(this.#failure);
+        continue;
+      }
+      try {
+        await writeAll(this.#handle, Buffer.from(batch.map((pending) => pending.line).join(''), 'utf8'));
+        for (const pending of batch) pending.resolve();
+      } catch (cause) {
+        this.#failure = new Error(`Ledger: writing to "${this.path}" failed (${(cause as Error).message}); ` +
+          'it refuses further appends, and the next Ledger.open repairs the file', { cause });
+        for (const pending of batch) pending.reject(this.#failure);
+      }
+    }
+    this.#pumping = false;
+  }
+}
+
+function noop(): void {}
+
+function checkFilter(filter: unknown): LedgerFilter {
+  if (filter === undefined) return {};
+  if (filter === null || typeof filter !== 'object') {
+    throw new TypeError(`Ledger.entries: filter: expected an object, got ${describe(filter)}`);
+  }
+  const { sessionId, turnId } = filter as Record<string, unknown>;
+  if (sessionId !== undefined) checkId('Ledger.entries: filter.sessionId', sessionId);
+  if (turnId !== undefined) checkId('Ledger.entries: filter.turnId', turnId);
+  return { sessionId, turnId } as LedgerFilter;
+}
+
+/** `write` may take less than asked; loop so a batch is never cut short by us. */
+async function writeAll(handle: FileHandle, buffer: Buffer): Promise<void> {
+  let offset = 0;
+  while (offset < buffer.length) {
+    const { bytesWritten } = await handle.write(buffer, offset, buffer.length - offset, null);
+    offset += bytesWritten;
+  }
+}
+
+async function readAll(handle: FileHandle, size: number): Promise<Buffer> {
+  const buffer = Buffer.alloc(size);
+  let offset = 0;
+  while (offset < size) {
+    const { bytesRead } = await handle.read(buffer, offset, size - offset, offset);
+    if (bytesRead === 0) break;
+    offset += bytesRead;
+  }
+  return buffer.subarray(0, offset);
+}

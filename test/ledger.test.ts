@@ -1,0 +1,423 @@
+/**
+ * The Ledger (DESIGN.md §2, §3): ordered appends, fdatasync on flush, crash repair on open, and the
+ * argument checks. Runs against the compiled output in dist/.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  Ledger, TERMINAL_STATUSES, TURN_ABORTED_MARKER, abortedToolText, isTerminalStatus,
+  type LedgerEntry, type LedgerEntryInput, type TurnStatus,
+} from '../dist/src/turn/ledger.js';
+
+const HOST_FIXTURE = fileURLToPath(new URL('./fixtures/ledger/host-killed-mid-turn.mjs', import.meta.url));
+
+let dir: string;
+let file: string;
+const opened: Ledger[] = [];
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'fullstop-ledger-'));
+  file = join(dir, 'history.jsonl');
+});
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await Promise.all(opened.splice(0).map((ledger) => ledger.close().catch(() => {})));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Ledger.open, closed after the test. */
+async function openLedger(path = file): Promise<Ledger> {
+  const ledger = await Ledger.open(path);
+  opened.push(ledger);
+  return ledger;
+}
+
+/** The file parsed line by line, independently of the Ledger's own reader. */
+function fileLines(path = file): LedgerEntry[] {
+  const text = readFileSync(path, 'utf8');
+  expect(text.endsWith('\n') || text === '').toBe(true);
+  return text.split('\n').slice(0, -1).map((line) => JSON.parse(line) as LedgerEntry);
+}
+
+/** The prototype every FileHandle shares, so a spy on it sees the Ledger's private handle. */
+async function fileHandlePrototype(): Promise<FileHandle> {
+  const handle = await open(file, 'a');
+  await handle.close();
+  return Object.getPrototypeOf(handle) as FileHandle;
+}
+
+const started = (sessionId: string, turnId: string): LedgerEntryInput => ({ sessionId, turnId, type: 'turn_started' });
+const say = (sessionId: string, turnId: string, text: string): LedgerEntryInput => ({ sessionId, turnId, type: 'say', text });
+const status = (sessionId: string, turnId: string, s: TurnStatus, reason?: string): LedgerEntryInput => ({ sessionId, turnId, type: 'status', status: s, ...(reason ? { reason } : {}) });
+
+/** Spawns the host fixture, waits for its "ready" (the appends are flushed), SIGKILLs it, waits for its death. */
+async function killHostMidTurn(path: string, mode?: string): Promise<void> {
+  const child = spawn(process.execPath, [HOST_FIXTURE, path, ...(mode ? [mode] : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (chunk) => { stderr += chunk; });
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+      if (stdout.includes('ready\n')) resolve();
+    });
+    child.on('exit', (code) => reject(new Error(`host fixture exited (${code}) before ready: ${stderr}`)));
+  });
+  child.kill('SIGKILL');
+  expect(await exited).toBe('SIGKILL');
+}
+
+describe('appending', () => {
+  it('assigns seq 1, 2, 3 … in call order across many un-awaited appends, and entries() equals the file read line by line', async () => {
+    const ledger = await openLedger();
+    const writes: Promise<void>[] = [];
+    for (let i = 0; i < 500; i++) writes.push(ledger.append(say(`s${i % 3}`, `t${i % 7}`, `line ${i}`)));
+    await Promise.all(writes);
+
+    const onDisk = fileLines();
+    expect(onDisk.map((e) => e.seq)).toEqual(Array.from({ length: 500 }, (_, i) => i + 1));
+    expect(onDisk.map((e) => (e as { text: string }).text)).toEqual(Array.from({ length: 500 }, (_, i) => `line ${i}`));
+    expect(await ledger.entries()).toEqual(onDisk);
+    for (const entry of onDisk) {
+      expect(Object.keys(entry).slice(0, 5)).toEqual(['seq', 'at', 'sessionId', 'turnId', 'type']);
+      expect(Number.isInteger(entry.at)).toBe(true);
+    }
+  });
+
+  it('sends the appends that queue up while a write is in flight out together in one write', async () => {
+    const ledger = await openLedger();
+    const write = vi.spyOn(await fileHandlePrototype(), 'write');
+    await Promise.all(Array.from({ length: 100 }, (_, i) => ledger.append(say('s', 't', `${i}`))));
+    expect(fileLines()).toHaveLength(100);
+    // The first append goes out at once, the other 99 queue behind it and share the next write.
+    expect(write.mock.calls.length).toBeLessThanOrEqual(2);
+  });
+
+  it('entries() includes appends made before it that were never awaited', async () => {
+    const ledger = await openLedger();
+    void ledger.append(started('s', 't'));
+    void ledger.append(say('s', 't', 'hello'));
+    const entries = await ledger.entries();
+    expect(entries.map((e) => e.type)).toEqual(['turn_started', 'say']);
+  });
+
+  it('serialises the entry when append() is called, so mutating it afterwards changes nothing', async () => {
+    const ledger = await openLedger();
+    const args = { path: 'a.txt' };
+    const appended = ledger.append({ sessionId: 's', turnId: 't', type: 'tool_call', callId: 'c1', name: 'read', args });
+    args.path = 'b.txt';
+    await appended;
+    expect(fileLines()[0]).toMatchObject({ type: 'tool_call', callId: 'c1', name: 'read', args: { path: 'a.txt' } });
+  });
+
+  it('continues seq from the highest seq on disk after a reopen', async () => {
+    const first = await openLedger();
+    await first.append(started('s', 't1'));
+    await first.append(say('s', 't1', 'hi'));
+    await first.append(status('s', 't1', 'completed'));
+    await first.close();
+
+    const second = await openLedger();
+    await second.append(started('s', 't2'));
+    expect(fileLines().map((e) => [e.seq, e.turnId, e.type])).toEqual([
+      [1, 't1', 'turn_started'], [2, 't1', 'say'], [3, 't1', 'status'], [4, 't2', 'turn_started'],
+    ]);
+  });
+
+  it('entries() filters by session, by turn, and by both, in seq order', async () => {
+    const ledger = await openLedger();
+    for (const [s, t] of [['a', 't1'], ['b', 't1'], ['a', 't2'], ['b', 't2'], ['a', 't1']] as const) {
+      void ledger.append(say(s, t, `${s}/${t}`));
+    }
+    const seqs = async (filter?: { sessionId?: string; turnId?: string }) => (await ledger.entries(filter)).map((e) => e.seq);
+    expect(await seqs()).toEqual([1, 2, 3, 4, 5]);
+    expect(await seqs({ sessionId: 'a' })).toEqual([1, 3, 5]);
+    expect(await seqs({ turnId: 't1' })).toEqual([1, 2, 5]);
+    expect(await seqs({ sessionId: 'b', turnId: 't2' })).toEqual([4]);
+    expect(await seqs({ sessionId: 'nobody' })).toEqual([]);
+  });
+});
+
+describe('durability', () => {
+  it('flush() resolves only after an fdatasync that follows the write of everything appended before it', async () => {
+    const ledger = await openLedger();
+    const proto = await fileHandlePrototype();
+    const realDatasync = proto.datasync;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    let synced!: (fileAtSync: string) => void;
+    const syncCalled = new Promise<string>((resolve) => { synced = resolve; });
+    const datasync = vi.spyOn(proto, 'datasync').mockImplementation(async function (this: FileHandle) {
+      synced(readFileSync(file, 'utf8'));
+      await gate;
+      return realDatasync.call(this);
+    });
+
+    void ledger.append(started('s', 't'));
+    void ledger.append(say('s', 't', 'hello'));
+    let flushed = false;
+    const flushing = ledger.flush().then(() => { flushed = true; });
+
+    const fileAtSync = await syncCalled;
+    expect(fileAtSync.split('\n').filter(Boolean).map((l) => JSON.parse(l).type)).toEqual(['turn_started', 'say']);
+    // Give a flush that does not wait for the sync every chance to resolve early.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(flushed).toBe(false);
+    release();
+    await flushing;
+    expect(flushed).toBe(true);
+    expect(datasync).toHaveBeenCalledTimes(1);
+  });
+
+  it('close() waits for pending appends and fdatasyncs them before closing the file', async () => {
+    const ledger = await openLedger();
+    const proto = await fileHandlePrototype();
+    const realDatasync = proto.datasync;
+    const synced: { lines: number; handle: FileHandle }[] = [];
+    vi.spyOn(proto, 'datasync').mockImplementation(async function (this: FileHandle) {
+      synced.push({ lines: readFileSync(file, 'utf8').split('\n').filter(Boolean).length, handle: this });
+      return realDatasync.call(this); // throws if the handle were already closed
+    });
+    void ledger.append(started('s', 't'));
+    void ledger.append(say('s', 't', 'bye'));
+    await ledger.close();
+    expect(synced.map((s) => s.lines)).toEqual([2]);
+    expect(synced[0]!.handle.fd).toBe(-1); // the synced handle is the one close() then closed
+  });
+
+  it('after a failed write, that append and every later append, flush and close reject with the failure', async () => {
+    const ledger = await openLedger();
+    vi.spyOn(await fileHandlePrototype(), 'write').mockRejectedValueOnce(
+      Object.assign(new Error('EIO: i/o error, write'), { code: 'EIO' }));
+    await expect(ledger.append(started('s', 't'))).rejects.toThrow(/writing to ".*history\.jsonl" failed \(EIO/);
+    await expect(ledger.append(say('s', 't', 'later'))).rejects.toThrow(/EIO/);
+    await expect(ledger.flush()).rejects.toThrow(/EIO/);
+    await expect(ledger.close()).rejects.toThrow(/EIO/);
+    expect(readFileSync(file, 'utf8')).toBe('');
+    // The file was closed and released anyway: it opens again.
+    await (await Ledger.open(file)).close();
+  });
+});
+
+describe('repair on open', () => {
+  /** One finished turn's complete entries, written through the Ledger and closed; returns the file's bytes. */
+  async function writeFinishedHistory(): Promise<Buffer> {
+    const ledger = await openLedger();
+    void ledger.append(started('s', 't1'));
+    void ledger.append(say('s', 't1', 'done'));
+    await ledger.append(status('s', 't1', 'completed'));
+    await ledger.close();
+    return readFileSync(file);
+  }
+
+  it.each([
+    ['a cut line without its newline', '{"seq":4,"at":1,"sessionId":"s","tur'],
+    ['a complete-looking entry that lost its newline', '{"seq":4,"at":1,"sessionId":"s","turnId":"t2","type":"turn_started"}'],
+    ['a last line that is not JSON', '{"seq":4,"at":1,"sess\n'],
+    ['zeros from a block that was never written', '\0'.repeat(64)],
+  ])('drops a torn last line (%s) and keeps every complete entry byte for byte', async (_label, tail) => {
+    const complete = await writeFinishedHistory();
+    appendFileSync(file, tail);
+    const ledger = await openLedger();
+    expect(readFileSync(file)).toEqual(complete);
+    expect((await ledger.entries()).map((e) => e.seq)).toEqual([1, 2, 3]);
+    await ledger.append(started('s', 't2'));
+    expect(fileLines().map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('closes a turn without a terminal status as interrupted, one with cancelling as cancelled, and leaves finished turns alone', async () => {
+    const ledger = await openLedger();
+    const history: LedgerEntryInput[] = [
+      started('a', 'done'), status('a', 'done', 'running'), status('a', 'done', 'completed'),
+      started('a', 'lost'), { sessionId: 'a', turnId: 'lost', type: 'tool_call', callId: 'c1', name: 'grep', args: ['x'] },
+      started('b', 'stopping'), status('b', 'stopping', 'running'), status('b', 'stopping', 'cancelling', 'cancel.user'),
+      started('b', 'failed'), status('b', 'failed', 'failed', 'fatal'),
+      started('c', 'cancelled'), status('c', 'cancelled', 'cancelling', 'timeout'), status('c', 'cancelled', 'cancelled', 'timeout'),
+      started('c', 'queued'), status('c', 'queued', 'queued'),
+    ];
+    for (const entry of history) void ledger.append(entry);
+    await ledger.close();
+    const before = readFileSync(file);
+
+    const reopened = await openLedger();
+    const after = readFileSync(file);
+    expect(after.subarray(0, before.length)).toEqual(before);
+    const added = fileLines().slice(history.length);
+    expect(added.every((e) => Number.isInteger(e.at))).toBe(true);
+    expect(added.map(({ at: _at, ...rest }) => rest)).toEqual([
+      { seq: 16, sessionId: 'a', turnId: 'lost', type: 'status', status: 'interrupted', reason: 'restart' },
+      { seq: 17, sessionId: 'b', turnId: 'stopping', type: 'status', status: 'cancelled', reason: 'cancel.user' },
+      { seq: 18, sessionId: 'c', turnId: 'queued', type: 'status', status: 'interrupted', reason: 'restart' },
+    ]);
+    expect(await reopened.entries()).toEqual(fileLines());
+  });
+
+  it('flushes its repair to disk before open resolves', async () => {
+    const ledger = await openLedger();
+    await ledger.append(started('s', 'lost'));
+    await ledger.close();
+    const datasync = vi.spyOn(await fileHandlePrototype(), 'datasync');
+    await openLedger();
+    expect(datasync).toHaveBeenCalledTimes(1);
+    expect(fileLines().at(-1)).toMatchObject({ type: 'status', status: 'interrupted' });
+  });
+
+  it('appends nothing when a repaired ledger is opened again', async () => {
+    const ledger = await openLedger();
+    await ledger.append(started('s', 'lost'));
+    await ledger.close();
+    await (await Ledger.open(file)).close();
+    const repaired = readFileSync(file);
+    expect(fileLines().filter((e) => e.type === 'status')).toHaveLength(1);
+
+    await (await Ledger.open(file)).close();
+    expect(readFileSync(file)).toEqual(repaired);
+  });
+
+  it('reopens the ledger of a host SIGKILLed mid-turn with that turn interrupted', async () => {
+    await killHostMidTurn(file);
+    const ledger = await openLedger();
+    expect((await ledger.entries({ turnId: 'turn-1' })).map((e) => [e.seq, e.type, (e as { status?: string }).status]))
+      .toEqual([[1, 'turn_started', undefined], [2, 'tool_call', undefined], [3, 'status', 'interrupted']]);
+    expect(fileLines().at(-1)).toMatchObject({ sessionId: 'host', turnId: 'turn-1', reason: 'restart' });
+  });
+
+  it('reopens the ledger of a host SIGKILLed after writing cancelling with that turn cancelled', async () => {
+    await killHostMidTurn(file, 'cancelling');
+    const ledger = await openLedger();
+    expect((await ledger.entries()).at(-1)).toMatchObject({
+      seq: 4, sessionId: 'host', turnId: 'turn-1', type: 'status', status: 'cancelled', reason: 'cancel.user',
+    });
+  });
+
+  it.each([
+    ['a line that is not JSON', 'not json at all'],
+    ['a line whose seq does not follow', '{"seq":1,"at":1,"sessionId":"s","turnId":"t","type":"say","text":"again"}'],
+    ['a line without a sessionId', '{"seq":2,"at":1,"turnId":"t","type":"say","text":"?"}'],
+    ['an empty line', ''],
+  ])('refuses a ledger with a corrupt middle line (%s), naming the line, and leaves the file untouched', async (_label, bad) => {
+    const lines = [
+      '{"seq":1,"at":1,"sessionId":"s","turnId":"t","type":"turn_started"}',
+      bad,
+      '{"seq":3,"at":1,"sessionId":"s","turnId":"t","type":"say","text":"after"}',
+    ];
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const before = readFileSync(file);
+    await expect(Ledger.open(file)).rejects.toThrow(/Ledger\.open: ".*history\.jsonl" line 2 is not a valid ledger entry/);
+    expect(readFileSync(file)).toEqual(before);
+  });
+
+  it('refuses a last line that is valid JSON but not the next entry, rather than dropping it', async () => {
+    writeFileSync(file, '{"seq":5,"at":1,"sessionId":"s","turnId":"t","type":"turn_started"}\n' +
+      '{"seq":5,"at":1,"sessionId":"s","turnId":"t","type":"say","text":"dup"}\n');
+    const before = readFileSync(file);
+    await expect(Ledger.open(file)).rejects.toThrow(/line 2 .*seq 5 does not follow seq 5/);
+    expect(readFileSync(file)).toEqual(before);
+  });
+});
+
+describe('lifecycle and bad input', () => {
+  it('rejects a path it cannot open for appending with an error naming the path and the cause, creating no directory', async () => {
+    const missing = join(dir, 'no-such-dir', 'history.jsonl');
+    await expect(Ledger.open(missing)).rejects.toThrow(`Ledger.open: cannot open "${missing}" for appending: ENOENT`);
+    expect(existsSync(join(dir, 'no-such-dir'))).toBe(false);
+
+    writeFileSync(join(dir, 'a-file'), '');
+    const underFile = join(dir, 'a-file', 'history.jsonl');
+    await expect(Ledger.open(underFile)).rejects.toThrow(`Ledger.open: cannot open "${underFile}" for appending: ENOTDIR`);
+    await expect(Ledger.open(dir)).rejects.toThrow(`Ledger.open: cannot open "${dir}" for appending: EISDIR`);
+  });
+
+  it('refuses a second Ledger on a file that is already open in this process', async () => {
+    const ledger = await openLedger();
+    await expect(Ledger.open(file)).rejects.toThrow(/already open in this process/);
+    await ledger.close();
+    await (await Ledger.open(file)).close();
+  });
+
+  it('rejects append after close, and close twice, flush after close and asyncDispose are fine', async () => {
+    const ledger = await openLedger();
+    await ledger.append(started('s', 't'));
+    const closing = ledger.close();
+    await expect(ledger.append(say('s', 't', 'late'))).rejects.toThrow(`Ledger.append: the ledger "${file}" is closed`);
+    await closing;
+    await expect(ledger.close()).resolves.toBeUndefined();
+    await expect(ledger.flush()).resolves.toBeUndefined();
+    await expect(ledger[Symbol.asyncDispose]()).resolves.toBeUndefined();
+    expect((await ledger.entries()).map((e) => e.type)).toEqual(['turn_started']);
+  });
+
+  it('throws a TypeError for an empty or non-string path', async () => {
+    await expect(Ledger.open('')).rejects.toThrow(TypeError);
+    await expect(Ledger.open(42 as unknown as string)).rejects.toThrow(/Ledger\.open: path: expected a non-empty string, got 42/);
+  });
+
+  it.each([
+    ['a missing sessionId', { turnId: 't', type: 'turn_started' }, /entry\.sessionId: expected a non-empty string, got undefined/],
+    ['an empty sessionId', { sessionId: '', turnId: 't', type: 'turn_started' }, /entry\.sessionId: .*got ""/],
+    ['a missing turnId', { sessionId: 's', type: 'turn_started' }, /entry\.turnId/],
+    ['an unknown type', { sessionId: 's', turnId: 't', type: 'nap' }, /entry\.type: expected one of .*got "nap"/],
+    ['a tool_call without callId', { sessionId: 's', turnId: 't', type: 'tool_call', name: 'x' }, /entry\.callId/],
+    ['a tool_output without success', { sessionId: 's', turnId: 't', type: 'tool_output', callId: 'c', output: 'o' }, /entry\.success/],
+    ['an unknown status', { sessionId: 's', turnId: 't', type: 'status', status: 'paused' }, /entry\.status: expected one of/],
+    ['a say without text', { sessionId: 's', turnId: 't', type: 'say' }, /entry\.text: expected a string/],
+    ['a supplied seq', { seq: 9, sessionId: 's', turnId: 't', type: 'turn_started' }, /entry\.seq: assigned by the ledger/],
+    ['a supplied at', { at: 1, sessionId: 's', turnId: 't', type: 'turn_started' }, /entry\.at: assigned by the ledger/],
+    ['a value JSON cannot encode', { sessionId: 's', turnId: 't', type: 'tool_call', callId: 'c', name: 'n', args: 1n }, /not JSON-serialisable/],
+    ['null', null, /expected an entry object, got null/],
+  ])('rejects %s with a TypeError naming it, writing nothing and using no seq', async (_label, entry, message) => {
+    const ledger = await openLedger();
+    const appended = ledger.append(entry as unknown as LedgerEntryInput);
+    await expect(appended).rejects.toThrow(TypeError);
+    await expect(appended).rejects.toThrow(message);
+    await ledger.flush();
+    expect(readFileSync(file, 'utf8')).toBe('');
+    await ledger.append(started('s', 't'));
+    expect(fileLines().map((e) => e.seq)).toEqual([1]);
+  });
+
+  it('throws a TypeError for filter values that are not non-empty strings', async () => {
+    const ledger = await openLedger();
+    await expect(ledger.entries({ sessionId: 7 as unknown as string })).rejects.toThrow(/filter\.sessionId: expected a non-empty string, got 7/);
+    await expect(ledger.entries({ turnId: null as unknown as string })).rejects.toThrow(/filter\.turnId/);
+    await expect(ledger.entries('s' as never)).rejects.toThrow(/filter: expected an object/);
+  });
+});
+
+describe('helpers', () => {
+  it.each([
+    [0, 'aborted by user after 0.1s'],
+    [40, 'aborted by user after 0.1s'],
+    [-25, 'aborted by user after 0.1s'],
+    [160, 'aborted by user after 0.2s'],
+    [2345, 'aborted by user after 2.3s'],
+    [2360, 'aborted by user after 2.4s'],
+    [61_000, 'aborted by user after 61.0s'],
+  ])('abortedToolText(%d) is %j: one decimal, never below 0.1 s', (elapsedMs, text) => {
+    expect(abortedToolText(elapsedMs)).toBe(text);
+  });
+
+  it('abortedToolText refuses a non-number or a non-finite number', () => {
+    expect(() => abortedToolText('5' as unknown as number)).toThrow(TypeError);
+    expect(() => abortedToolText(Number.NaN)).toThrow(RangeError);
+  });
+
+  it('the turn_aborted marker says the stop was deliberate, background work may run on, and aborted tools may have partly run', () => {
+    expect(TURN_ABORTED_MARKER).toMatch(/on purpose/);
+    expect(TURN_ABORTED_MARKER).toMatch(/background processes .* may still be running/i);
+    expect(TURN_ABORTED_MARKER).toMatch(/aborted may have partly executed/);
+  });
+
+  it('the terminal statuses are exactly completed, failed, cancelled and interrupted', () => {
+    expect([...TERMINAL_STATUSES]).toEqual(['completed', 'failed', 'cancelled', 'interrupted']);
+    expect(['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'interrupted', 'nope', 3]
+      .filter(isTerminalStatus)).toEqual(['completed', 'failed', 'cancelled', 'interrupted']);
+  });
+});

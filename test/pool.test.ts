@@ -1,0 +1,347 @@
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { Worker } from 'node:worker_threads';
+import { TurnPool, TurnRegistry, isCancelledError, CancelledError } from '../dist/src/index.js';
+import { governStop, ownersOf } from '../dist/src/token/owners.js';
+import { threadCount, eventually } from './support/leaks.js';
+
+const tasks = new URL('./fixtures/pool/tasks.mjs', import.meta.url).href;
+const registry = new TurnRegistry();
+const pools: TurnPool[] = [];
+
+function onePool(options: Record<string, unknown> = {}): TurnPool {
+  const pool = new TurnPool({ filename: tasks, minThreads: 1, maxThreads: 1, graceMs: 100, ...options });
+  pools.push(pool);
+  return pool;
+}
+
+function flags(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(8));
+}
+
+/** The task's own "I have started" handshake (flags[0] set and notified by the worker). */
+async function started(f: Int32Array): Promise<void> {
+  const r = Atomics.waitAsync(f, 0, 0, 5000);
+  if (r.async) await r.value;
+  if (Atomics.load(f, 0) !== 1) throw new Error('task did not start within 5 s');
+}
+
+async function rejection(p: Promise<unknown>): Promise<any> {
+  try {
+    await p;
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a rejection');
+}
+
+afterEach(() => {
+  for (const s of ['s', 'a', 'b']) registry.endTurn(s);
+  expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
+});
+
+afterAll(async () => {
+  await Promise.all(pools.map((p) => p.destroy()));
+});
+
+describe('a running task that is cancelled', () => {
+  it('wakes from sleep(), rejects with a soft CancelledError, and its worker serves the next task', async () => {
+    const pool = onePool();
+    const first = await pool.run<{ threadId: number }>({ value: 0 }, { name: 'echo' });
+    const token = registry.beginTurn('s');
+    const f = flags();
+    const p = pool.run({ flags: f, ms: 60_000 }, { token, name: 'sleeper' });
+    await started(f);
+    const t0 = performance.now();
+    token.cancel();
+    const e = await rejection(p);
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(e).toBeInstanceOf(CancelledError);
+    expect(e.hard).toBe(false);
+    expect(e.sessionId).toBe('s');
+    const next = await pool.run<{ threadId: number }>({ value: 1 }, { name: 'echo' });
+    expect(next.threadId).toBe(first.threadId);
+    expect(pool.stats()).toMatchObject({ cooperativeStops: 1, hardStops: 0, running: 0, queued: 0 });
+  });
+
+  it('that never checks is terminated after the grace window, rejects hard, and a new worker serves the next task', async () => {
+    const pool = onePool({ graceMs: 150 });
+    const first = await pool.run<{ threadId: number }>({ value: 0 }, { name: 'echo' });
+    const token = registry.beginTurn('s');
+    const f = flags();
+    const p = pool.run({ flags: f }, { token, name: 'neverChecks' });
+    await started(f);
+    const t0 = performance.now();
+    token.cancel();
+    const e = await rejection(p);
+    const waited = performance.now() - t0;
+    expect(isCancelledError(e)).toBe(true);
+    expect(e.hard).toBe(true);
+    expect(waited).toBeGreaterThanOrEqual(145);
+    expect(waited).toBeLessThan(2150);
+    const next = await pool.run<{ threadId: number }>({ value: 1 }, { name: 'echo' });
+    expect(next.threadId).not.toBe(first.threadId);
+    expect(pool.stats()).toMatchObject({ hardStops: 1, running: 0 });
+  });
+
+  it('that catches the cancel and returns resolves with its value', async () => {
+    const pool = onePool();
+    const token = registry.beginTurn('s');
+    const f = flags();
+    const p = pool.run({ flags: f }, { token, name: 'cleansUp' });
+    await started(f);
+    token.cancel();
+    await expect(p).resolves.toMatchObject({ cleaned: true });
+  });
+
+  it('that is async sees the token across its awaits', async () => {
+    const pool = onePool();
+    const token = registry.beginTurn('s');
+    const f = flags();
+    const p = pool.run({ flags: f }, { token, name: 'asyncChecks' });
+    await started(f);
+    token.cancel();
+    const e = await rejection(p);
+    expect(e.hard).toBe(false);
+    expect(isCancelledError(e)).toBe(true);
+  });
+
+  it('is not hard-stopped on its own timer while a runner stop governs the grace', async () => {
+    const pool = onePool({ graceMs: 20 });
+    const token = registry.beginTurn('s');
+    const f = flags();
+    const p = pool.run({ flags: f }, { token, name: 'neverChecks' });
+    await started(f);
+    governStop(token);
+    token.cancel();
+    const before = Atomics.load(f, 1);
+    // Well past the pool's own 20 ms grace: the task must still be running.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(Atomics.load(f, 1)).toBeGreaterThan(before);
+    const owners = ownersOf(token);
+    expect(owners.map((o) => o.kind)).toEqual(['task']);
+    await owners[0]!.hardStop();
+    const e = await rejection(p);
+    expect(e.hard).toBe(true);
+  });
+});
+
+describe('hostile task bodies end and leave the pool healthy', () => {
+  for (const name of ['polls', 'neverChecks', 'swallows', 'blocksElsewhere', 'awaitsTimer']) {
+    it(`${name}: ends within grace plus a small bound, and the next task runs`, async () => {
+      const pool = onePool({ graceMs: 100 });
+      const token = registry.beginTurn('s');
+      const f = flags();
+      const p = pool.run({ flags: f }, { token, name });
+      await started(f);
+      const t0 = performance.now();
+      token.cancel();
+      const e = await rejection(p);
+      expect(isCancelledError(e)).toBe(true);
+      expect(performance.now() - t0).toBeLessThan(2100);
+      await expect(pool.run({ value: 7 }, { name: 'echo' })).resolves.toMatchObject({ value: 7 });
+    });
+  }
+});
+
+describe('a queued task', () => {
+  it('is dropped on cancel at once and never runs', async () => {
+    const pool = onePool();
+    const token = registry.beginTurn('s');
+    const f = flags();
+    const counter = new Int32Array(new SharedArrayBuffer(4));
+    const running = pool.run({ flags: f, ms: 60_000 }, { token, name: 'sleeper' });
+    await started(f);
+    const queued = pool.run({ counter }, { token, name: 'counts' });
+    expect(pool.stats().queued).toBe(1);
+    token.cancel();
+    const e = await rejection(queued);
+    expect(isCancelledError(e)).toBe(true);
+    expect(e.hard).toBe(false);
+    await rejection(running);
+    await pool.run({ value: 1 }, { name: 'echo' });
+    expect(Atomics.load(counter, 0)).toBe(0);
+  });
+
+  it('of an already cancelled token never starts', async () => {
+    const pool = onePool();
+    const token = registry.beginTurn('s');
+    token.cancel();
+    const counter = new Int32Array(new SharedArrayBuffer(4));
+    const e = await rejection(pool.run({ counter }, { token, name: 'counts' }));
+    expect(isCancelledError(e)).toBe(true);
+    await pool.run({ value: 1 }, { name: 'echo' });
+    expect(Atomics.load(counter, 0)).toBe(0);
+  });
+});
+
+describe('outcomes that are not stops', () => {
+  it('an error thrown for another reason rejects unchanged', async () => {
+    const pool = onePool();
+    const token = registry.beginTurn('s');
+    const e = await rejection(pool.run({}, { token, name: 'throwsPlain' }));
+    expect(e.name).toBe('TypeError');
+    expect(e.message).toBe('plain failure');
+    expect(isCancelledError(e)).toBe(false);
+  });
+
+  it('a task without a token runs as on piscina', async () => {
+    const pool = onePool();
+    await expect(pool.run({ value: 'x' }, { name: 'echo' })).resolves.toMatchObject({ value: 'x' });
+  });
+});
+
+describe('a plain AbortSignal', () => {
+  it('gets the cooperative stop', async () => {
+    const pool = onePool();
+    const controller = new AbortController();
+    const f = flags();
+    const p = pool.run({ flags: f, ms: 60_000 }, { signal: controller.signal, name: 'sleeper' });
+    await started(f);
+    controller.abort();
+    const e = await rejection(p);
+    expect(isCancelledError(e)).toBe(true);
+    expect(e.hard).toBe(false);
+  });
+
+  it('that is already aborted starts nothing', async () => {
+    const pool = onePool();
+    const counter = new Int32Array(new SharedArrayBuffer(4));
+    const e = await rejection(pool.run({ counter }, { signal: AbortSignal.abort(), name: 'counts' }));
+    expect(isCancelledError(e)).toBe(true);
+    expect(Atomics.load(counter, 0)).toBe(0);
+  });
+
+  it('next to a token stops only its own task, not the turn', async () => {
+    const pool = onePool();
+    const token = registry.beginTurn('s');
+    const controller = new AbortController();
+    const f = flags();
+    const p = pool.run({ flags: f, ms: 60_000 }, { token, signal: controller.signal, name: 'sleeper' });
+    await started(f);
+    controller.abort();
+    await rejection(p);
+    expect(token.isCancelled()).toBe(false);
+  });
+});
+
+describe('cancelTurn() in a worker', () => {
+  it('aborts the main-thread signal of the turn, also from a child token', async () => {
+    const pool = onePool();
+    const token = registry.beginTurn('s');
+    const child = token.child();
+    const aborted = new Promise((resolve) => token.signal.addEventListener('abort', resolve, { once: true }));
+    const result = await pool.run<{ tripped: boolean; now: boolean }>({}, { token: child, name: 'trips' });
+    expect(result).toEqual({ tripped: true, now: true });
+    await aborted;
+    expect(token.isCancelled()).toBe(true);
+    expect(child.isCancelled()).toBe(true);
+  });
+});
+
+describe('pause and resume', () => {
+  it('checkpoint() blocks while paused and moves again after resume', async () => {
+    const pool = onePool();
+    const token = registry.beginTurn('s');
+    const f = flags();
+    const p = pool.run({ flags: f }, { token, name: 'phases' });
+    await started(f);
+    await eventually(() => Atomics.load(f, 1) > 10, 2000, 'progress');
+    registry.pause();
+    try {
+      // Let the task reach its next checkpoint, then watch it stand still.
+      await new Promise((r) => setTimeout(r, 30));
+      const c1 = Atomics.load(f, 1);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(Atomics.load(f, 1)).toBe(c1);
+      registry.resume();
+      await eventually(() => Atomics.load(f, 1) > c1, 2000, 'progress after resume');
+    } finally {
+      registry.resume();
+    }
+    token.cancel();
+    await rejection(p);
+  });
+
+  it('a stop wakes a paused task without resuming anyone else', async () => {
+    const pool = onePool();
+    const token = registry.beginTurn('s');
+    const f = flags();
+    const p = pool.run({ flags: f }, { token, name: 'phases' });
+    await started(f);
+    registry.pause();
+    try {
+      await new Promise((r) => setTimeout(r, 30));
+      token.cancel();
+      const e = await rejection(p);
+      expect(isCancelledError(e)).toBe(true);
+      expect(e.hard).toBe(false);
+      expect(registry.paused).toBe(true);
+    } finally {
+      registry.resume();
+    }
+  });
+});
+
+describe('slabs', () => {
+  it('a token in a slab added later reaches the worker (sent once, then numbers only)', async () => {
+    const small = new TurnRegistry({ slots: 1 });
+    const pool = onePool();
+    const tokens = ['a', 'b', 'c'].map((s) => small.beginTurn(s));
+    for (const token of tokens) {
+      const f = flags();
+      const p = pool.run({ flags: f, ms: 60_000 }, { token, name: 'sleeper' });
+      await started(f);
+      token.cancel();
+      expect((await rejection(p)).hard).toBe(false);
+    }
+    for (const s of ['a', 'b', 'c']) small.endTurn(s);
+    expect(small.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
+  });
+});
+
+describe('lifecycle', () => {
+  it('20 stop cycles and destroy() leave the thread count where it started and the registry at zero', async () => {
+    const before = threadCount();
+    const pool = new TurnPool({ filename: tasks, minThreads: 1, maxThreads: 2, graceMs: 50 });
+    for (let i = 0; i < 20; i++) {
+      const token = registry.beginTurn('s');
+      const f = flags();
+      const name = i % 4 === 3 ? 'neverChecks' : 'sleeper';
+      const p = pool.run({ flags: f, ms: 60_000 }, { token, name });
+      await started(f);
+      token.cancel();
+      await rejection(p);
+      registry.endTurn('s', token);
+    }
+    expect(pool.stats()).toMatchObject({ cooperativeStops: 15, hardStops: 5, running: 0, queued: 0 });
+    await pool.destroy();
+    await eventually(() => threadCount() <= before, 5000, 'threads to exit');
+  });
+});
+
+describe('bad input', () => {
+  it('rejects a negative or NaN graceMs with a RangeError', () => {
+    expect(() => new TurnPool({ filename: tasks, graceMs: -1 })).toThrow(RangeError);
+    expect(() => new TurnPool({ filename: tasks, graceMs: Number.NaN })).toThrow(/graceMs/);
+    const pool = onePool();
+    expect(() => pool.run({}, { graceMs: -5 })).toThrow(RangeError);
+  });
+
+  it('rejects a token that is not a CancelToken with a TypeError and starts nothing', () => {
+    const pool = onePool();
+    expect(() => pool.run({}, { token: { signal: new AbortController().signal } as never })).toThrow(/options\.token: expected a CancelToken/);
+    expect(() => pool.run({}, { signal: {} as never })).toThrow(TypeError);
+    expect(pool.stats()).toMatchObject({ running: 0, queued: 0 });
+  });
+
+  it('fullstop/worker functions outside a pool task throw a clear error', async () => {
+    const runtime = new URL('../dist/workers/runtime.js', import.meta.url).href;
+    const worker = new Worker(
+      `import(${JSON.stringify(runtime)}).then((m) => { try { m.checkCancelled() } catch (e) { require('node:worker_threads').parentPort.postMessage(e.message) } })`,
+      { eval: true },
+    );
+    const message = await new Promise((resolve) => worker.once('message', resolve));
+    await worker.terminate();
+    expect(message).toMatch(/outside a TurnPool task.*tokenFromHandle/);
+  });
+});

@@ -1,0 +1,342 @@
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import {
+  CancelledError, FatalToolError, Ledger, ToolError, TurnPool, TurnRegistry, TurnRunner, isCancelledError,
+  type LedgerEntry,
+} from '../dist/src/index.js';
+
+const tasks = new URL('./fixtures/pool/tasks.mjs', import.meta.url).href;
+const registry = new TurnRegistry();
+const pool = new TurnPool({ filename: tasks, minThreads: 1, maxThreads: 2 });
+let dir: string;
+let ledger: Ledger;
+let runner: TurnRunner;
+let events: { name: string; payload: any }[];
+
+const EVENTS = ['turn_started', 'question', 'tool_output', 'say', 'turn_completed', 'turn_failed', 'turn_aborted'];
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'fullstop-runner-'));
+  ledger = await Ledger.open(join(dir, 'history.jsonl'));
+  runner = new TurnRunner({ registry, pool, ledger, graceMs: 100 });
+  events = [];
+  for (const name of EVENTS) runner.on(name, (payload) => events.push({ name, payload }));
+});
+
+afterEach(async () => {
+  await ledger.close();
+  rmSync(dir, { recursive: true, force: true });
+  expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
+});
+
+afterAll(() => pool.destroy());
+
+function onDisk(): LedgerEntry[] {
+  return readFileSync(ledger.path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+function flags(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(8));
+}
+
+async function started(f: Int32Array): Promise<void> {
+  const r = Atomics.waitAsync(f, 0, 0, 5000);
+  if (r.async) await r.value;
+  if (Atomics.load(f, 0) !== 1) throw new Error('task did not start within 5 s');
+}
+
+function named(name: string) {
+  return events.filter((e) => e.name === name);
+}
+
+describe('a completed turn', () => {
+  it('writes its entries in order, and entries() equals the file', async () => {
+    const outcome = await runner.run('s', async (turn) => {
+      await turn.say('hello');
+      const r = await turn.tool('echo', { value: 1 }, (token) => pool.run({ value: 1 }, { token, name: 'echo' }));
+      return (r as { value: number }).value + 1;
+    }, { turnId: 't1' });
+    expect(outcome).toMatchObject({ status: 'completed', turnId: 't1', value: 2 });
+    const types = onDisk().map((e) => (e.type === 'status' ? `status:${e.status}` : e.type));
+    expect(types).toEqual(['turn_started', 'say', 'tool_call', 'tool_output', 'status:completed']);
+    expect(await ledger.entries()).toEqual(onDisk());
+    expect(onDisk().map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(named('turn_completed')).toHaveLength(1);
+    expect(named('turn_aborted')).toHaveLength(0);
+  });
+});
+
+describe('a stop during a pool task', () => {
+  it('follows the stop order: intent on disk before the signal, marker on disk before the event', async () => {
+    const f = flags();
+    let intentBeforeSignal: string[] = [];
+    let markerBeforeEvent = false;
+    runner.once('turn_aborted', () => { markerBeforeEvent = onDisk().some((e) => e.type === 'turn_aborted'); });
+    const outcome$ = runner.run('s', async (turn) => {
+      turn.signal.addEventListener('abort', () => {
+        intentBeforeSignal = onDisk().filter((e) => e.type === 'status').map((e) => (e as { status: string }).status);
+      });
+      const done = await turn.tool('finished', { value: 'real' }, (token) => pool.run({ value: 'real' }, { token, name: 'echo' }));
+      await turn.tool('sleeps', { ms: 60_000 }, (token) => pool.run({ flags: f, ms: 60_000 }, { token, name: 'sleeper' }));
+      return done;
+    }, { turnId: 't1' });
+    await started(f);
+    await new Promise((r) => setTimeout(r, 120));
+    const report = await runner.stop('s');
+    const outcome = await outcome$;
+
+    expect(intentBeforeSignal).toEqual(['cancelling']);
+    expect(markerBeforeEvent).toBe(true);
+    expect(outcome.status).toBe('cancelled');
+    expect(outcome.report).toEqual(report);
+    const r = report!;
+    const order = [r.signalledAt, r.settledAt, r.hardStopAt, r.markerAt, r.flushedAt, r.emittedAt];
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    expect(r).toMatchObject({ sessionId: 's', turnId: 't1', reason: 'cancel.user', graceMs: 100, settledCooperatively: true });
+    expect(r.hardStopped).toEqual({ workers: 0, processGroups: 0, questions: 0 });
+
+    const entries = onDisk();
+    const statuses = entries.filter((e) => e.type === 'status').map((e) => (e as { status: string }).status);
+    expect(statuses).toEqual(['cancelling', 'cancelled']);
+    const outputs = entries.filter((e) => e.type === 'tool_output');
+    expect(outputs).toHaveLength(1);
+    expect(outputs[0]).toMatchObject({ callId: 'call-1', success: true, output: { value: 'real' } });
+    const aborted = entries.filter((e) => e.type === 'tool_aborted');
+    expect(aborted).toHaveLength(1);
+    expect(aborted[0]).toMatchObject({ callId: 'call-2' });
+    const seconds = Number(/^aborted by user after (\d+\.\d)s$/.exec((aborted[0] as { output: string }).output)![1]);
+    expect(seconds).toBeGreaterThanOrEqual(0.1);
+    const markerIndex = entries.findIndex((e) => e.type === 'turn_aborted');
+    expect(markerIndex).toBeGreaterThan(entries.indexOf(aborted[0]!));
+    expect(named('turn_aborted')).toHaveLength(1);
+    expect(named('turn_aborted')[0]!.payload).toMatchObject({ sessionId: 's', turnId: 't1', report: r });
+    expect(named('turn_failed')).toHaveLength(0);
+  });
+
+  it('hard-stops a task that does not listen after the stop\'s grace and counts the worker', async () => {
+    const f = flags();
+    const outcome$ = runner.run('s', (turn) => turn.tool('stubborn', {}, (token) => pool.run({ flags: f }, { token, name: 'neverChecks' })));
+    await started(f);
+    const t0 = performance.now();
+    const report = await runner.stop('s', { graceMs: 150 });
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(145);
+    expect(report).toMatchObject({ settledCooperatively: false, graceMs: 150, hardStopped: { workers: 1, processGroups: 0, questions: 0 } });
+    expect((await outcome$).status).toBe('cancelled');
+  });
+});
+
+describe('a body that ignores the stop', () => {
+  it('does not hold the turn: cancelled within grace + 2 s, one turn_aborted, no turn_completed, late writes dropped', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => { release = r; });
+    let late: Promise<unknown> | undefined;
+    const outcome$ = runner.run('s', async (turn) => {
+      await new Promise(() => {}).catch(() => {}) as never;
+      return turn;
+    });
+    const abandoned = runner.run('s2', async (turn) => {
+      await gate;
+      late = Promise.allSettled([turn.say('too late'), turn.tool('late', {}, async () => 1), turn.ask('still there?')]);
+      return 'late value';
+    });
+    const t0 = performance.now();
+    const [r1, r2] = await Promise.all([runner.stop('s'), runner.stop('s2')]);
+    const [o1, o2] = await Promise.all([outcome$, abandoned]);
+    expect(performance.now() - t0).toBeLessThan(2100);
+    expect(o1.status).toBe('cancelled');
+    expect(o2.status).toBe('cancelled');
+    expect(r1 && r2).toBeTruthy();
+    const before = readFileSync(ledger.path, 'utf8');
+    const eventsBefore = events.length;
+    release();
+    await new Promise((r) => setTimeout(r, 20));
+    const results = await late!;
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
+    expect(readFileSync(ledger.path, 'utf8')).toBe(before);
+    expect(events.length).toBe(eventsBefore);
+    expect(named('turn_aborted')).toHaveLength(2);
+    expect(named('turn_completed')).toHaveLength(0);
+  });
+});
+
+describe('stop', () => {
+  it('between turns returns null and writes nothing', async () => {
+    expect(await runner.stop('nobody')).toBeNull();
+    await runner.run('s', async () => 1);
+    const before = readFileSync(ledger.path, 'utf8');
+    expect(await runner.stop('s')).toBeNull();
+    expect(readFileSync(ledger.path, 'utf8')).toBe(before);
+  });
+
+  it('repeated joins the first and does not reset the grace window', async () => {
+    const f = flags();
+    const outcome$ = runner.run('s', (turn) => turn.tool('stubborn', {}, (token) => pool.run({ flags: f }, { token, name: 'neverChecks' })));
+    await started(f);
+    const t0 = performance.now();
+    const first = runner.stop('s', { graceMs: 300 });
+    await new Promise((r) => setTimeout(r, 150));
+    const second = runner.stop('s', { graceMs: 300 });
+    expect(second).toBe(first);
+    const [a, b] = await Promise.all([first, second]);
+    expect(a).toBe(b);
+    const elapsed = performance.now() - t0;
+    expect(elapsed).toBeGreaterThanOrEqual(295);
+    expect(elapsed).toBeLessThan(445);
+    await outcome$;
+    expect(onDisk().filter((e) => e.type === 'status' && e.status === 'cancelling')).toHaveLength(1);
+  });
+
+  it('of a paused turn wakes it and leaves the registry paused', async () => {
+    const f = flags();
+    const outcome$ = runner.run('s', (turn) => turn.tool('phases', {}, (token) => pool.run({ flags: f }, { token, name: 'phases' })));
+    await started(f);
+    runner.pause();
+    try {
+      const report = await runner.stop('s', { graceMs: 1000 });
+      expect(report!.settledCooperatively).toBe(true);
+      expect(runner.paused).toBe(true);
+    } finally {
+      runner.resume();
+    }
+    expect((await outcome$).status).toBe('cancelled');
+  });
+});
+
+describe('questions', () => {
+  it('an answer is taken once', async () => {
+    runner.once('question', ({ questionId }) => {
+      expect(runner.answer(questionId, 'yes')).toBe(true);
+      expect(runner.answer(questionId, 'again')).toBe(false);
+    });
+    const outcome = await runner.run('s', (turn) => turn.ask('continue?'));
+    expect(outcome).toMatchObject({ status: 'completed', value: 'yes' });
+  });
+
+  it('a pending question is rejected by a stop and a late answer is refused', async () => {
+    let asked!: (id: string) => void;
+    const questionId = new Promise<string>((r) => { asked = r; });
+    runner.once('question', (p) => asked(p.questionId));
+    let rejection: unknown;
+    const outcome$ = runner.run('s', async (turn) => {
+      try { await turn.ask('continue?'); } catch (e) { rejection = e; throw e; }
+    });
+    const id = await questionId;
+    const report = await runner.stop('s');
+    await outcome$;
+    expect(isCancelledError(rejection)).toBe(true);
+    expect(report!.hardStopped.questions).toBe(1);
+    expect(runner.answer(id, 'late')).toBe(false);
+  });
+});
+
+describe('tool failures', () => {
+  it('a ToolError goes back as an output and the turn goes on', async () => {
+    const outcome = await runner.run('s', async (turn) => {
+      try {
+        await turn.tool('bad', {}, async () => { throw new ToolError('no such file: x'); });
+      } catch (e) {
+        expect(e).toBeInstanceOf(ToolError);
+      }
+      return 'went on';
+    });
+    expect(outcome).toMatchObject({ status: 'completed', value: 'went on' });
+    expect(onDisk().find((e) => e.type === 'tool_output')).toMatchObject({ success: false, output: 'no such file: x' });
+  });
+
+  it('a FatalToolError fails the turn', async () => {
+    const outcome = await runner.run('s', (turn) => turn.tool('fatal', {}, async () => { throw new FatalToolError('disk gone'); }));
+    expect(outcome.status).toBe('failed');
+    expect(outcome.error).toBeInstanceOf(FatalToolError);
+    expect(named('turn_failed')).toHaveLength(1);
+    const status = onDisk().filter((e) => e.type === 'status').map((e) => (e as { status: string }).status);
+    expect(status).toEqual(['failed']);
+  });
+});
+
+describe('the next turn after a stop', () => {
+  it('starts clean and its history shows the marker', async () => {
+    const f = flags();
+    const first$ = runner.run('s', (turn) => turn.tool('sleeps', {}, (token) => pool.run({ flags: f, ms: 60_000 }, { token, name: 'sleeper' })));
+    await started(f);
+    await runner.stop('s');
+    await first$;
+    const outcome = await runner.run('s', async (turn) => {
+      expect(turn.token.isCancelled()).toBe(false);
+      return turn.tool('echo', { value: 2 }, (token) => pool.run({ value: 2 }, { token, name: 'echo' }));
+    });
+    expect(outcome.status).toBe('completed');
+    const history = await ledger.entries({ sessionId: 's' });
+    expect(history.some((e) => e.type === 'turn_aborted')).toBe(true);
+    expect(history.at(-1)).toMatchObject({ type: 'status', status: 'completed', turnId: outcome.turnId });
+  });
+});
+
+describe('a cancel from elsewhere', () => {
+  it('runs the same stop sequence (registry.markCancelled)', async () => {
+    const f = flags();
+    const outcome$ = runner.run('s', (turn) => turn.tool('sleeps', {}, (token) => pool.run({ flags: f, ms: 60_000 }, { token, name: 'sleeper' })));
+    await started(f);
+    registry.markCancelled('s');
+    const outcome = await outcome$;
+    expect(outcome.status).toBe('cancelled');
+    expect(outcome.report!.reason).toBe('cancel.session');
+    expect(onDisk().some((e) => e.type === 'turn_aborted')).toBe(true);
+  });
+});
+
+describe('a host SIGKILLed mid-turn', () => {
+  it('leaves a ledger that reopens with the turn interrupted', async () => {
+    const path = join(dir, 'host.jsonl');
+    const child = spawn(process.execPath, [new URL('./fixtures/runner/host-killed-mid-turn.mjs', import.meta.url).pathname, path], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', (d) => { if (String(d).includes('ready')) resolve(); });
+      child.once('exit', (code) => reject(new Error(`host exited early (${code})`)));
+    });
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+    const reopened = await Ledger.open(path);
+    try {
+      const entries = await reopened.entries({ turnId: 'doomed' });
+      expect(entries.map((e) => e.type)).toEqual(['turn_started', 'say', 'tool_call', 'status']);
+      expect(entries.at(-1)).toMatchObject({ status: 'interrupted' });
+    } finally {
+      await reopened.close();
+    }
+  });
+});
+
+describe('bad input', () => {
+  it('throws TypeError for an empty session id or a body that is not a function, RangeError for a negative grace', async () => {
+    await expect(runner.run('', async () => 1)).rejects.toThrow(TypeError);
+    await expect(runner.run('s', 'nope' as never)).rejects.toThrow(/body: expected a function/);
+    expect(() => runner.stop('s', { graceMs: -1 })).toThrow(RangeError);
+    expect(() => new TurnRunner({ graceMs: -1 })).toThrow(RangeError);
+    expect(() => runner.answer('', 1)).toThrow(TypeError);
+    expect(readFileSync(ledger.path, 'utf8')).toBe('');
+  });
+
+  it('refuses a second run of a session that has a running turn', async () => {
+    let release!: () => void;
+    let running!: () => void;
+    const bodyRuns = new Promise<void>((r) => { running = r; });
+    const first = runner.run('s', () => new Promise<void>((r) => { release = r; running(); }));
+    await bodyRuns;
+    await expect(runner.run('s', async () => 1)).rejects.toThrow(/already has a running turn/);
+    release();
+    expect((await first).status).toBe('completed');
+  });
+});
+
+describe('CancelledError of a stopped turn', () => {
+  it('is what the outcome carries', async () => {
+    const outcome$ = runner.run('s', (turn) => new Promise((_, reject) => turn.signal.addEventListener('abort', () => reject(turn.signal.reason))));
+    await new Promise((r) => setTimeout(r, 10));
+    await runner.stop('s');
+    const outcome = await outcome$;
+    expect(outcome.error).toBeInstanceOf(CancelledError);
+  });
+});
