@@ -1,27 +1,129 @@
 /**
- * Placeholder demo until the full agent-turn demo lands: a thread blocked in `sleep()` on a
- * turn's token wakes the moment the main thread stops the turn.
+ * `npm start`: one agent turn, stopped for real, everywhere at once.
+ *
+ * The turn streams a reply (a local async generator standing in for a model), runs a CPU-heavy
+ * tool in a TurnPool worker, runs a process tree through `exec`, and waits on a question. After
+ * `--stop-after` ms the turn is stopped; the demo prints each layer as it acknowledges, the
+ * StopReport and the ledger tail. A second turn then runs to completion and shows the marker in
+ * its history, and that nothing leaked.
+ *
+ * Flags: --stop-after MS (300), --grace MS (100), --json (one machine-readable report on stdout).
  */
-import { Worker } from 'node:worker_threads';
-import { TurnRegistry } from '../src/index.js';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  exec, isCancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type ExecResult, type Turn,
+} from '../src/index.js';
 
+const { values } = parseArgs({
+  options: { 'stop-after': { type: 'string', default: '300' }, grace: { type: 'string', default: '100' }, json: { type: 'boolean', default: false } },
+});
+const stopAfter = Number(values['stop-after']);
+const graceMs = Number(values.grace);
+if (!Number.isFinite(stopAfter) || stopAfter < 0) throw new RangeError(`--stop-after: expected milliseconds >= 0, got ${values['stop-after']}`);
+if (!Number.isFinite(graceMs) || graceMs < 0) throw new RangeError(`--grace: expected milliseconds >= 0, got ${values.grace}`);
+const json = values.json === true;
+const say = (line: string) => { if (!json) console.log(line); };
+
+const dir = mkdtempSync(join(tmpdir(), 'fullstop-demo-'));
 const registry = new TurnRegistry();
-const token = registry.beginTurn('demo', 'turn-1');
-const runtime = new URL('../workers/runtime.js', import.meta.url).href;
-const worker = new Worker(
-  `import { workerData, parentPort } from 'node:worker_threads';
-   const { tokenFromHandle } = await import(${JSON.stringify(runtime)});
-   const token = tokenFromHandle(workerData);
-   parentPort.postMessage('sleeping');
-   const t0 = performance.now();
-   try { token.sleep(60_000) } catch (e) { parentPort.postMessage({ woke: e.name }) }`,
-  { eval: true, workerData: token.handle },
-);
-await new Promise<void>((resolve) => worker.once('message', () => resolve()));
-const t0 = performance.now();
-token.cancel('cancel.user');
-const reply = await new Promise<{ woke: string }>((resolve) => worker.once('message', resolve));
-console.log(`worker blocked in sleep(60 s) woke with ${reply.woke} ${((performance.now() - t0) * 1000).toFixed(0)} µs after cancel`);
-await new Promise((resolve) => worker.once('exit', resolve));
-registry.endTurn('demo', token);
-console.log('registry after the turn:', registry.stats());
+const pool = new TurnPool({ filename: new URL('./tools/crunch.js', import.meta.url).href, minThreads: 1, maxThreads: 1 });
+const ledger = await Ledger.open(join(dir, 'history.jsonl'));
+const runner = new TurnRunner({ registry, pool, ledger, graceMs });
+
+/** Moments each layer acknowledged the stop, in ms since the stop request. */
+const timeline: { layer: string; ms: number }[] = [];
+let stopAt = 0;
+const mark = (layer: string, at = performance.now()) => {
+  const ms = at - stopAt;
+  timeline.push({ layer, ms });
+  say(`  +${ms < 1 ? `${(ms * 1000).toFixed(0)} µs` : `${ms.toFixed(2)} ms`}  ${layer}`);
+};
+
+/** A model that streams a token every 20 ms until its signal aborts. */
+async function* model(signal: AbortSignal): AsyncGenerator<string> {
+  const words = 'Let me look at the repository, crunch the numbers and run the build for you.'.split(' ');
+  for (let i = 0; ; i++) {
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => { clearTimeout(t); reject(signal.reason); };
+      const t = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(); }, 20);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    yield `${words[i % words.length]} `;
+  }
+}
+
+const notice = new Float64Array(new SharedArrayBuffer(16));
+let tree: ExecResult | undefined;
+
+async function firstTurn(turn: Turn): Promise<void> {
+  turn.signal.addEventListener('abort', () => mark('token.signal aborted (main-thread awaits unwind)'), { once: true });
+  const reply = (async () => {
+    try {
+      for await (const chunk of model(turn.signal)) await turn.say(chunk);
+    } catch (e) {
+      if (isCancelledError(e)) mark('model stream unwound');
+      throw e;
+    }
+  })();
+  const cpu = turn.tool('crunch', { phases: 1000 }, (token) => pool.run({ phases: 1000, notice }, { token }))
+    .catch((e) => { if (notice[0]) mark('worker saw the stop in checkpoint()', notice[0] - performance.timeOrigin); throw e; });
+  const shell = turn.tool('build', { cmd: 'sh -c "sleep 30 & sleep 30 & sh -c \'sleep 30\' & wait"' }, async (token) => {
+    tree = await exec('sh', ['-c', 'sleep 30 & echo $!; sleep 30 & echo $!; sh -c \'sleep 30 & echo $!; wait\' & echo $!; wait'], { token });
+    mark(`process tree gone (${tree.forced ? 'SIGKILL' : 'SIGTERM'}, pid ${tree.pid})`);
+    return tree;
+  });
+  const question = turn.ask('Deploy to production?').catch((e) => { mark('pending question rejected'); throw e; });
+  await Promise.all([reply, cpu, shell, question]);
+}
+
+say(`fullstop demo — turn 1 streams a reply, crunches in a worker, runs a process tree and asks a question; stop after ${stopAfter} ms (grace ${graceMs} ms)\n`);
+const first = runner.run('demo', firstTurn, { turnId: 'turn-1' });
+await new Promise((r) => setTimeout(r, stopAfter));
+say('stop requested:');
+stopAt = performance.now();
+const report = await runner.stop('demo', { reason: 'cancel.user' });
+mark('turn_aborted emitted (ledger flushed)');
+const outcome = await first;
+timeline.sort((a, b) => a.ms - b.ms);
+
+const treePids = tree === undefined ? [] : [tree.pid, ...tree.stdout.split('\n').filter(Boolean).map(Number)];
+const survivors = treePids.filter((pid) => alive(pid));
+const tail = readFileSync(ledger.path, 'utf8').trim().split('\n').slice(-6).map((l) => JSON.parse(l));
+
+const second = await runner.run('demo', async (turn) => {
+  await turn.say('Picking up where we stopped.');
+  return turn.tool('crunch', { phases: 1 }, (token) => pool.run({ phases: 1, notice: new Float64Array(new SharedArrayBuffer(16)) }, { token }));
+}, { turnId: 'turn-2' });
+const history = await ledger.entries({ sessionId: 'demo' });
+const markerSeen = history.some((e) => e.type === 'turn_aborted' && e.turnId === 'turn-1');
+await pool.destroy();
+await ledger.close();
+rmSync(dir, { recursive: true, force: true });
+const stats = registry.stats();
+
+if (json) {
+  console.log(JSON.stringify({
+    status: outcome.status, report, timeline, survivors, treePids, stats, poolStats: pool.stats(),
+    secondTurn: { status: second.status, markerInHistory: markerSeen },
+  }, null, 2));
+} else {
+  console.log(`\nturn 1: ${outcome.status}\nStopReport: ${JSON.stringify(report, null, 2)}`);
+  console.log('\nledger tail:');
+  for (const e of tail) console.log(`  #${e.seq} ${e.type}${e.status ? ` ${e.status}` : ''}${e.output ? ` ${JSON.stringify(e.output)}` : ''}${e.text ? ` ${JSON.stringify(e.text).slice(0, 70)}` : ''}`);
+  console.log(`\nturn 2: ${second.status}; its history shows turn 1's marker: ${markerSeen}`);
+  console.log(`process tree ${treePids.join(', ')}: ${survivors.length === 0 ? 'all gone' : `SURVIVORS ${survivors.join(', ')}`}`);
+  console.log(`registry after both turns: ${JSON.stringify(stats)}`);
+}
+process.exitCode = outcome.status === 'cancelled' && survivors.length === 0 && second.status === 'completed' ? 0 : 1;
+
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^[ZX]$/.test(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0]!);
+  } catch {
+    return false;
+  }
+}

@@ -17,3 +17,4 @@ export {
   Ledger, abortedToolText, TURN_ABORTED_MARKER, TERMINAL_STATUSES, isTerminalStatus,
   type LedgerEntry, type LedgerEntryInput, type LedgerFilter, type TurnStatus,
 } from './turn/ledger.js';
+export { exec, spawnBackground, killAllBackground, type ExecOptions, type ExecResult, type BackgroundProcess } from './exec/index.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import {
-  CancelledError, FatalToolError, Ledger, ToolError, TurnPool, TurnRegistry, TurnRunner, isCancelledError,
+  CancelledError, FatalToolError, Ledger, exec, ToolError, TurnPool, TurnRegistry, TurnRunner, isCancelledError,
   type LedgerEntry,
 } from '../dist/src/index.js';
 
@@ -244,6 +244,14 @@ describe('tool failures', () => {
     });
     expect(outcome).toMatchObject({ status: 'completed', value: 'went on' });
     expect(onDisk().find((e) => e.type === 'tool_output')).toMatchObject({ success: false, output: 'no such file: x' });
+  });
+
+  it('a non-zero exit goes back as an output, with the ambient token binding the child', async () => {
+    const outcome = await runner.run('s', (turn) => turn.tool('sh', { code: 3 }, async () => exec('sh', ['-c', 'echo out; exit 3'])));
+    expect(outcome.status).toBe('completed');
+    const output = onDisk().find((e) => e.type === 'tool_output') as { success: boolean; output: { exitCode: number; stdout: string } };
+    expect(output.success).toBe(true);
+    expect(output.output).toMatchObject({ exitCode: 3, stdout: 'out\n' });
   });
 
   it('a FatalToolError fails the turn', async () => {

@@ -10,7 +10,7 @@ export interface StopReport {
   reason: string;
   /** The grace window this stop gave the turn's owners. */
   graceMs: number;
-  /** True when every owner settled within the grace window (nothing was hard-stopped). */
+  /** True when every worker task, process tree and tool call settled within the grace window (questions never do by themselves: they are always rejected by the hard stop). */
   settledCooperatively: boolean;
   /** Intent durable and token tripped (workers woken, `signal` aborted, groups sent SIGTERM). */
   signalledAt: number;

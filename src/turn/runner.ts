@@ -200,7 +200,7 @@ export class TurnRunner extends EventEmitter implements TurnHost {
 
     // 8. Emit; the turn is `cancelled` (a user cancel is never `error`/`failed`).
     const report: StopReport = {
-      sessionId, turnId, reason, graceMs, settledCooperatively: settledCooperatively && hardStopped.questions === 0,
+      sessionId, turnId, reason, graceMs, settledCooperatively,
       signalledAt, settledAt, hardStopAt, markerAt, flushedAt, emittedAt: since(), hardStopped,
     };
     this.emit('turn_aborted', { sessionId, turnId, report });

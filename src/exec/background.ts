@@ -1,0 +1,81 @@
+/**
+ * Background processes: children that belong to no turn (DESIGN.md §2, "What a stop kills and
+ * what it leaves"). A turn stop does not reach them; they end by their own `kill()`, by
+ * `killAllBackground()`, or when the host process exits (cleanup.ts).
+ */
+
+import { Child } from './child.js';
+import { refuseCancelled } from './exec.js';
+import { check, type ExecOptions } from './options.js';
+import type { ExecResult } from './result.js';
+import { failedToSpawn, probeSpawnError, spawn } from './spawn.js';
+
+/**
+ * A child started by `spawnBackground`.
+ *
+ * @example
+ * const devServer = spawnBackground('npm', ['run', 'dev']);
+ * void devServer.exited.then((r) => console.log(`dev server ended: ${r.exitCode ?? r.signal}`));
+ * await devServer.kill();
+ */
+export interface BackgroundProcess {
+  /** Pid of the child, which is also its process group id. */
+  readonly pid: number;
+  /** Resolves when the child has exited and its output is drained (`cancelled: true` after `kill()`). */
+  readonly exited: Promise<ExecResult>;
+  /** Stop the tree (SIGTERM, `graceMs`, SIGKILL and sweep); resolves once it is gone. Idempotent. */
+  kill(): Promise<void>;
+}
+
+/** Background children not yet settled. */
+const running = new Set<Child>();
+
+/**
+ * Start `file` with `args` (no shell) as a process group that no turn owns: it survives every turn
+ * stop. `options.token` is accepted (so exec options can be passed on unchanged) and ignored: a
+ * background process is never bound to a turn. `signal`, `timeoutMs` and `graceMs` apply as in
+ * `exec`. Like any child, it keeps the host's event loop alive until it ends.
+ *
+ * Throws synchronously: `TypeError`/`RangeError` for bad arguments, `CancelledError` when `signal`
+ * is already aborted, `ToolError` when the command cannot be spawned (ENOENT, EACCES).
+ *
+ * @example
+ * const server = spawnBackground('python3', ['-m', 'http.server', '8000']);
+ * // ... turns come and go, stops included ...
+ * await server.kill();
+ */
+export function spawnBackground(file: string, args?: readonly string[], options?: ExecOptions): BackgroundProcess {
+  const o = { ...check(file, args, options), token: undefined };
+  refuseCancelled(o);
+  const startedAt = performance.now();
+  const { subprocess, failure } = spawn(o);
+  if (failure !== undefined) {
+    void failure; // the real errno arrives a tick later; the probe gives it now
+    throw failedToSpawn(o, probeSpawnError(o));
+  }
+  const child = new Child(subprocess, o, startedAt);
+  running.add(child);
+  void child.settled.then(() => running.delete(child));
+  child.result.catch(() => {}); // a maxBuffer overflow nobody awaits must not crash the host
+  return {
+    pid: child.pid,
+    exited: child.result,
+    kill: () => {
+      child.stop('cancel');
+      return child.settled;
+    },
+  };
+}
+
+/**
+ * Stop every background process (the same sequence as `kill()`, all at once); resolves when all
+ * are gone.
+ *
+ * @example
+ * process.once('beforeExit', () => void killAllBackground());
+ */
+export async function killAllBackground(): Promise<void> {
+  const all = [...running];
+  for (const child of all) child.stop('cancel');
+  await Promise.all(all.map((child) => child.settled));
+}

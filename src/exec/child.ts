@@ -1,0 +1,156 @@
+/**
+ * `Child`: the life of one spawned child, from spawn to result. The stop sequence of a child lives
+ * here and only here (`stop` → `#sequence` → `hardStop`); each cause that can start it is one
+ * file (cancel.ts, timeout.ts, the maxBuffer check in drain.ts, the token's retirement in exec.ts).
+ *
+ * Order of a stop (DESIGN.md §2, for one child):
+ * 1. Walk the tree (signal time, before anyone dies and hands children to init), SIGTERM the group
+ *    and every recorded escapee.
+ * 2. Grace: up to `graceMs` for the tree to be empty; ends as soon as it is. A runner stop governs
+ *    the grace instead (no timer here: the runner calls `hardStop()` when its own grace ends).
+ * 3. Hard stop: SIGKILL the group, tree-kill the escapees, wait until every recorded pid is gone.
+ * 4. Drain the pipes, bounded, and resolve with the output read so far.
+ */
+
+import { ToolError } from '../errors.js';
+import { isStopGoverned } from '../token/owners.js';
+import { onCancel } from './cancel.js';
+import { track } from './cleanup.js';
+import { allClosed, drain, DRAIN_BOUND_MS, Output } from './drain.js';
+import { waitForEmpty, Wake } from './grace.js';
+import { ProcessTree } from './group.js';
+import type { Checked } from './options.js';
+import { toResult, type ExecResult, type Outcome, type StopCause } from './result.js';
+import type { Subprocess } from './spawn.js';
+import { sweep } from './sweep.js';
+import { onTimeout } from './timeout.js';
+
+interface Exit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+export class Child {
+  readonly pid: number;
+  /** The result; rejects only with the `ToolError` of a maxBuffer overflow. */
+  readonly result: Promise<ExecResult>;
+  /** Resolves (never rejects) once the child has exited and its output is drained. */
+  readonly settled: Promise<void>;
+
+  readonly #o: Checked;
+  readonly #tree: ProcessTree;
+  readonly #outcome: Outcome = { cause: undefined, forced: false };
+  /** One per child: aborted when it settles, which removes every timer and listener of every cause. */
+  readonly #lifetime = new AbortController();
+  /** Aborted when the hard stop begins: ends a grace wait under way. */
+  readonly #hard = new AbortController();
+  /** Nudged by the leader's exit, so the grace ends without waiting for the next poll. */
+  readonly #wake = new Wake();
+  /** Opens when a stop begins: the output then no longer needs to close by itself. */
+  readonly #stopBegan: Promise<void>;
+  #openStop!: () => void;
+  /** `undefined` until a stop begins; resolves when the tree is empty or hard-stopped. */
+  #stopping: Promise<void> | undefined;
+  /** `undefined` until the hard stop begins. */
+  #hardStopping: Promise<void> | undefined;
+  /** The stop under way is governed by a runner's grace. */
+  #governed = false;
+  /** The result is settled: nothing may be signalled any more. */
+  #done = false;
+  /** Run when the child settles, before `result` and `settled` resolve (owner disposers). */
+  readonly #onDone: Array<() => void> = [];
+
+  constructor(subprocess: Subprocess, o: Checked, startedAt: number) {
+    this.pid = subprocess.pid!;
+    this.#o = o;
+    this.#tree = new ProcessTree(this.pid);
+    this.#stopBegan = new Promise((open) => { this.#openStop = open; });
+    const untrack = track(this.#tree);
+    const overflow = () => this.stop('maxBuffer');
+    const outputs = [new Output(subprocess.stdout!, o.maxBuffer, overflow), new Output(subprocess.stderr!, o.maxBuffer, overflow)];
+    const exited = new Promise<Exit>((resolve) => subprocess.once('exit', (code, signal) => {
+      this.#tree.leaderExited = true;
+      this.#wake.nudge();
+      resolve({ code, signal });
+    }));
+    const stop = (cause: StopCause, governed?: boolean) => this.stop(cause, governed);
+    onCancel(o.token, o.signal, this.#lifetime.signal, stop);
+    onTimeout(o.timeoutMs, this.#lifetime.signal, stop);
+    this.result = this.#run(exited, outputs, startedAt).finally(() => {
+      this.#done = true;
+      this.#lifetime.abort();
+      untrack();
+      for (const fn of this.#onDone) fn();
+    });
+    this.settled = this.result.then(() => undefined, () => undefined);
+  }
+
+  /**
+   * Call `fn` once the child has settled, before anyone awaiting `result` or `settled` resumes: an
+   * owner is gone from its token by the time a runner sees it settled.
+   */
+  onDone(fn: () => void): void {
+    this.#onDone.push(fn);
+  }
+
+  /** Begin the stop sequence. Idempotent: the first cause wins; a repeat never restarts the grace. */
+  stop(cause: StopCause, governed = false): void {
+    if (this.#done || this.#stopping !== undefined) return;
+    this.#outcome.cause ??= cause;
+    this.#governed = governed;
+    this.#stopping = this.#sequence();
+    this.#openStop();
+  }
+
+  /** SIGKILL the group, sweep the escapees; resolves once every recorded pid is gone. */
+  hardStop(): Promise<void> {
+    if (this.#done) return Promise.resolve();
+    if (this.#stopping === undefined) this.stop('cancel', true);
+    this.#hardStopping ??= this.#hardSequence();
+    return this.#hardStopping;
+  }
+
+  /** The token retired with the child still running: the turn is over, and so is any grace it governed. */
+  retire(): void {
+    if (this.#done) return;
+    if (this.#stopping === undefined) this.stop('cancel');
+    else if (this.#governed) void this.hardStop();
+  }
+
+  async #sequence(): Promise<void> {
+    this.#tree.walkAll();
+    this.#tree.signalGroup('SIGTERM');
+    for (const stat of this.#tree.escapees()) this.#tree.signalPid(stat.pid, 'SIGTERM');
+    const graceMs = this.#governed ? Infinity : this.#o.graceMs;
+    if (await waitForEmpty(this.#tree, graceMs, this.#hard.signal, this.#wake)) return;
+    // A runner stop that began during this child's own grace governs from then on (DESIGN.md §2).
+    if (!this.#hard.signal.aborted && this.#o.token !== undefined && isStopGoverned(this.#o.token)) {
+      this.#governed = true;
+      if (await waitForEmpty(this.#tree, Infinity, this.#hard.signal, this.#wake)) return;
+    }
+    await this.hardStop();
+  }
+
+  async #hardSequence(): Promise<void> {
+    this.#hard.abort();
+    if (await sweep(this.#tree)) this.#outcome.forced = true;
+  }
+
+  async #run(exited: Promise<Exit>, outputs: Output[], startedAt: number): Promise<ExecResult> {
+    const exit = await exited;
+    // With no stop, the output is what the caller waits for, as with execa: however long it takes.
+    await Promise.race([allClosed(outputs), this.#stopBegan]);
+    if (this.#stopping === undefined && !this.#tree.isEmpty()) this.stop('leftover');
+    if (this.#stopping !== undefined) {
+      await this.#stopping;
+      await drain(outputs, DRAIN_BOUND_MS);
+    }
+    if (this.#outcome.cause === 'maxBuffer') {
+      throw new ToolError(`${JSON.stringify(this.#o.file)}: output exceeded options.maxBuffer (${this.#o.maxBuffer} characters); the process tree was stopped`);
+    }
+    const [stdout, stderr] = outputs.map((o) => o.text) as [string, string];
+    return toResult(this.#outcome, {
+      exitCode: exit.code, signal: exit.signal, stdout, stderr, pid: this.pid, wallMs: performance.now() - startedAt,
+    });
+  }
+}

@@ -1,0 +1,73 @@
+/** `exec`: run one command as a child of the turn, and stop its whole tree with the turn. */
+
+import { CancelledError } from '../errors.js';
+import { activeToken } from '../token/context.js';
+import { addOwner } from '../token/owners.js';
+import type { CancelToken } from '../token/token.js';
+import { Child } from './child.js';
+import { check, type Checked, type ExecOptions } from './options.js';
+import type { ExecResult } from './result.js';
+import { spawn } from './spawn.js';
+
+/**
+ * Run `file` with `args` (no shell: each argument reaches the child verbatim) as the leader of a
+ * new process group, and resolve with what it did.
+ *
+ * - A non-zero exit resolves (`exitCode`); only a spawn failure rejects, with a `ToolError` naming
+ *   the command (ENOENT, EACCES), and a maxBuffer overflow, with a `ToolError` naming the option.
+ * - A cancel (`token`, `signal`) or `timeoutMs` stops the tree: SIGTERM to the group; up to
+ *   `graceMs` for it to end; then SIGKILL of the group and a tree-kill sweep of what left the group
+ *   (setsid); then a bounded drain of the pipes. The result keeps the output written before it.
+ * - Without `token` and `signal`, the ambient `activeToken()` (if any) binds the child.
+ * - A `token` or `signal` already cancelled spawns nothing: the call rejects with `CancelledError`.
+ *   So does a retired token (its turn has ended; a child started now would belong to no turn).
+ * - Processes the child leaves behind once it has exited and closed its output are stopped the same
+ *   way: a foreground child does not outlive its call. Use `spawnBackground` for those that should.
+ *
+ * Not guaranteed: a process that left the tree before the walk at signal time, with its parent
+ * already gone (a double-forked daemon), cannot be found by its ancestry and survives.
+ *
+ * @example
+ * const token = turns.beginTurn('s1');
+ * const r = await exec('git', ['log', '-1'], { token, timeoutMs: 10_000 });
+ * if (r.exitCode !== 0) return `git failed: ${r.stderr}`;
+ */
+export async function exec(file: string, args?: readonly string[], options?: ExecOptions): Promise<ExecResult> {
+  let o = check(file, args, options);
+  // Like TurnPool.run: inside a turn (runInTurn, a TurnRunner body or tool) the ambient token
+  // binds the child, so every layer of the turn checks the same token (DESIGN.md §1, invariant 1).
+  if (o.token === undefined && o.signal === undefined) {
+    const ambient = activeToken();
+    if (ambient !== undefined) o = { ...o, token: ambient };
+  }
+  refuseCancelled(o);
+  const startedAt = performance.now();
+  const { subprocess, failure } = spawn(o);
+  if (failure !== undefined) throw await failure;
+  const child = new Child(subprocess, o, startedAt);
+  if (o.token !== undefined) child.onDone(own(o.token, child));
+  return child.result;
+}
+
+/** Register the child as an owner of its token (DESIGN.md §1), so a runner stop awaits and hard-stops it. */
+function own(token: CancelToken, child: Child): () => void {
+  return addOwner(token, {
+    kind: 'process',
+    settled: child.settled,
+    hardStop: () => child.hardStop().then(() => child.settled),
+    onRetire: () => child.retire(),
+  });
+}
+
+/** Nothing may start under a cancelled or ended turn: a `touch` would happen before any SIGTERM. */
+export function refuseCancelled(o: Pick<Checked, 'token' | 'signal'>): void {
+  o.token?.throwIfCancelled();
+  if (o.token?.retired) {
+    throw new CancelledError(`turn ${o.token.turnId ?? '(none)'} of session ${o.token.sessionId} has ended: nothing is spawned under a retired token`, {
+      reason: o.token.reason, sessionId: o.token.sessionId, turnId: o.token.turnId,
+    });
+  }
+  if (o.signal?.aborted) {
+    throw new CancelledError(`options.signal is already aborted: nothing was spawned`, { reason: o.signal.reason });
+  }
+}

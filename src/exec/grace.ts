@@ -1,0 +1,59 @@
+/**
+ * The grace window: after the SIGTERM, wait up to `graceMs` for the tree to be empty, and not a
+ * moment longer than it takes to get there.
+ *
+ * Emptiness of a group cannot be awaited as an event (only the leader's exit is one), so it is
+ * polled; the leader's exit nudges the poll so the common case ("the child exits on SIGTERM")
+ * ends the window at once. The nudge is latched: one given while nobody waits is not lost.
+ */
+
+import type { ProcessTree } from './group.js';
+
+/** Poll period. A poll is a syscall (`kill(-pgid, 0)`) while the leader lives; a /proc scan only at the end. */
+const POLL_MS = 5;
+
+/** A latched wake-up for one waiter at a time. */
+export class Wake {
+  /** A nudge arrived while nobody slept: the next sleep returns at once. */
+  #pending = false;
+  /** Ends the current sleep; `undefined` when nobody sleeps. */
+  #end: (() => void) | undefined;
+
+  nudge(): void {
+    if (this.#end !== undefined) this.#end();
+    else this.#pending = true;
+  }
+
+  /** Sleep `ms`, less if nudged or `abort` fires. */
+  sleep(ms: number, abort: AbortSignal): Promise<void> {
+    if (this.#pending || abort.aborted) {
+      this.#pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const end = () => {
+        clearTimeout(timer);
+        abort.removeEventListener('abort', end);
+        this.#end = undefined;
+        resolve();
+      };
+      const timer = setTimeout(end, ms);
+      abort.addEventListener('abort', end);
+      this.#end = end;
+    });
+  }
+}
+
+/**
+ * True as soon as the tree is empty; false when `ms` (Infinity: no bound, for a stop whose grace a
+ * runner governs) ran out or `abort` fired (the hard stop began).
+ */
+export async function waitForEmpty(tree: ProcessTree, ms: number, abort: AbortSignal, wake: Wake): Promise<boolean> {
+  const deadline = performance.now() + ms;
+  while (!tree.isEmpty()) {
+    const left = deadline - performance.now();
+    if (left <= 0 || abort.aborted) return false;
+    await wake.sleep(Math.min(POLL_MS, left), abort);
+  }
+  return true;
+}

@@ -1,0 +1,146 @@
+/**
+ * `ExecOptions` and the one validation of `exec`/`spawnBackground` arguments, done at the boundary
+ * before anything is spawned. Messages name the argument and repeat the bad value.
+ */
+
+import { checkMs, describe } from '../errors.js';
+import { isCancelToken, type CancelToken } from '../token/token.js';
+
+/**
+ * Options of `exec` and `spawnBackground`. Every one is optional.
+ *
+ * @example
+ * await exec('make', ['-j2'], { token, graceMs: 500, timeoutMs: 60_000, cwd: repo, env: { CI: '1' } });
+ */
+export interface ExecOptions {
+  /**
+   * The turn's token (or a child of it). Its cancel stops the tree; the child is registered as an
+   * owner of the token, so a `TurnRunner` stop awaits it and, after the stop's grace, hard-stops it.
+   * A token that is already cancelled or retired spawns nothing: `exec` rejects with `CancelledError`.
+   * Ignored by `spawnBackground` (a background process is not bound to a turn).
+   * @default activeToken() when no `signal` is given (the turn's token inside a TurnRunner body)
+   */
+  token?: CancelToken;
+  /**
+   * Aborting it stops the tree like a token cancel. Already aborted: nothing is spawned and the call
+   * rejects with `CancelledError` (`spawnBackground` throws it).
+   * @default undefined
+   */
+  signal?: AbortSignal;
+  /**
+   * How long a stopped tree gets between SIGTERM and SIGKILL, in ms. The window ends as soon as
+   * every process of the tree is gone. Does not apply while a `TurnRunner` stop governs the token:
+   * then the stop's own `graceMs` does (DESIGN.md §2, "Whose grace").
+   * @default 100
+   */
+  graceMs?: number;
+  /** Working directory of the child. @default process.cwd() */
+  cwd?: string;
+  /** Variables added to (and overriding) `process.env` for the child. @default undefined */
+  env?: Record<string, string>;
+  /** Written to the child's stdin, which is then closed. Without it stdin is /dev/null. @default undefined */
+  input?: string;
+  /**
+   * Stop the tree this many ms after the spawn, with the same sequence as a cancel; the result then
+   * has `timedOut: true`. `0` or `undefined`: no timeout.
+   * @default undefined
+   */
+  timeoutMs?: number;
+  /**
+   * Most characters kept of stdout and of stderr, each. Past it the tree is stopped and the call
+   * rejects with `ToolError` (as execa does).
+   * @default 100_000_000
+   */
+  maxBuffer?: number;
+}
+
+export const DEFAULT_GRACE_MS = 100;
+export const DEFAULT_MAX_BUFFER = 100_000_000;
+
+/** Options after validation, defaults applied. */
+export interface Checked {
+  readonly file: string;
+  readonly args: readonly string[];
+  readonly token: CancelToken | undefined;
+  readonly signal: AbortSignal | undefined;
+  readonly graceMs: number;
+  readonly timeoutMs: number | undefined;
+  readonly maxBuffer: number;
+  readonly cwd: string | undefined;
+  readonly env: Record<string, string> | undefined;
+  readonly input: string | undefined;
+}
+
+/** Validate every argument; throws `TypeError`/`RangeError` before anything happens. */
+export function check(file: unknown, args: unknown, options: unknown): Checked {
+  checkFile(file);
+  const argv = checkArgs(args);
+  if (options !== undefined && (options === null || typeof options !== 'object')) {
+    throw new TypeError(`options: expected an object, got ${describe(options)}`);
+  }
+  const o = (options ?? {}) as Record<string, unknown>;
+  if (o.token !== undefined && !isCancelToken(o.token)) {
+    throw new TypeError(`options.token: expected a CancelToken, got ${describe(o.token)}`);
+  }
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
+    throw new TypeError(`options.signal: expected an AbortSignal, got ${describe(o.signal)}`);
+  }
+  checkMs('options.graceMs', o.graceMs);
+  checkMs('options.timeoutMs', o.timeoutMs);
+  checkMaxBuffer(o.maxBuffer);
+  checkOptionalString('options.cwd', o.cwd);
+  checkOptionalString('options.input', o.input);
+  checkEnv(o.env);
+  return {
+    file, args: argv,
+    token: o.token as CancelToken | undefined,
+    signal: o.signal as AbortSignal | undefined,
+    graceMs: (o.graceMs as number | undefined) ?? DEFAULT_GRACE_MS,
+    timeoutMs: o.timeoutMs === 0 ? undefined : (o.timeoutMs as number | undefined),
+    maxBuffer: (o.maxBuffer as number | undefined) ?? DEFAULT_MAX_BUFFER,
+    cwd: o.cwd as string | undefined,
+    env: o.env as Record<string, string> | undefined,
+    input: o.input as string | undefined,
+  };
+}
+
+function checkFile(file: unknown): asserts file is string {
+  if (typeof file !== 'string' || file.length === 0 || file.includes('\0')) {
+    throw new TypeError(`file: expected a non-empty command string without NUL bytes, got ${describe(file)}`);
+  }
+}
+
+function checkArgs(args: unknown): readonly string[] {
+  if (args === undefined) return [];
+  if (!Array.isArray(args)) throw new TypeError(`args: expected an array of strings, got ${describe(args)}`);
+  args.forEach((arg: unknown, i) => {
+    if (typeof arg !== 'string' || arg.includes('\0')) {
+      throw new TypeError(`args[${i}]: expected a string without NUL bytes, got ${describe(arg)}`);
+    }
+  });
+  return [...(args as string[])];
+}
+
+function checkMaxBuffer(value: unknown): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number') throw new TypeError(`options.maxBuffer: expected a number of characters, got ${describe(value)}`);
+  if (Number.isNaN(value) || value < 1) {
+    throw new RangeError(`options.maxBuffer: expected a number of characters >= 1, got ${describe(value)}`);
+  }
+}
+
+function checkOptionalString(name: string, value: unknown): void {
+  if (value !== undefined && typeof value !== 'string') {
+    throw new TypeError(`${name}: expected a string, got ${describe(value)}`);
+  }
+}
+
+function checkEnv(env: unknown): void {
+  if (env === undefined) return;
+  if (env === null || typeof env !== 'object' || Array.isArray(env)) {
+    throw new TypeError(`options.env: expected an object of strings, got ${describe(env)}`);
+  }
+  for (const [key, value] of Object.entries(env)) {
+    if (typeof value !== 'string') throw new TypeError(`options.env.${key}: expected a string, got ${describe(value)}`);
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * `ExecResult` and the one recorded outcome it is derived from (execa's lesson: the first cause
+ * wins, `cause ??= ...`, and every public flag is read off it, so no two flags can disagree).
+ */
+
+/**
+ * What a child did. Resolved for every exit, zero or not, and for every stop.
+ *
+ * @example
+ * const r = await exec('pytest', [], { token });
+ * if (r.cancelled) return `stopped after ${r.wallMs} ms; output so far:\n${r.stdout}`;
+ * return r.exitCode === 0 ? r.stdout : `failed (${r.exitCode}):\n${r.stderr}`;
+ */
+export interface ExecResult {
+  /** Exit code of the child; `null` when a signal ended it. A non-zero code resolves, it is not thrown. */
+  exitCode: number | null;
+  /** Name of the signal that ended the child (`'SIGTERM'`, `'SIGKILL'`), or `null`. */
+  signal: string | null;
+  /** Everything the tree wrote to stdout, as written (no trailing newline stripped), up to the stop. */
+  stdout: string;
+  /** Everything the tree wrote to stderr, as written, up to the stop. */
+  stderr: string;
+  /** Milliseconds from the spawn until the tree was gone and the output drained. */
+  wallMs: number;
+  /** Stopped by a cancel: the token, `signal`, the token's retirement, or `BackgroundProcess.kill()`. */
+  cancelled: boolean;
+  /** Stopped because `timeoutMs` passed. Never true together with `cancelled`: the first cause wins. */
+  timedOut: boolean;
+  /** SIGKILL was needed: something of the tree was still alive when the grace window ended. */
+  forced: boolean;
+  /** Pid of the child, which is also its process group id. */
+  pid: number;
+}
+
+/**
+ * Why a stop began. `leftover`: the child exited and its output closed, but processes it started
+ * were still running; a foreground child may not outlive its call (DESIGN.md §1, invariant 5).
+ */
+export type StopCause = 'cancel' | 'timeout' | 'maxBuffer' | 'leftover';
+
+/** The recorded outcome of one child. */
+export interface Outcome {
+  /** `undefined`: no stop began (the child ended by itself). Set once: the first cause wins. */
+  cause: StopCause | undefined;
+  /** Set by the hard stop when it found something alive. */
+  forced: boolean;
+}
+
+export interface Facts {
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly wallMs: number;
+  readonly pid: number;
+}
+
+export function toResult(outcome: Outcome, facts: Facts): ExecResult {
+  return {
+    ...facts,
+    cancelled: outcome.cause === 'cancel',
+    timedOut: outcome.cause === 'timeout',
+    forced: outcome.forced,
+  };
+}
