@@ -9,7 +9,7 @@
 
 import { CancelledError } from '../src/errors.js';
 import {
-  cancelSlot, cellsOfHandle, pack, sleepOnSlot, STATE_CANCELLED, STATE_RUNNING, waitWhilePaused,
+  cancelSlotFromHandle, cellsOfHandle, pack, sleepOnSlot, STATE_CANCELLED, STATE_RUNNING, waitWhilePaused,
   type TokenHandle,
 } from '../src/token/slot.js';
 import { checkMs } from '../src/errors.js';
@@ -62,7 +62,7 @@ export class SlotToken implements WorkerToken {
 
   cancel(_reason?: unknown): boolean {
     // The reason cannot travel through an Int32; the main thread sees 'cancel.user'.
-    return cancelSlot(this.cells, this.index, this.generation) ||
+    return cancelSlotFromHandle(this.cells, this.index, this.generation) ||
       Atomics.load(this.cells, this.index) === pack(this.generation, STATE_CANCELLED);
   }
 

@@ -1,62 +1,80 @@
 /**
- * The bridge: a slot change made on any thread becomes `token.signal` aborting on the main thread.
+ * The bridge: a cancel made on another thread becomes `token.signal` aborting on the main thread.
  *
- * One `Atomics.waitAsync` per token whose handle has left this thread (a token nobody else can
- * see cannot be cancelled elsewhere, so it needs no bridge). No thread per turn, no timer. A
- * pending `waitAsync` neither keeps the process alive nor shows in
- * `process.getActiveResourcesInfo()`, so every armed bridge is counted in `Counters.bridges`.
+ * One `Atomics.waitAsync` per *slab*, on the slab's bridge cell (slot.ts), armed while at least one
+ * live token of the slab has exported its handle (a token nobody else can see cannot be cancelled
+ * elsewhere, so it needs no bridge). No thread per turn, no timer. A cancel through a handle bumps
+ * and notifies the bridge cell after it has woken the slot's sleepers, so the bridge never delays a
+ * worker; the bridge then looks at the slab's exported tokens and folds in those whose slot reads
+ * cancelled. A pending `waitAsync` neither keeps the process alive nor shows in
+ * `process.getActiveResourcesInfo()`, so armed bridges are counted in `Counters.bridges`.
  *
- * A bridge is released exactly once, by whichever comes first:
- *   - the main thread cancels or retires the token (`release`, synchronous: the notify that
- *     follows already resolved the engine's waiter, so nothing is pending any more);
- *   - the wait resolves because another thread moved the slot (`onWake`).
+ * A token leaves its slab's exported set when the main thread cancels or retires it (`release`).
+ * When the set empties the bridge is disarmed and its waiter resolved at once by a notify of the
+ * bridge cell, so no waiter is left behind (`stats().liveBridges` is exact and synchronous).
  */
 
-import { pack, readState, STATE_CANCELLED, STATE_RUNNING } from './slot.js';
-import type { TokenState } from './state.js';
+import { BRIDGE_INDEX, readState, STATE_CANCELLED } from './slot.js';
+import type { Slab } from './slab.js';
+import type { Counters, TokenState } from './state.js';
 
-export interface Bridge {
-  /** False once released; a wake of a released bridge does nothing. */
+export interface SlabBridge {
+  /** False once disarmed; a wake of a disarmed bridge does nothing. */
   armed: boolean;
+  readonly exported: Set<TokenState>;
+  readonly counters: Counters;
 }
 
-/** Arm the bridge of `state` if it has none. Idempotent. */
+/** The handle of `state` is about to leave this thread. Idempotent. */
 export function arm(state: TokenState): void {
-  if (state.bridge !== undefined || state.cancelled || state.retired) return;
-  const bridge: Bridge = { armed: true };
-  state.bridge = bridge;
-  state.counters.bridges++;
-  waitForChange(state, bridge);
+  if (state.exported || state.cancelled || state.retired) return;
+  state.exported = true;
+  const slab = state.slot.slab;
+  if (slab.bridge === undefined) {
+    slab.bridge = { armed: true, exported: new Set(), counters: state.counters };
+    state.counters.bridges++;
+    waitForCancel(slab, slab.bridge);
+  }
+  slab.bridge.exported.add(state);
 }
 
-function waitForChange(state: TokenState, bridge: Bridge): void {
-  const { slab, index, generation } = state.slot;
-  const result = Atomics.waitAsync(slab.cells, index, pack(generation, STATE_RUNNING));
-  if (result.async) result.value.then(() => onWake(state, bridge));
-  else onWake(state, bridge);
-}
-
-/** Release without firing (main-thread cancel or retire). */
+/** The main thread cancelled or retired `state`: it needs the bridge no more. */
 export function release(state: TokenState): void {
-  const bridge = state.bridge;
-  if (bridge === undefined || !bridge.armed) return;
+  if (!state.exported) return;
+  state.exported = false;
+  const slab = state.slot.slab;
+  const bridge = slab.bridge!;
+  bridge.exported.delete(state);
+  if (bridge.exported.size > 0) return;
   bridge.armed = false;
-  state.counters.bridges--;
+  slab.bridge = undefined;
+  bridge.counters.bridges--;
+  // Resolve the pending waiter now, so a disarmed bridge leaves nothing queued in the engine.
+  Atomics.notify(slab.cells, BRIDGE_INDEX);
+}
+
+function waitForCancel(slab: Slab, bridge: SlabBridge): void {
+  const seen = Atomics.load(slab.cells, BRIDGE_INDEX);
+  const result = Atomics.waitAsync(slab.cells, BRIDGE_INDEX, seen);
+  if (result.async) result.value.then(() => onWake(slab, bridge));
+  else queueMicrotask(() => onWake(slab, bridge));
 }
 
 /**
- * The one race of the bridge. Between the notify that resolved this wait and this callback
- * running (a later task), the main thread may have cancelled the token (then it already released
- * the bridge), retired it (released too; and the cell may already belong to a new generation), or
- * nothing at all happened on the main thread. Only a bridge still armed, whose own generation
- * reads CANCELLED, fires; it fires through `cancelFromSlot`, which is a no-op on a token that is
- * already cancelled or retired, so the signal aborts at most once. A wake that finds the slot still
- * RUNNING (a notify without a change) waits again.
+ * The one race of the bridge. Between the notify that resolved this wait and this callback (a
+ * later task), the main thread may have cancelled or retired any exported token (they left the
+ * set), disarmed the bridge (the set emptied; a newer bridge may already wait on the same cell),
+ * or nothing happened on the main thread at all. So: a disarmed bridge does nothing; otherwise the
+ * wait is re-armed *before* the scan (a cancel landing during the scan bumps the cell and wakes the
+ * new wait), and only tokens still exported whose own generation reads CANCELLED are folded in,
+ * through `cancelFromSlot`, a no-op on a token already cancelled or retired — so each signal
+ * aborts at most once.
  */
-function onWake(state: TokenState, bridge: Bridge): void {
+function onWake(slab: Slab, bridge: SlabBridge): void {
   if (!bridge.armed) return;
-  const seen = readState(state.slot.slab.cells, state.slot.index, state.slot.generation);
-  if (seen === STATE_RUNNING) return waitForChange(state, bridge);
-  release(state);
-  if (seen === STATE_CANCELLED) state.cancelFromSlot();
+  waitForCancel(slab, bridge);
+  for (const state of [...bridge.exported]) {
+    const { index, generation } = state.slot;
+    if (readState(slab.cells, index, generation) === STATE_CANCELLED) state.cancelFromSlot();
+  }
 }

@@ -137,6 +137,11 @@ export class TurnRegistry {
   }
 
   #install(state: TokenState): CancelToken {
+    // Retiring the leftover can run abort listeners (a cancel from another thread is folded in at
+    // retire), and one may have begun a turn of this session in the meantime. That turn is a
+    // leftover too: retire it rather than orphan it, still live, behind this one.
+    const other = this.#current.get(state.sessionId);
+    if (other !== undefined && other !== state) other.retire();
     state.onRetired = this.#forget;
     this.#current.set(state.sessionId, state);
     return wrap(state);

@@ -1,7 +1,7 @@
 /**
  * Slabs: the SharedArrayBuffers that hold the slots of one registry's live tokens.
  *
- * A slab is `slots + 1` Int32 cells (cell 0 is the control cell, see slot.ts). Cells are handed
+ * A slab is `slots + 2` Int32 cells (cells 0 and 1 are the control and bridge cells, see slot.ts). Cells are handed
  * out from a LIFO free list and come back on retire with their generation intact, so the next
  * claim bumps it (slot.ts, invariant 2). When every slab is full a new one is added: there is no
  * cap, and slabs are never removed (a worker may still hold a stale handle into one, and reading
@@ -11,7 +11,8 @@
  * several registries and tell their slabs apart by number alone.
  */
 
-import { CONTROL_INDEX, claimSlot, retireSlot, setPaused } from './slot.js';
+import { claimSlot, FIRST_SLOT, retireSlot, setPaused } from './slot.js';
+import type { SlabBridge } from './bridge.js';
 
 export interface Slab {
   /** Process-wide unique id; workers look slabs up by it. */
@@ -20,6 +21,8 @@ export interface Slab {
   readonly cells: Int32Array;
   /** Free cell indices (LIFO). */
   readonly free: number[];
+  /** The main thread's bridge for this slab; `undefined` while no live token's handle has left the thread. */
+  bridge: SlabBridge | undefined;
 }
 
 /** Where a token's slot lives. */
@@ -93,12 +96,12 @@ export class SlabSet {
   }
 
   #add(): Slab {
-    const buffer = new SharedArrayBuffer((this.slotsPerSlab + 1) * Int32Array.BYTES_PER_ELEMENT);
+    const buffer = new SharedArrayBuffer((this.slotsPerSlab + FIRST_SLOT) * Int32Array.BYTES_PER_ELEMENT);
     const cells = new Int32Array(buffer);
-    // Highest index first so pop() hands out 1, 2, 3, ... (easier to read in a debugger).
+    // Highest index first so pop() hands out 2, 3, 4, ... (easier to read in a debugger).
     const free: number[] = [];
-    for (let i = this.slotsPerSlab; i > CONTROL_INDEX; i--) free.push(i);
-    const slab: Slab = { id: nextSlabId++, buffer, cells, free };
+    for (let i = this.slotsPerSlab + FIRST_SLOT - 1; i >= FIRST_SLOT; i--) free.push(i);
+    const slab: Slab = { id: nextSlabId++, buffer, cells, free, bridge: undefined };
     if (this.#paused) setPaused(cells, true);
     this.slabs.push(slab);
     slabsById.set(slab.id, slab);

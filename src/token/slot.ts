@@ -13,7 +13,7 @@
  *    is reused far less often because the free list is LIFO over the whole slab).
  * 2. Transitions (who may move a cell from which state to which):
  *      RUNNING(g)   -> CANCELLED(g)  any thread holding (index, g)      [cancelSlot]
- *      RUNNING(g)   -> RETIRED(g)    the owning main thread only        [retireSlot]
+ *      RUNNING(g)   -> RETIRED(g)    the owning main thread only        [sealSlot, retireSlot]
  *      CANCELLED(g) -> RETIRED(g)    the owning main thread only        [retireSlot]
  *      RETIRED(g)   -> RUNNING(g+1)  the owning main thread only, when the slab hands the cell
  *                                    to a new token                     [claimSlot]
@@ -30,6 +30,11 @@
  * worker waits on the control cell with the value it last read, so a cancel that lands between
  * its slot check and its wait changes the control word and the wait returns at once (no missed
  * wake-up). See `waitWhilePaused`.
+ *
+ * Bridge cell: index 1 is a counter bumped (and notified) only by a cancel made through a handle
+ * (`cancelSlotFromHandle`, i.e. from another thread). The main thread's bridge waits on it with
+ * `Atomics.waitAsync`, never on a slot: an async waiter queued on a slot would be woken first by
+ * every notify of that slot and delay the worker sleeping behind it (measured: +10–20 µs).
  */
 
 import { describe } from '../errors.js';
@@ -46,6 +51,10 @@ export const GENERATION_MODULO = 1 << 30;
 
 /** Index of the control cell in every slab. */
 export const CONTROL_INDEX = 0;
+/** Index of the bridge cell in every slab. */
+export const BRIDGE_INDEX = 1;
+/** The first cell that is a slot. */
+export const FIRST_SLOT = 2;
 const PAUSE_BIT = 1;
 const WAKE_STEP = 2;
 
@@ -91,6 +100,29 @@ export function cancelSlot(cells: Int32Array, index: number, generation: number)
     return false;
   }
   wake(cells, index);
+  return true;
+}
+
+/**
+ * RUNNING(g) -> RETIRED(g) by compareExchange, at the start of a retire. Only the owning main
+ * thread calls this. It closes the retire race: without it, a cancelSlot from another thread
+ * could land after the owner last read the cell and before `retireSlot` stores RETIRED, and that
+ * store would erase a cancel whose caller was told `true`. After the seal, a concurrent
+ * cancelSlot either landed first (the cell reads CANCELLED(g) and the owner folds it in) or fails.
+ * Wakes nobody: `retireSlot` follows in the same synchronous retire and notifies.
+ */
+export function sealSlot(cells: Int32Array, index: number, generation: number): void {
+  Atomics.compareExchange(cells, index, pack(generation, STATE_RUNNING), pack(generation, STATE_RETIRED));
+}
+
+/**
+ * `cancelSlot` by a holder of a handle, which may be on any thread: the owning main thread is told
+ * through the bridge cell (after the slot's own sleepers were woken).
+ */
+export function cancelSlotFromHandle(cells: Int32Array, index: number, generation: number): boolean {
+  if (!cancelSlot(cells, index, generation)) return false;
+  Atomics.add(cells, BRIDGE_INDEX, 1);
+  Atomics.notify(cells, BRIDGE_INDEX);
   return true;
 }
 
@@ -159,8 +191,8 @@ export function cellsOfHandle(handle: TokenHandle): Int32Array {
     throw new TypeError(`handle.buffer: expected a SharedArrayBuffer, got ${describe(buffer)}`);
   }
   const length = buffer.byteLength / Int32Array.BYTES_PER_ELEMENT;
-  if (!Number.isInteger(index) || index <= CONTROL_INDEX || index >= length) {
-    throw new RangeError(`handle.index: expected an integer from 1 to ${length - 1}, got ${describe(index)}`);
+  if (!Number.isInteger(index) || index < FIRST_SLOT || index >= length) {
+    throw new RangeError(`handle.index: expected an integer from ${FIRST_SLOT} to ${length - 1}, got ${describe(index)}`);
   }
   if (!Number.isInteger(generation) || generation < 0 || generation >= GENERATION_MODULO) {
     throw new RangeError(`handle.generation: expected an integer from 0 to ${GENERATION_MODULO - 1}, got ${describe(generation)}`);

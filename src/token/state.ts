@@ -15,14 +15,15 @@
  *    subtree aborts (listeners run), so a listener always sees the whole subtree cancelled.
  *    What is *not* guaranteed: atomicity across the subtree as seen from other threads — a worker
  *    may observe the parent cancelled a few nanoseconds before its child's slot.
- * 5. Every resource a token holds (slot, bridge, adopted listener, owners) is counted in
- *    `Counters` and released at retire at the latest.
+ * 5. Every resource a token holds (slot, bridge, adopted listener) is counted in `Counters` and
+ *    released at retire at the latest. Owners are told at retire (`onRetire`) and stay counted
+ *    until they dispose themselves, so an owner that never settles shows in `stats()`.
  */
 
 import { CancelledError } from '../errors.js';
 import { arm, release } from './bridge.js';
 import type { SlabSet, SlotRef } from './slab.js';
-import { cancelSlot, readState, STATE_CANCELLED } from './slot.js';
+import { cancelSlot, readState, sealSlot, STATE_CANCELLED } from './slot.js';
 
 /** A unit of work registered under a token (see owners.ts). */
 export interface Owner {
@@ -62,8 +63,8 @@ export class TokenState {
   controller: AbortController | undefined;
   /** Detaches an adopted controller's abort listener; `undefined` when nothing is adopted. */
   detachAdopted: (() => void) | undefined;
-  /** `undefined` until the handle first leaves this thread (see bridge.ts). */
-  bridge: import('./bridge.js').Bridge | undefined;
+  /** True while this token's handle has left the thread and its slab's bridge watches it (bridge.ts). */
+  exported = false;
   /** `undefined` until the first owner registers. */
   owners: Set<Owner> | undefined;
   /** Set by a runner stop: the stop's grace governs every owner below (DESIGN.md §2). */
@@ -174,7 +175,15 @@ export class TokenState {
   /** Invariants 2 and 5: children first, then this token's slot, bridge, listener and owners. */
   retire(): void {
     if (this.retired) return;
+    // From here on no other thread can cancel this slot; one that already did is folded in next.
+    sealSlot(this.slot.slab.cells, this.slot.index, this.slot.generation);
     this.syncFromSlot();
+    // That sync may have folded in a cancel from another thread and run abort listeners, and a
+    // listener may already have retired this token (e.g. by ending the turn or beginning the
+    // session's next one). Retire once (invariant 2): a second release would push the cell onto
+    // the free list twice and overwrite its next owner's word with this token's RETIRED(g), so
+    // the next two claims would share one slot and one generation.
+    if (this.retired) return;
     if (this.children !== undefined) for (const child of [...this.children]) child.retire();
     this.retired = true;
     release(this);
