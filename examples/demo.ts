@@ -17,14 +17,25 @@ import {
   exec, isCancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type ExecResult, type Turn,
 } from '../src/index.js';
 
-const { values } = parseArgs({
-  options: { 'stop-after': { type: 'string', default: '300' }, grace: { type: 'string', default: '100' }, json: { type: 'boolean', default: false } },
-});
-const stopAfter = Number(values['stop-after']);
-const graceMs = Number(values.grace);
-if (!Number.isFinite(stopAfter) || stopAfter < 0) throw new RangeError(`--stop-after: expected milliseconds >= 0, got ${values['stop-after']}`);
-if (!Number.isFinite(graceMs) || graceMs < 0) throw new RangeError(`--grace: expected milliseconds >= 0, got ${values.grace}`);
-const json = values.json === true;
+function options(): { stopAfter: number; graceMs: number; json: boolean } {
+  const { values } = parseArgs({
+    options: { 'stop-after': { type: 'string', default: '300' }, grace: { type: 'string', default: '100' }, json: { type: 'boolean', default: false } },
+  });
+  const stopAfter = Number(values['stop-after']);
+  const graceMs = Number(values.grace);
+  if (!Number.isFinite(stopAfter) || stopAfter < 0) throw new RangeError(`--stop-after: expected milliseconds >= 0, got ${values['stop-after']}`);
+  if (!Number.isFinite(graceMs) || graceMs < 0) throw new RangeError(`--grace: expected milliseconds >= 0, got ${values.grace}`);
+  return { stopAfter, graceMs, json: values.json === true };
+}
+let parsed: ReturnType<typeof options>;
+try {
+  parsed = options();
+} catch (error) {
+  console.error(`demo: ${(error as Error).message}\nusage: npm start -- [--stop-after MS] [--grace MS] [--json]`);
+  process.exit(2);
+}
+const { stopAfter, graceMs } = parsed;
+const json = parsed.json;
 const say = (line: string) => { if (!json) console.log(line); };
 
 const dir = mkdtempSync(join(tmpdir(), 'fullstop-demo-'));

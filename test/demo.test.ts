@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { isGone } from './support/leaks.js';
+
+const demo = fileURLToPath(new URL('../dist/examples/demo.js', import.meta.url));
+
+describe('the demo (npm start)', () => {
+  it('stops a real turn with --stop-after 100 --json: cancelled, no survivors, stats zero, a clean second turn', async () => {
+    const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      execFile(process.execPath, [demo, '--stop-after', '100', '--json'], { timeout: 60_000 }, (error, stdout) => {
+        resolve({ code: error ? (error as { code?: number }).code ?? 1 : 0, stdout });
+      });
+    });
+    expect(code).toBe(0);
+    const report = JSON.parse(stdout);
+    expect(report.status).toBe('cancelled');
+    expect(report.survivors).toEqual([]);
+    expect(report.treePids.length).toBeGreaterThanOrEqual(5);
+    for (const pid of report.treePids) expect(isGone(pid)).toBe(true);
+    expect(report.stats).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
+    expect(report.secondTurn).toEqual({ status: 'completed', markerInHistory: true });
+    const r = report.report;
+    expect(r).toMatchObject({ sessionId: 'demo', turnId: 'turn-1', reason: 'cancel.user', graceMs: 100 });
+    const order = [r.signalledAt, r.settledAt, r.hardStopAt, r.markerAt, r.flushedAt, r.emittedAt];
+    expect([...order].sort((a: number, b: number) => a - b)).toEqual(order);
+    expect(report.timeline.map((t: { layer: string }) => t.layer)).toEqual(expect.arrayContaining([
+      expect.stringMatching(/worker saw the stop/), expect.stringMatching(/process tree gone/), expect.stringMatching(/question rejected/),
+    ]));
+  });
+
+  it('refuses a bad flag value with a clear error', async () => {
+    const { code, stderr } = await new Promise<{ code: unknown; stderr: string }>((resolve) => {
+      execFile(process.execPath, [demo, '--grace=-5'], { timeout: 30_000 }, (error, _stdout, stderr) => resolve({ code: (error as { code?: unknown } | null)?.code, stderr }));
+    });
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/--grace: expected milliseconds >= 0, got -5/);
+  });
+});
