@@ -4,6 +4,7 @@ import { stat } from 'node:fs/promises';
 import { TurnPool, TurnRegistry, isCancelledError, CancelledError } from '../dist/src/index.js';
 import { governStop, ownersOf } from '../dist/src/token/owners.js';
 import { threadCount, eventually } from './support/leaks.js';
+import { flags, started } from './support/handshake.js';
 
 const tasks = new URL('./fixtures/pool/tasks.mjs', import.meta.url).href;
 const registry = new TurnRegistry();
@@ -13,17 +14,6 @@ function onePool(options: Record<string, unknown> = {}): TurnPool {
   const pool = new TurnPool({ filename: tasks, minThreads: 1, maxThreads: 1, graceMs: 100, ...options });
   pools.push(pool);
   return pool;
-}
-
-function flags(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(8));
-}
-
-/** The task's own "I have started" handshake (flags[0] set and notified by the worker). */
-async function started(f: Int32Array): Promise<void> {
-  const r = Atomics.waitAsync(f, 0, 0, 5000);
-  if (r.async) await r.value;
-  if (Atomics.load(f, 0) !== 1) throw new Error('task did not start within 5 s');
 }
 
 async function rejection(p: Promise<unknown>): Promise<any> {

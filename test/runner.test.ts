@@ -7,6 +7,7 @@ import {
   CancelledError, FatalToolError, Ledger, exec, ToolError, TurnPool, TurnRegistry, TurnRunner, isCancelledError,
   type LedgerEntry,
 } from '../dist/src/index.js';
+import { flags, started } from './support/handshake.js';
 
 const tasks = new URL('./fixtures/pool/tasks.mjs', import.meta.url).href;
 const registry = new TurnRegistry();
@@ -36,16 +37,6 @@ afterAll(() => pool.destroy());
 
 function onDisk(): LedgerEntry[] {
   return readFileSync(ledger.path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-}
-
-function flags(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(8));
-}
-
-async function started(f: Int32Array): Promise<void> {
-  const r = Atomics.waitAsync(f, 0, 0, 5000);
-  if (r.async) await r.value;
-  if (Atomics.load(f, 0) !== 1) throw new Error('task did not start within 5 s');
 }
 
 function named(name: string) {
