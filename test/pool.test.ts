@@ -290,6 +290,39 @@ describe('slabs', () => {
   });
 });
 
+describe('piscina options keep their meaning', () => {
+  it('maxQueue limits tasks with a token as it limits plain ones', async () => {
+    const pool = onePool({ maxQueue: 2 });
+    const token = registry.beginTurn('s');
+    const f = flags();
+    const runs = [pool.run({ flags: f, ms: 60_000 }, { token, name: 'sleeper' })];
+    await started(f);
+    for (let i = 0; i < 5; i++) runs.push(pool.run({ value: i }, { token, name: 'echo' }));
+    const settled = Promise.allSettled(runs);
+    // Piscina refuses the overflow synchronously; its rejection reaches us a microtask later.
+    await new Promise((r) => setImmediate(r));
+    token.cancel();
+    const results = await settled;
+    const overflow = results.filter((r) => r.status === 'rejected' && /queue/i.test(String((r as PromiseRejectedResult).reason?.message)) && !isCancelledError((r as PromiseRejectedResult).reason));
+    expect(overflow).toHaveLength(3);
+  });
+
+  it('with several tasks per worker, a hard stop takes only the stopped task\'s worker', async () => {
+    const pool = onePool({ maxThreads: 2, minThreads: 2, concurrentTasksPerWorker: 2, graceMs: 50 });
+    const token = registry.beginTurn('s');
+    const other = registry.beginTurn('a');
+    const f = flags();
+    const g = flags();
+    const stubborn = pool.run({ flags: f }, { token, name: 'neverChecks' });
+    const bystander = pool.run({ flags: g, ms: 300 }, { token: other, name: 'sleeper' });
+    await started(f);
+    await started(g);
+    token.cancel();
+    expect((await rejection(stubborn)).hard).toBe(true);
+    await expect(bystander).resolves.toMatchObject({ slept: true });
+  });
+});
+
 describe('lifecycle', () => {
   it('20 stop cycles and destroy() leave the thread count where it started and the registry at zero', async () => {
     // Measure against a quiet process: the other tests' pools gone, libuv's thread pool started.

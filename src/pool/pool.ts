@@ -10,13 +10,12 @@ import type { TransferListItem } from 'node:worker_threads';
 import { Piscina, transferableSymbol, valueSymbol } from 'piscina';
 import { CancelledError, checkMs, describe } from '../errors.js';
 import { activeToken } from '../token/context.js';
-import { addOwner } from '../token/owners.js';
 import { TurnRegistry } from '../token/registry.js';
 import type { TokenState } from '../token/state.js';
 import { isCancelToken, STATE, type CancelToken } from '../token/token.js';
 import { leastBusy, observeStarts, queueOptionsFor } from './dispatch.js';
 import { encodeTarget, NEED_SLAB, P_BUFFERS } from './protocol.js';
-import { TaskRun, type RunHost } from './task-run.js';
+import { TaskRun, type RunHost, type Settlement } from './task-run.js';
 import { slabById } from '../token/slab.js';
 import { queueOptionsSymbol } from 'piscina';
 
@@ -70,7 +69,13 @@ export class TurnPool implements RunHost {
   readonly #piscina: Piscina;
   readonly #defaultFilename: string | null;
   readonly #defaultName: string;
+  /** The encoded target of the pool's own filename and name; `undefined` when the pool has no filename. */
+  readonly #defaultTarget: string | undefined;
   readonly #concurrent: boolean;
+  /** Tasks with a token go to piscina as abortable only when workers run several at once (task-run.ts). */
+  readonly #abortable: boolean;
+  /** A user-supplied taskQueue reads queue options: keep theirs (dispatch.ts). */
+  readonly #customQueue: boolean;
   /** Encoded targets by `filename\0name` (piscina caches a handler per distinct name). */
   readonly #targets = new Map<string, string>();
   /** Tokens made for tasks run with a plain `signal`. */
@@ -94,11 +99,14 @@ export class TurnPool implements RunHost {
     this.#defaultFilename = filename == null ? null : toPath(filename);
     this.#defaultName = name ?? 'default';
     this.#concurrent = (rest.concurrentTasksPerWorker ?? 1) > 1;
+    this.#abortable = this.#concurrent;
+    this.#customQueue = rest.taskQueue !== undefined;
     const balancer = loadBalancer ?? leastBusy(rest.concurrentTasksPerWorker ?? 1);
+    this.#defaultTarget = this.#defaultFilename === null ? undefined : this.#target(this.#defaultFilename, this.#defaultName);
     this.#piscina = new Piscina({
       ...rest,
       filename: ENTRY,
-      name: this.#defaultFilename === null ? 'default' : this.#target(this.#defaultFilename, this.#defaultName),
+      name: this.#defaultTarget ?? 'default',
       loadBalancer: observeStarts(balancer as never) as never,
     });
   }
@@ -111,9 +119,8 @@ export class TurnPool implements RunHost {
     if (token !== undefined && !isCancelToken(token)) throw new TypeError(`options.token: expected a CancelToken, got ${describe(token)}`);
     if (signal != null && !(signal instanceof AbortSignal)) throw new TypeError(`options.signal: expected an AbortSignal, got ${describe(signal)}`);
     checkMs('options.graceMs', options.graceMs);
-    const filename = options.filename == null ? this.#defaultFilename : toPath(options.filename);
-    if (filename === null) return Promise.reject(new TypeError('filename: no filename given to the TurnPool or to run()'));
-    const name = this.#target(filename, options.name ?? this.#defaultName);
+    const name = options.filename == null && options.name == null ? this.#defaultTarget : this.#targetOf(options);
+    if (name === undefined) return Promise.reject(new TypeError('filename: no filename given to the TurnPool or to run()'));
     const [value, transfers] = unwrapMovable(task, transferList);
 
     if (token === undefined && signal == null) token = activeToken();
@@ -138,28 +145,34 @@ export class TurnPool implements RunHost {
         reason: token.reason, sessionId: token.sessionId, turnId: token.turnId,
       }));
     }
-    const run = new TaskRun(this, token, graceMs);
+    const run = new TaskRun(this, token, graceMs, this.#abortable);
     run.release = release;
     const payload = payloadFor(task, state);
-    (payload as unknown as Record<symbol, unknown>)[queueOptionsSymbol] = queueOptionsFor(task, run);
-    run.dispose = addOwner(token, run);
+    (payload as unknown as Record<symbol, unknown>)[queueOptionsSymbol] = this.#customQueue ? queueOptionsFor(task, run) : run;
     this.#inFlight++;
-    return this.#submit<R>(run, payload, transferList, name);
+    this.#submit(run, payload, transferList, name);
+    return run.promise as Promise<R>;
   }
 
-  #submit<R>(run: TaskRun, payload: unknown[], transferList: TransferListItem[] | undefined, name: string): Promise<R> {
-    return this.#piscina.run(payload, { signal: run as never, transferList: transferList as never, filename: ENTRY, name }).then(
-      (value) => run.resolve(value as R),
+  #submit(run: TaskRun, payload: unknown[], transferList: TransferListItem[] | undefined, name: string): void {
+    const options = { signal: run.abortable ? run as never : null, transferList: transferList as never, filename: ENTRY, name };
+    this.#piscina.run(payload, options).then(
+      (value) => run.resolveWith(value),
       (error) => {
         const missing = missingSlabs(error);
-        if (missing === undefined || run.aborted) return run.reject(error);
+        if (missing === undefined || run.done || run.aborted) return run.rejectWith(error);
         // The worker had never seen this slab: send it once, with the buffers.
         payload[P_BUFFERS] = missing.map((id) => [id, slabById(id)!.buffer]);
         run.started = false;
         this.#bounces++;
-        return this.#submit<R>(run, payload, transferList, name);
+        this.#submit(run, payload, transferList, name);
       },
     );
+  }
+
+  /** @internal RunHost: the hard stop of a task that is not abortable in piscina's sense. */
+  terminate(threadId: number): void {
+    void this.#piscina.threads.find((worker) => worker.threadId === threadId)?.terminate();
   }
 
   /**
@@ -174,7 +187,8 @@ export class TurnPool implements RunHost {
     return { token: own, release: () => { signal.removeEventListener('abort', onAbort); own.retire(); } };
   }
 
-  onSettled(how: 'value' | 'error' | 'cooperative' | 'dropped' | 'hard'): void {
+  /** @internal RunHost */
+  onSettled(how: Settlement): void {
     this.#inFlight--;
     if (how === 'cooperative') this.#cooperativeStops++;
     else if (how === 'hard') this.#hardStops++;
@@ -200,6 +214,12 @@ export class TurnPool implements RunHost {
 
   /** The piscina underneath, for what TurnPool does not wrap (`threads`, `utilization`, events). */
   get piscina(): Piscina { return this.#piscina; }
+
+  /** The encoded target of a run that names its own filename or export; `undefined` without a filename. */
+  #targetOf(options: TurnPoolRunOptions): string | undefined {
+    const filename = options.filename == null ? this.#defaultFilename : toPath(options.filename);
+    return filename === null ? undefined : this.#target(filename, options.name ?? this.#defaultName);
+  }
 
   #target(filename: string, name: string): string {
     const key = `${filename}\0${name}`;

@@ -18,16 +18,21 @@ export type { Owner };
 
 /** Register `owner` under `token`; returns its disposer (idempotent). */
 export function addOwner(token: CancelToken, owner: Owner): () => void {
+  addOwnerOf(token, owner);
+  return () => removeOwnerOf(token, owner);
+}
+
+/** `addOwner` without the disposer closure, for owners that remove themselves (pool tasks: one per task). */
+export function addOwnerOf(token: CancelToken, owner: Owner): void {
   const state = token[STATE];
   (state.owners ??= new Set()).add(owner);
   state.counters.owners++;
-  let disposed = false;
-  return () => {
-    if (disposed) return;
-    disposed = true;
-    state.owners!.delete(owner);
-    state.counters.owners--;
-  };
+}
+
+/** Remove `owner` from `token`; a second call does nothing. */
+export function removeOwnerOf(token: CancelToken, owner: Owner): void {
+  const state = token[STATE];
+  if (state.owners?.delete(owner)) state.counters.owners--;
 }
 
 /** Every owner still registered under `token` or any of its descendants. */

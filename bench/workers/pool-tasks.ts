@@ -1,0 +1,84 @@
+/**
+ * Task bodies of the pool suite (bench/pool.bench.ts), each named by what it does. TurnPool and raw
+ * Piscina load this same file; the raw pool only ever runs `trivial` and `rawSleeper` (the
+ * `fullstop/worker` functions throw outside a TurnPool task).
+ *
+ * Every task that a cancel ends returns the moment it noticed, on the process-wide clock
+ * (pool-protocol.ts), so the result itself carries the measurement.
+ */
+
+import { cancelTurn, checkCancelled, isCancelled, isCancelledError, sleep } from '../../workers/runtime.js';
+import { LINGER_MS, READY, SPARE, TRIP_AFTER_MS, type FlagsTask } from './pool-protocol.js';
+
+const now = () => process.hrtime.bigint();
+
+function ready(flags: Int32Array): void {
+  Atomics.store(flags, READY, 1);
+  Atomics.notify(flags, READY);
+}
+
+/** P5, P4's next task. */
+export function trivial(n: number): number {
+  return n;
+}
+
+/** P1: blocked in `sleep()` until the cancel; returns when the `CancelledError` arrived in the task. */
+export function sleeper({ flags }: FlagsTask): bigint {
+  ready(flags);
+  try {
+    sleep(60_000);
+  } catch (e) {
+    const at = now();
+    if (isCancelledError(e)) return at;
+    throw e;
+  }
+  throw new Error('sleeper: slept 60 s without a cancel');
+}
+
+/** P4: the usual cooperative task — `sleep()` throws on cancel and the error propagates. */
+export function sleepsUntilStopped({ flags }: FlagsTask): never {
+  ready(flags);
+  sleep(60_000);
+  throw new Error('sleepsUntilStopped: slept 60 s without a cancel');
+}
+
+/** P2: a busy loop calling `checkCancelled()` on every iteration; returns [noticed at, sink]. */
+export function pollsEveryIteration({ flags }: FlagsTask): [bigint, number] {
+  ready(flags);
+  let x = 1;
+  try {
+    for (;;) {
+      checkCancelled();
+      x = (Math.imul(x, 1103515245) + 12345) | 0;
+    }
+  } catch (e) {
+    const at = now();
+    if (isCancelledError(e)) return [at, x];
+    throw e;
+  }
+}
+
+/** P2 (extra): the same loop on `isCancelled()`, which throws nothing: the check alone. */
+export function pollsIsCancelled({ flags }: FlagsTask): [bigint, number] {
+  ready(flags);
+  let x = 1;
+  while (!isCancelled()) x = (Math.imul(x, 1103515245) + 12345) | 0;
+  return [now(), x];
+}
+
+/** P3: wait TRIP_AFTER_MS (main goes idle), trip the turn, linger; returns when it called `cancelTurn()`. */
+export function trips({ flags }: FlagsTask): bigint {
+  ready(flags);
+  Atomics.wait(flags, SPARE, 0, TRIP_AFTER_MS);
+  const at = now();
+  if (!cancelTurn('bench')) throw new Error('trips: cancelTurn() returned false');
+  Atomics.wait(flags, SPARE, 0, LINGER_MS);
+  return at;
+}
+
+/** P4 baseline on raw Piscina: blocked in a plain `Atomics.wait` until piscina terminates the worker. */
+export function rawSleeper({ flags }: FlagsTask): never {
+  ready(flags);
+  Atomics.wait(flags, SPARE, 0, 60_000);
+  throw new Error('rawSleeper: slept 60 s without being terminated');
+}
