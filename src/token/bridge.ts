@@ -53,8 +53,7 @@ export function release(state: TokenState): void {
   Atomics.notify(slab.cells, BRIDGE_INDEX);
 }
 
-function waitForCancel(slab: Slab, bridge: SlabBridge): void {
-  const seen = Atomics.load(slab.cells, BRIDGE_INDEX);
+function waitForCancel(slab: Slab, bridge: SlabBridge, seen = Atomics.load(slab.cells, BRIDGE_INDEX)): void {
   const result = Atomics.waitAsync(slab.cells, BRIDGE_INDEX, seen);
   if (result.async) result.value.then(() => onWake(slab, bridge));
   else queueMicrotask(() => onWake(slab, bridge));
@@ -65,16 +64,18 @@ function waitForCancel(slab: Slab, bridge: SlabBridge): void {
  * later task), the main thread may have cancelled or retired any exported token (they left the
  * set), disarmed the bridge (the set emptied; a newer bridge may already wait on the same cell),
  * or nothing happened on the main thread at all. So: a disarmed bridge does nothing; otherwise the
- * wait is re-armed *before* the scan (a cancel landing during the scan bumps the cell and wakes the
- * new wait), and only tokens still exported whose own generation reads CANCELLED are folded in,
- * through `cancelFromSlot`, a no-op on a token already cancelled or retired — so each signal
- * aborts at most once.
+ * cell is read *before* the scan and the wait re-armed with that value *after* it, so a cancel that
+ * lands during the scan makes the new wait return at once (no missed wake-up), and the signals of
+ * this wake abort first. Only tokens still exported whose own generation reads CANCELLED are
+ * folded in, through `cancelFromSlot`, a no-op on a token already cancelled or retired — so each
+ * signal aborts at most once.
  */
 function onWake(slab: Slab, bridge: SlabBridge): void {
   if (!bridge.armed) return;
-  waitForCancel(slab, bridge);
+  const seen = Atomics.load(slab.cells, BRIDGE_INDEX);
   for (const state of [...bridge.exported]) {
     const { index, generation } = state.slot;
     if (readState(slab.cells, index, generation) === STATE_CANCELLED) state.cancelFromSlot();
   }
+  if (bridge.armed) waitForCancel(slab, bridge, seen);
 }
