@@ -127,3 +127,22 @@ export async function sampleInterleaved(
   }
   return samples;
 }
+
+/** `cells` Int32 cells over a fresh SharedArrayBuffer (a handshake area shared with a worker). */
+export function flagCells(cells: number): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(cells * Int32Array.BYTES_PER_ELEMENT));
+}
+
+/**
+ * Resolves once the worker set `flags[index]` (from 0); rejects if `settles` settles first (the work
+ * died before it was ready). A handshake, never a sleep.
+ */
+export async function waitReady(flags: Int32Array, index: number, settles: Promise<unknown>, what: string): Promise<void> {
+  const wait = Atomics.waitAsync(flags, index, 0);
+  if (!wait.async) return;
+  const early = settles.then(
+    (v) => { throw new Error(`${what}: settled before it was ready (value ${String(v)})`); },
+    (e) => { throw new Error(`${what}: failed before it was ready`, { cause: e }); },
+  );
+  await Promise.race([wait.value, early]);
+}

@@ -39,7 +39,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { isCancelledError, TurnPool, TurnRegistry, type CancelledError, type CancelToken } from '../src/index.js';
-import { compare, summarize, type BenchResult, type Suite, type SuiteContext } from './harness.js';
+import { compare, flagCells as harnessFlagCells, summarize, waitReady, type BenchResult, type Suite, type SuiteContext } from './harness.js';
 import { FLAG_CELLS, GO, READY, type RawCommand, type RawReport } from './workers/pool-protocol.js';
 
 const TASKS = new URL('./workers/pool-tasks.js', import.meta.url).href;
@@ -75,18 +75,11 @@ const now = () => process.hrtime.bigint();
 const usSince = (t0: bigint, t1: bigint) => Number(t1 - t0) / 1000;
 
 function flagCells(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(FLAG_CELLS * Int32Array.BYTES_PER_ELEMENT));
+  return harnessFlagCells(FLAG_CELLS);
 }
 
-/** Resolves once the worker set READY; rejects if `settles` settles first (the task died early). */
-async function ready(flags: Int32Array, settles: Promise<unknown>, what: string): Promise<void> {
-  const wait = Atomics.waitAsync(flags, READY, 0);
-  if (!wait.async) return;
-  const early = settles.then(
-    (v) => { throw new Error(`${what}: the task settled before it was ready (value ${String(v)})`); },
-    (e) => { throw new Error(`${what}: the task failed before it was ready`, { cause: e }); },
-  );
-  await Promise.race([wait.value, early]);
+function ready(flags: Int32Array, settles: Promise<unknown>, what: string): Promise<void> {
+  return waitReady(flags, READY, settles, what);
 }
 
 // ---------------------------------------------------------------------------------------------

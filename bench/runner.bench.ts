@@ -37,7 +37,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { CancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type StopReport } from '../src/index.js';
-import { compare, summarize, type BenchResult, type Suite, type SuiteContext } from './harness.js';
+import { compare, flagCells as harnessFlagCells, summarize, waitReady, type BenchResult, type Suite, type SuiteContext } from './harness.js';
 import { FLAG_CELLS, GO, READY, type RawWake } from './workers/runner-protocol.js';
 
 const TASKS = new URL('./workers/runner-tasks.js', import.meta.url).href;
@@ -105,18 +105,11 @@ interface OrderedSample {
 }
 
 function flagCells(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(FLAG_CELLS * Int32Array.BYTES_PER_ELEMENT));
+  return harnessFlagCells(FLAG_CELLS);
 }
 
-/** Resolves once `flags[READY]` is 1; rejects if `settles` settles first (the work died early). */
-async function ready(flags: Int32Array, settles: Promise<unknown>, what: string): Promise<void> {
-  const wait = Atomics.waitAsync(flags, READY, 0);
-  if (!wait.async) return;
-  const early = settles.then(
-    (v) => { throw new Error(`${what}: settled before it was ready (${JSON.stringify(v)})`); },
-    (e) => { throw new Error(`${what}: failed before it was ready`, { cause: e }); },
-  );
-  await Promise.race([wait.value, early]);
+function ready(flags: Int32Array, settles: Promise<unknown>, what: string): Promise<void> {
+  return waitReady(flags, READY, settles, what);
 }
 
 function untilAborted(signal: AbortSignal): Promise<never> {
