@@ -358,6 +358,10 @@ describe('bad input', () => {
     const pool = onePool();
     expect(() => pool.run({}, { token: { signal: new AbortController().signal } as never })).toThrow(/options\.token: expected a CancelToken/);
     expect(() => pool.run({}, { signal: {} as never })).toThrow(TypeError);
+    expect(() => pool.run({}, { filename: 42 as never })).toThrow(/options\.filename: expected a string/);
+    const nameless = new TurnPool({ minThreads: 0, maxThreads: 1 });
+    pools.push(nameless);
+    expect(() => nameless.run({})).toThrow(/no filename/);
     expect(pool.stats()).toMatchObject({ running: 0, queued: 0 });
   });
 

@@ -7,7 +7,7 @@
 
 import { fileURLToPath } from 'node:url';
 import type { TransferListItem } from 'node:worker_threads';
-import { Piscina, transferableSymbol, valueSymbol } from 'piscina';
+import { Piscina, queueOptionsSymbol, transferableSymbol, valueSymbol } from 'piscina';
 import { CancelledError, checkMs, describe } from '../errors.js';
 import { activeToken } from '../token/context.js';
 import { TurnRegistry } from '../token/registry.js';
@@ -17,7 +17,6 @@ import { leastBusy, observeStarts, queueOptionsFor } from './dispatch.js';
 import { encodeTarget, NEED_SLAB, P_BUFFERS } from './protocol.js';
 import { TaskRun, type RunHost, type Settlement } from './task-run.js';
 import { slabById } from '../token/slab.js';
-import { queueOptionsSymbol } from 'piscina';
 
 type PiscinaOptions = NonNullable<ConstructorParameters<typeof Piscina>[0]>;
 
@@ -111,16 +110,21 @@ export class TurnPool implements RunHost {
     });
   }
 
-  /** Same shape as `Piscina.run`. */
+  /**
+   * Same shape as `Piscina.run`. Bad arguments throw at once (`TypeError`/`RangeError`, nothing is
+   * started); everything else — a cancel, the task's own error — rejects the returned promise.
+   */
   run<R = unknown>(task: unknown, options: TurnPoolRunOptions = {}): Promise<R> {
-    if (options === null || typeof options !== 'object') return Promise.reject(new TypeError(`options: expected an object, got ${describe(options)}`));
+    if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
     const { signal, transferList } = options;
     let { token } = options;
     if (token !== undefined && !isCancelToken(token)) throw new TypeError(`options.token: expected a CancelToken, got ${describe(token)}`);
     if (signal != null && !(signal instanceof AbortSignal)) throw new TypeError(`options.signal: expected an AbortSignal, got ${describe(signal)}`);
     checkMs('options.graceMs', options.graceMs);
+    if (options.filename != null && typeof options.filename !== 'string') throw new TypeError(`options.filename: expected a string or a file URL string, got ${describe(options.filename)}`);
+    if (options.name != null && typeof options.name !== 'string') throw new TypeError(`options.name: expected a string, got ${describe(options.name)}`);
     const name = options.filename == null && options.name == null ? this.#defaultTarget : this.#targetOf(options);
-    if (name === undefined) return Promise.reject(new TypeError('filename: no filename given to the TurnPool or to run()'));
+    if (name === undefined) throw new TypeError('options.filename: no filename given to the TurnPool or to run()');
     const [value, transfers] = unwrapMovable(task, transferList);
 
     if (token === undefined && signal == null) token = activeToken();
