@@ -153,6 +153,25 @@ describe('a body that ignores the stop', () => {
   });
 });
 
+describe('abandoned work', () => {
+  it('a tool whose fn never settles leaves nothing counted once the stopped turn ends', async () => {
+    const outcome$ = runner.run('s', (turn) => turn.tool('forever', {}, () => new Promise(() => {})));
+    await new Promise((r) => setTimeout(r, 10));
+    const report = await runner.stop('s', { graceMs: 20 });
+    expect(report!.settledCooperatively).toBe(false);
+    expect((await outcome$).status).toBe('cancelled');
+    expect(onDisk().filter((e) => e.type === 'tool_aborted')).toHaveLength(1);
+  });
+
+  it('a question never awaited is withdrawn when the turn completes', async () => {
+    let questionId = '';
+    runner.once('question', (p) => { questionId = p.questionId; });
+    const outcome = await runner.run('s', async (turn) => { void turn.ask('ignored?'); return 'done'; });
+    expect(outcome.status).toBe('completed');
+    expect(runner.answer(questionId, 'late')).toBe(false);
+  });
+});
+
 describe('stop', () => {
   it('between turns returns null and writes nothing', async () => {
     expect(await runner.stop('nobody')).toBeNull();

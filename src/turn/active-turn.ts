@@ -27,7 +27,10 @@ export interface Turn {
    * A `FatalToolError` ends the turn `failed`. A stop → the call gets an aborted output.
    */
   tool<R>(name: string, args: unknown, fn: (token: CancelToken) => Promise<R>): Promise<R>;
-  /** Emit `question`; resolves with `runner.answer(questionId, value)`; rejects with `CancelledError` on a stop. */
+  /**
+   * Emit `question`; resolves with `runner.answer(questionId, value)`; rejects with `CancelledError`
+   * on a stop. A question still pending when its turn ends otherwise is withdrawn and never settles.
+   */
   ask(question: unknown): Promise<unknown>;
   /** Streamed output: a `say` entry, kept on a stop. */
   say(text: string): Promise<void>;
@@ -109,7 +112,10 @@ export class ActiveTurn implements Turn {
     this.#refuseIfOver(`tool ${JSON.stringify(name)}`);
     const child = this.token.child();
     let settle!: () => void;
-    const dispose = addOwner(child, { kind: 'call', settled: new Promise<void>((r) => { settle = r; }), hardStop() {} });
+    // A call whose fn never settles is abandoned with its turn: it stops counting at retire.
+    const dispose = addOwner(child, {
+      kind: 'call', settled: new Promise<void>((r) => { settle = r; }), hardStop() {}, onRetire: () => { settle(); dispose(); },
+    });
     try {
       const value = await runInTurn(child, () => fn(child));
       call.finished = true;
@@ -152,6 +158,10 @@ export class ActiveTurn implements Turn {
         hardStop: () => pending.reject(new CancelledError(`question ${questionId} was cancelled by a stop`, {
           reason: this.token.reason, sessionId: this.sessionId, turnId: this.turnId, hard: true,
         })),
+        // The body ended without waiting for its answer: the question is withdrawn (answer() now
+        // returns false). It is not rejected: nobody may be listening, and an unhandled rejection
+        // would take the host down.
+        onRetire: done,
       });
       this.#host.addQuestion(questionId, pending);
       this.#host.emit('question', { sessionId: this.sessionId, turnId: this.turnId, questionId, question });
