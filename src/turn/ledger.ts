@@ -222,6 +222,9 @@ export class Ledger {
   /** The one writer (invariant 1): writes whatever queued up meanwhile as one batch, until none is left. */
   async #pump(): Promise<void> {
     this.#pumping = true;
+    // Let the lines appended in the same synchronous run join the first batch (a stop appends
+    // its aborted outputs, marker and status back to back: one write instead of two).
+    await undefined;
     while (this.#queue.length > 0) {
       const batch = this.#queue;
       this.#queue = [];
