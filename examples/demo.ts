@@ -2,8 +2,8 @@
  * `npm start`: one agent turn, stopped for real, everywhere at once.
  *
  * The turn streams a reply (a local async generator standing in for a model), runs a CPU-heavy
- * tool in a TurnPool worker, runs a process tree through `exec`, and waits on a question. After
- * `--stop-after` ms the turn is stopped; the demo prints each layer as it acknowledges, the
+ * tool in a TurnPool worker, runs a process tree through `exec`, and waits on a question. Once
+ * every layer is running (a handshake with each), `--stop-after` ms later the turn is stopped; the demo prints each layer as it acknowledges, the
  * StopReport and the ledger tail. A second turn then runs to completion and shows the marker in
  * its history, and that nothing leaked.
  *
@@ -47,10 +47,12 @@ const runner = new TurnRunner({ registry, pool, ledger, graceMs });
 /** Moments each layer acknowledged the stop, in ms since the stop request. */
 const timeline: { layer: string; ms: number }[] = [];
 let stopAt = 0;
-const mark = (layer: string, at = performance.now()) => {
-  const ms = at - stopAt;
-  timeline.push({ layer, ms });
-  say(`  +${ms < 1 ? `${(ms * 1000).toFixed(0)} µs` : `${ms.toFixed(2)} ms`}  ${layer}`);
+const mark = (layer: string, at = performance.now()) => { timeline.push({ layer, ms: at - stopAt }); };
+const printTimeline = () => {
+  // Some layers report a moment they saw earlier (the worker stamps its own notice), so sort.
+  for (const { layer, ms } of timeline.sort((a, b) => a.ms - b.ms)) {
+    say(`  +${ms < 1 ? `${(ms * 1000).toFixed(0)} µs` : `${ms.toFixed(2)} ms`}  ${layer}`);
+  }
 };
 
 /** A model that streams a token every 20 ms until its signal aborts. */
@@ -67,7 +69,11 @@ async function* model(signal: AbortSignal): AsyncGenerator<string> {
 }
 
 const notice = new Float64Array(new SharedArrayBuffer(16));
+const crunching = new Int32Array(new SharedArrayBuffer(4));
 let tree: ExecResult | undefined;
+let asked!: () => void;
+const questionAsked = new Promise<void>((resolve) => { asked = resolve; });
+runner.once('question', () => asked());
 
 async function firstTurn(turn: Turn): Promise<void> {
   turn.signal.addEventListener('abort', () => mark('token.signal aborted (main-thread awaits unwind)'), { once: true });
@@ -79,7 +85,7 @@ async function firstTurn(turn: Turn): Promise<void> {
       throw e;
     }
   })();
-  const cpu = turn.tool('crunch', { phases: 1000 }, (token) => pool.run({ phases: 1000, notice }, { token }))
+  const cpu = turn.tool('crunch', { phases: 1000 }, (token) => pool.run({ phases: 1000, notice, started: crunching }, { token }))
     .catch((e) => { if (notice[0]) mark('worker saw the stop in checkpoint()', notice[0] - performance.timeOrigin); throw e; });
   const shell = turn.tool('build', { cmd: 'sh -c "sleep 30 & sleep 30 & sh -c \'sleep 30\' & wait"' }, async (token) => {
     tree = await exec('sh', ['-c', 'sleep 30 & echo $!; sleep 30 & echo $!; sh -c \'sleep 30 & echo $!; wait\' & echo $!; wait'], { token });
@@ -90,15 +96,18 @@ async function firstTurn(turn: Turn): Promise<void> {
   await Promise.all([reply, cpu, shell, question]);
 }
 
-say(`fullstop demo — turn 1 streams a reply, crunches in a worker, runs a process tree and asks a question; stop after ${stopAfter} ms (grace ${graceMs} ms)\n`);
+say(`fullstop demo — turn 1 streams a reply, crunches in a worker, runs a process tree and asks a question; stop ${stopAfter} ms after all are running (grace ${graceMs} ms)\n`);
 const first = runner.run('demo', firstTurn, { turnId: 'turn-1' });
+// Every layer running first: the worker has taken the crunch task, the question is out.
+const workerBusy = Atomics.waitAsync(crunching, 0, 0, 30_000);
+await Promise.all([workerBusy.async ? workerBusy.value : undefined, questionAsked]);
 await new Promise((r) => setTimeout(r, stopAfter));
 say('stop requested:');
 stopAt = performance.now();
 const report = await runner.stop('demo', { reason: 'cancel.user' });
 mark('turn_aborted emitted (ledger flushed)');
 const outcome = await first;
-timeline.sort((a, b) => a.ms - b.ms);
+printTimeline();
 
 const treePids = tree === undefined ? [] : [tree.pid, ...tree.stdout.split('\n').filter(Boolean).map(Number)];
 const survivors = treePids.filter((pid) => alive(pid));

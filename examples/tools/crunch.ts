@@ -10,9 +10,15 @@ export interface CrunchTask {
   phases: number;
   /** [0] = epoch ms (with µs) when the worker saw the stop; [1] = phases done. */
   notice: Float64Array;
+  /** Set to 1 (and notified) once the task runs: the demo's "the worker is busy" handshake. */
+  started?: Int32Array;
 }
 
-export default function crunch({ phases, notice }: CrunchTask): string {
+export default function crunch({ phases, notice, started }: CrunchTask): string {
+  if (started !== undefined) {
+    Atomics.store(started, 0, 1);
+    Atomics.notify(started, 0);
+  }
   let digest = 'seed';
   try {
     for (let phase = 0; phase < phases; phase++) {
