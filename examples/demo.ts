@@ -70,6 +70,7 @@ async function* model(signal: AbortSignal): AsyncGenerator<string> {
 
 const notice = new Float64Array(new SharedArrayBuffer(16));
 const crunching = new Int32Array(new SharedArrayBuffer(4));
+const treeFile = join(dir, 'tree.pids');
 let tree: ExecResult | undefined;
 let asked!: () => void;
 const questionAsked = new Promise<void>((resolve) => { asked = resolve; });
@@ -88,7 +89,10 @@ async function firstTurn(turn: Turn): Promise<void> {
   const cpu = turn.tool('crunch', { phases: 1000 }, (token) => pool.run({ phases: 1000, notice, started: crunching }, { token }))
     .catch((e) => { if (notice[0]) mark('worker saw the stop in checkpoint()', notice[0] - performance.timeOrigin); throw e; });
   const shell = turn.tool('build', { cmd: 'sh -c "sleep 30 & sleep 30 & sh -c \'sleep 30\' & wait"' }, async (token) => {
-    tree = await exec('sh', ['-c', 'sleep 30 & echo $!; sleep 30 & echo $!; sh -c \'sleep 30 & echo $!; wait\' & echo $!; wait'], { token });
+    // The tree of five writes its pids to a file, then "ready": the demo's handshake with it.
+    const script = 'sleep 30 & echo $! >> "$1"; sleep 30 & echo $! >> "$1"; '
+      + 'sh -c \'sleep 30 & echo $! >> "$1"; echo $$ >> "$1"; echo ready >> "$1"; wait\' nested "$1" & wait';
+    tree = await exec('sh', ['-c', script, 'tree', treeFile], { token });
     mark(`process tree gone (${tree.forced ? 'SIGKILL' : 'SIGTERM'}, pid ${tree.pid})`);
     return tree;
   });
@@ -100,7 +104,7 @@ say(`fullstop demo — turn 1 streams a reply, crunches in a worker, runs a proc
 const first = runner.run('demo', firstTurn, { turnId: 'turn-1' });
 // Every layer running first: the worker has taken the crunch task, the question is out.
 const workerBusy = Atomics.waitAsync(crunching, 0, 0, 30_000);
-await Promise.all([workerBusy.async ? workerBusy.value : undefined, questionAsked]);
+await Promise.all([workerBusy.async ? workerBusy.value : undefined, questionAsked, treeReady()]);
 await new Promise((r) => setTimeout(r, stopAfter));
 say('stop requested:');
 stopAt = performance.now();
@@ -109,7 +113,7 @@ mark('turn_aborted emitted (ledger flushed)');
 const outcome = await first;
 printTimeline();
 
-const treePids = tree === undefined ? [] : [tree.pid, ...tree.stdout.split('\n').filter(Boolean).map(Number)];
+const treePids = tree === undefined ? [] : [tree.pid, ...readFileSync(treeFile, 'utf8').split('\n').filter((l) => /^\d+$/.test(l)).map(Number)];
 const survivors = treePids.filter((pid) => alive(pid));
 const tail = readFileSync(ledger.path, 'utf8').trim().split('\n').slice(-6).map((l) => JSON.parse(l));
 
@@ -138,6 +142,16 @@ if (json) {
   console.log(`registry after both turns: ${JSON.stringify(stats)}`);
 }
 process.exitCode = outcome.status === 'cancelled' && survivors.length === 0 && second.status === 'completed' ? 0 : 1;
+
+/** Resolves once the process tree wrote "ready" (a file handshake; polled, bounded). */
+async function treeReady(): Promise<void> {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 2))) {
+    try {
+      if (readFileSync(treeFile, 'utf8').includes('ready')) return;
+    } catch { /* not written yet */ }
+  }
+  throw new Error('demo: the process tree did not start within 30 s');
+}
 
 function alive(pid: number): boolean {
   try {
