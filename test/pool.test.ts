@@ -229,6 +229,16 @@ describe('cancelTurn() in a worker', () => {
   });
 });
 
+/**
+ * Resolves once a worker is blocked in a paused checkpoint: it waits on its slab's control cell
+ * (cell 0), so a notify of that cell wakes one waiter. That wake is spurious for the worker: still
+ * paused, it waits again without making progress.
+ */
+async function blockedInCheckpoint(token: { handle: { buffer: SharedArrayBuffer } }): Promise<void> {
+  const cells = new Int32Array(token.handle.buffer);
+  await eventually(() => Atomics.notify(cells, 0, 1) === 1, 5000, 'the task to block in checkpoint()');
+}
+
 describe('pause and resume', () => {
   it('checkpoint() blocks while paused and moves again after resume', async () => {
     const pool = onePool();
@@ -239,8 +249,7 @@ describe('pause and resume', () => {
     await eventually(() => Atomics.load(f, 1) > 10, 2000, 'progress');
     registry.pause();
     try {
-      // Let the task reach its next checkpoint, then watch it stand still.
-      await new Promise((r) => setTimeout(r, 30));
+      await blockedInCheckpoint(token);
       const c1 = Atomics.load(f, 1);
       await new Promise((r) => setTimeout(r, 100));
       expect(Atomics.load(f, 1)).toBe(c1);
@@ -261,7 +270,7 @@ describe('pause and resume', () => {
     await started(f);
     registry.pause();
     try {
-      await new Promise((r) => setTimeout(r, 30));
+      await blockedInCheckpoint(token);
       token.cancel();
       const e = await rejection(p);
       expect(isCancelledError(e)).toBe(true);
