@@ -38,6 +38,12 @@ const { stopAfter, graceMs } = parsed;
 const json = parsed.json;
 const say = (line: string) => { if (!json) console.log(line); };
 
+// The demo promises to end within 60 s: if it has not after 50, say what is still alive.
+setTimeout(() => {
+  console.error(`demo: still running after 50 s; registry ${JSON.stringify(registry.stats())}; resources ${JSON.stringify(process.getActiveResourcesInfo())}`);
+  process.exit(1);
+}, 50_000).unref();
+
 const dir = mkdtempSync(join(tmpdir(), 'fullstop-demo-'));
 const registry = new TurnRegistry();
 const pool = new TurnPool({ filename: new URL('./tools/crunch.js', import.meta.url).href, minThreads: 1, maxThreads: 1 });
@@ -104,7 +110,10 @@ say(`fullstop demo — turn 1 streams a reply, crunches in a worker, runs a proc
 const first = runner.run('demo', firstTurn, { turnId: 'turn-1' });
 // Every layer running first: the worker has taken the crunch task, the question is out.
 const workerBusy = Atomics.waitAsync(crunching, 0, 0, 30_000);
-await Promise.all([workerBusy.async ? workerBusy.value : undefined, questionAsked, treeReady()]);
+await Promise.race([
+  Promise.all([workerBusy.async ? workerBusy.value : undefined, questionAsked, treeReady()]),
+  first.then((o) => { throw new Error(`demo: turn 1 ended (${o.status}: ${String(o.error)}) before every layer was running`); }),
+]);
 await new Promise((r) => setTimeout(r, stopAfter));
 say('stop requested:');
 stopAt = performance.now();

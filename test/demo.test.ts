@@ -7,12 +7,12 @@ const demo = fileURLToPath(new URL('../dist/examples/demo.js', import.meta.url))
 
 describe('the demo (npm start)', () => {
   it('stops a real turn with --stop-after 100 --json: cancelled, no survivors, stats zero, a clean second turn', async () => {
-    const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      execFile(process.execPath, [demo, '--stop-after', '100', '--json'], { timeout: 60_000 }, (error, stdout) => {
-        resolve({ code: error ? (error as { code?: number }).code ?? 1 : 0, stdout });
+    const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      execFile(process.execPath, [demo, '--stop-after', '100', '--json'], { timeout: 60_000 }, (error, stdout, stderr) => {
+        resolve({ code: error ? (error as { code?: number }).code ?? 1 : 0, stdout, stderr });
       });
     });
-    expect(code).toBe(0);
+    expect(code, stderr).toBe(0);
     const report = JSON.parse(stdout);
     expect(report.status).toBe('cancelled');
     expect(report.survivors).toEqual([]);
@@ -27,7 +27,7 @@ describe('the demo (npm start)', () => {
     expect(report.timeline.map((t: { layer: string }) => t.layer)).toEqual(expect.arrayContaining([
       expect.stringMatching(/worker saw the stop/), expect.stringMatching(/process tree gone/), expect.stringMatching(/question rejected/),
     ]));
-  });
+  }, 90_000);
 
   it('refuses a bad flag value with a clear error', async () => {
     const { code, stderr } = await new Promise<{ code: unknown; stderr: string }>((resolve) => {
