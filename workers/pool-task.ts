@@ -2,9 +2,8 @@
  * The TurnPool worker side: load the user's handler, bind each task's token for the task's
  * duration, unbind it when the task settles.
  *
- * Kept lean on purpose (issue #3, P5): the per-task path is a slab lookup, one reused binding and
- * a direct call of the user's handler; no allocation beyond what the task needs, no promise
- * unless the handler returns one.
+ * Kept lean on purpose (issue #3, P5): the per-task path is a slab lookup, one small token object
+ * and a direct call of the user's handler; no promise unless the handler returns one.
  */
 
 import { createRequire } from 'node:module';
@@ -78,21 +77,13 @@ function bindingOf(payload: Payload): TaskBinding {
     const missing = [payload[P_SLAB], payload[P_ROOT_SLAB]].filter((id) => id !== undefined && !slabs.has(id as number));
     throw new Error(NEED_SLAB + missing.join(','));
   }
-  const token = slotToken(cells, payload[P_INDEX] as number, payload[P_GENERATION] as number);
+  const token = new SlotToken(cells, payload[P_INDEX] as number, payload[P_GENERATION] as number);
   // A task dropped from the queue on cancel may still be posted to a worker: it must not run
   // (task-run.ts). One load decides it, before any user code.
   if (token.isCancelled()) throw token.error();
   if (!hasRoot) return token;
-  if (token === last) last = undefined; // a token with a root is not shared
   token.root = new SlotToken(rootCells, payload[P_ROOT_INDEX] as number, payload[P_ROOT_GENERATION] as number);
   return token;
-}
-
-/** The last token bound, reused while tasks of one turn follow each other (no allocation per task). */
-let last: SlotToken | undefined;
-function slotToken(cells: Int32Array, index: number, generation: number): SlotToken {
-  if (last !== undefined && last.cells === cells && last.index === index && last.generation === generation && last.root === undefined) return last;
-  return (last = new SlotToken(cells, index, generation));
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

@@ -50,7 +50,6 @@ export class SlotToken implements WorkerToken {
 
   sleep(ms: number): void {
     checkMs('ms', ms);
-    this.checkCancelled();
     // Built before blocking, thrown after waking: on a thread that has just been woken every
     // allocation is slow (a new error there costs ~7 µs, measured), and a sleep is never hot.
     const cancelled = this.error(true);

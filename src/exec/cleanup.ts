@@ -31,11 +31,6 @@ export function track(tree: ProcessTree): () => void {
   };
 }
 
-/** Number of trees tracked (for tests and stats). */
-export function trackedCount(): number {
-  return live.size;
-}
-
 function killAll(): void {
   for (const tree of live) tree.killNow();
 }

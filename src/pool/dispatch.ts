@@ -21,7 +21,8 @@ export interface Startable { markStarted(threadId: number): void }
 
 /**
  * Piscina's default policy, restated because piscina does not export it: an idle worker first;
- * an abortable task (all of ours with a token) only ever gets an idle worker.
+ * an abortable task (ours with a token when workers run several tasks at once) only ever gets an
+ * idle worker, and no task joins a worker that runs an abortable one.
  */
 export function leastBusy(maximumUsage: number): Balancer {
   return (task, workers) => {
@@ -47,11 +48,7 @@ export function observeStarts(inner: Balancer): Balancer {
   };
 }
 
-/**
- * Queue options for a payload when the pool has a custom task queue: the user's own (inherited,
- * so the queue still reads them) plus the run. Without a custom queue the run itself is the
- * options object (it answers `[RUN]`), which saves an allocation per task.
- */
+/** Queue options for a payload: the user's own (inherited, so a custom task queue still reads them) plus the run. */
 export function queueOptionsFor(userTask: unknown, run: Startable): object {
   const own = userTask !== null && typeof userTask === 'object' ? (userTask as Record<symbol, unknown>)[queueOptionsSymbol] : undefined;
   const options = Object.create((own as object | undefined) ?? null) as Record<symbol, unknown>;

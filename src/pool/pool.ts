@@ -73,20 +73,21 @@ export class TurnPool implements RunHost {
   readonly #concurrent: boolean;
   /** Tasks with a token go to piscina as abortable only when workers run several at once (task-run.ts). */
   readonly #abortable: boolean;
-  /** A user-supplied taskQueue reads queue options: keep theirs (dispatch.ts). */
-  readonly #customQueue: boolean;
   /** Encoded targets by `filename\0name` (piscina caches a handler per distinct name). */
   readonly #targets = new Map<string, string>();
   /** Tokens made for tasks run with a plain `signal`. */
   readonly #signalTokens = new TurnRegistry();
   #signalSeq = 0;
+  /**
+   * Tasks handed to piscina and not yet settled there. A task dropped on cancel can still sit in
+   * piscina's queue until a worker refuses it; it is counted here and in `queueSize` alike, so
+   * `running` stays right.
+   */
   #inFlight = 0;
+  /** Tasks that ran and settled with a value or an error (cooperative stops included). */
+  #completed = 0;
   #cooperativeStops = 0;
   #hardStops = 0;
-  /** Tasks piscina dropped from its queue on cancel (piscina counts them as completed). */
-  #dropped = 0;
-  /** Tasks a worker refused for an unknown slab and that were sent again (piscina counts both). */
-  #bounces = 0;
 
   constructor(options: TurnPoolOptions = {}) {
     if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
@@ -99,7 +100,6 @@ export class TurnPool implements RunHost {
     this.#defaultName = name ?? 'default';
     this.#concurrent = (rest.concurrentTasksPerWorker ?? 1) > 1;
     this.#abortable = this.#concurrent;
-    this.#customQueue = rest.taskQueue !== undefined;
     const balancer = loadBalancer ?? leastBusy(rest.concurrentTasksPerWorker ?? 1);
     this.#defaultTarget = this.#defaultFilename === null ? undefined : this.#target(this.#defaultFilename, this.#defaultName);
     this.#piscina = new Piscina({
@@ -137,7 +137,10 @@ export class TurnPool implements RunHost {
 
   #runPlain<R>(payload: unknown[], transferList: TransferListItem[] | undefined, name: string): Promise<R> {
     this.#inFlight++;
-    return this.#piscina.run(payload, { transferList: transferList as never, filename: ENTRY, name }).finally(() => { this.#inFlight--; });
+    return this.#piscina.run(payload, { transferList: transferList as never, filename: ENTRY, name }).finally(() => {
+      this.#inFlight--;
+      this.#completed++;
+    });
   }
 
   #runWithToken<R>(task: unknown, transferList: TransferListItem[] | undefined, name: string, token: CancelToken, graceMs: number,
@@ -152,23 +155,26 @@ export class TurnPool implements RunHost {
     const run = new TaskRun(this, token, graceMs, this.#abortable);
     run.release = release;
     const payload = payloadFor(task, state);
-    (payload as unknown as Record<symbol, unknown>)[queueOptionsSymbol] = this.#customQueue ? queueOptionsFor(task, run) : run;
-    this.#inFlight++;
+    (payload as unknown as Record<symbol, unknown>)[queueOptionsSymbol] = queueOptionsFor(task, run);
     this.#submit(run, payload, transferList, name);
     return run.promise as Promise<R>;
   }
 
   #submit(run: TaskRun, payload: unknown[], transferList: TransferListItem[] | undefined, name: string): void {
     const options = { signal: run.abortable ? run as never : null, transferList: transferList as never, filename: ENTRY, name };
+    this.#inFlight++;
     this.#piscina.run(payload, options).then(
-      (value) => run.resolveWith(value),
+      (value) => {
+        this.#inFlight--;
+        run.resolveWith(value);
+      },
       (error) => {
+        this.#inFlight--;
         const missing = missingSlabs(error);
         if (missing === undefined || run.done || run.aborted) return run.rejectWith(error);
         // The worker had never seen this slab: send it once, with the buffers.
         payload[P_BUFFERS] = missing.map((id) => [id, slabById(id)!.buffer]);
         run.started = false;
-        this.#bounces++;
         this.#submit(run, payload, transferList, name);
       },
     );
@@ -193,16 +199,15 @@ export class TurnPool implements RunHost {
 
   /** @internal RunHost */
   onSettled(how: Settlement): void {
-    this.#inFlight--;
+    if (how === 'value' || how === 'error' || how === 'cooperative') this.#completed++;
     if (how === 'cooperative') this.#cooperativeStops++;
     else if (how === 'hard') this.#hardStops++;
-    else if (how === 'dropped') this.#dropped++;
   }
 
   stats(): TurnPoolStats {
     const queued = this.#piscina.queueSize;
     return {
-      completed: Math.max(0, this.#piscina.completed - this.#dropped - this.#hardStops - this.#bounces),
+      completed: this.#completed,
       cooperativeStops: this.#cooperativeStops,
       hardStops: this.#hardStops,
       running: Math.max(0, this.#inFlight - queued),

@@ -22,7 +22,7 @@ import { addOwnerOf, removeOwnerOf } from '../token/owners.js';
 import type { Owner } from '../token/state.js';
 import { isStopGoverned } from '../token/owners.js';
 import type { CancelToken } from '../token/token.js';
-import { RUN, type Startable } from './dispatch.js';
+import type { Startable } from './dispatch.js';
 
 export type Settlement = 'value' | 'error' | 'cooperative' | 'dropped' | 'hard';
 
@@ -68,9 +68,6 @@ export class TaskRun implements Owner, Startable {
     this.promise = new Promise((resolve, reject) => { this.#resolve = resolve; this.#reject = reject; });
     addOwnerOf(token, this);
   }
-
-  /** The run is its own queue options (dispatch.ts finds it under RUN). */
-  get [RUN](): Startable { return this; }
 
   addEventListener(_type: 'abort', listener: () => void): void { this.#onAbort = listener; }
   removeEventListener(): void { this.#onAbort = undefined; }

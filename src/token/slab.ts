@@ -40,20 +40,6 @@ export function slabById(id: number): Slab | undefined {
   return slabsById.get(id);
 }
 
-type SlabListener = (slab: Slab) => void;
-const slabListeners = new Set<SlabListener>();
-
-/** Be told of every slab added from now on; returns the unsubscribe. */
-export function onSlabAdded(listener: SlabListener): () => void {
-  slabListeners.add(listener);
-  return () => slabListeners.delete(listener);
-}
-
-/** All slabs of the process, oldest first. */
-export function allSlabs(): Slab[] {
-  return [...slabsById.values()];
-}
-
 export class SlabSet {
   readonly slotsPerSlab: number;
   readonly slabs: Slab[] = [];
@@ -105,7 +91,6 @@ export class SlabSet {
     if (this.#paused) setPaused(cells, true);
     this.slabs.push(slab);
     slabsById.set(slab.id, slab);
-    for (const listener of slabListeners) listener(slab);
     return slab;
   }
 }
