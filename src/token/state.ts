@@ -143,19 +143,8 @@ export class TokenState {
     return into;
   }
 
-  /** The `signal.reason` of a cancelled token. Without a stack trace: a cancel is control flow, and
-   *  capturing one is most of the cost of aborting (the same choice as the worker side). */
+  /** The `signal.reason` of a cancelled token. */
   abortReason(): CancelledError {
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    try {
-      return this.#abortReason();
-    } finally {
-      Error.stackTraceLimit = limit;
-    }
-  }
-
-  #abortReason(): CancelledError {
     return new CancelledError(`turn ${this.turnId ?? '(none)'} of session ${this.sessionId} was cancelled: ${String(this.reason)}`, {
       reason: this.reason, sessionId: this.sessionId, turnId: this.turnId,
     });
