@@ -1,19 +1,13 @@
 /**
- * The cancel cause: the token's abort, a plain signal's abort. (The token's retirement is the
- * owner's `onRetire`, see exec.ts: a retired token does not abort.)
+ * The cancel cause of a plain signal: its abort. (A token's cancel and retirement reach the child
+ * through its owner, see exec.ts, the same way they reach a pool task.)
  */
 
-import { isStopGoverned } from '../token/owners.js';
-import type { CancelToken } from '../token/token.js';
 import type { StopCause } from './result.js';
 
 export type Stop = (cause: StopCause, governed?: boolean) => void;
 
-/**
- * Stop on the token's or the signal's abort. Whose grace (DESIGN.md §2) is decided at the moment
- * of the abort: a runner stop marks the tree governed before it cancels the token.
- */
-export function onCancel(token: CancelToken | undefined, signal: AbortSignal | undefined, lifetime: AbortSignal, stop: Stop): void {
-  token?.signal.addEventListener('abort', () => stop('cancel', isStopGoverned(token)), { once: true, signal: lifetime });
+/** Stop on the signal's abort; the listener goes with the child's lifetime. */
+export function onAbort(signal: AbortSignal | undefined, lifetime: AbortSignal, stop: Stop): void {
   signal?.addEventListener('abort', () => stop('cancel'), { once: true, signal: lifetime });
 }

@@ -14,7 +14,7 @@
 
 import { ToolError } from '../errors.js';
 import { isStopGoverned } from '../token/owners.js';
-import { onCancel } from './cancel.js';
+import { onAbort } from './cancel.js';
 import { track } from './cleanup.js';
 import { allClosed, drain, DRAIN_BOUND_MS, Output } from './drain.js';
 import { waitForEmpty, Wake } from './grace.js';
@@ -74,7 +74,7 @@ export class Child {
       resolve({ code, signal });
     }));
     const stop = (cause: StopCause, governed?: boolean) => this.stop(cause, governed);
-    onCancel(o.token, o.signal, this.#lifetime.signal, stop);
+    onAbort(o.signal, this.#lifetime.signal, stop);
     onTimeout(o.timeoutMs, this.#lifetime.signal, stop);
     this.result = this.#run(exited, outputs, startedAt).finally(() => {
       this.#done = true;

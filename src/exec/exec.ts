@@ -2,7 +2,7 @@
 
 import { CancelledError } from '../errors.js';
 import { activeToken } from '../token/context.js';
-import { addOwner } from '../token/owners.js';
+import { addOwner, isStopGoverned } from '../token/owners.js';
 import type { CancelToken } from '../token/token.js';
 import { Child } from './child.js';
 import { check, type Checked, type ExecOptions } from './options.js';
@@ -49,11 +49,16 @@ export async function exec(file: string, args?: readonly string[], options?: Exe
   return child.result;
 }
 
-/** Register the child as an owner of its token (DESIGN.md §1), so a runner stop awaits and hard-stops it. */
+/**
+ * Register the child as an owner of its token (DESIGN.md §1): its cancel starts the child's stop
+ * (whose grace is decided then: a runner stop marks the tree governed before it cancels), a runner
+ * stop awaits and hard-stops it, and the token's retirement ends it.
+ */
 function own(token: CancelToken, child: Child): () => void {
   return addOwner(token, {
     kind: 'process',
     settled: child.settled,
+    onCancel: () => child.stop('cancel', isStopGoverned(token)),
     hardStop: () => child.hardStop().then(() => child.settled),
     onRetire: () => child.retire(),
   });
