@@ -65,6 +65,9 @@ const printTimeline = () => {
 async function* model(signal: AbortSignal): AsyncGenerator<string> {
   const words = 'Let me look at the repository, crunch the numbers and run the build for you.'.split(' ');
   for (let i = 0; ; i++) {
+    // An abort that landed while the caller was busy with the last chunk has already fired: a
+    // listener added now would never run, and the stream would go on for ever.
+    signal.throwIfAborted();
     await new Promise<void>((resolve, reject) => {
       const onAbort = () => { clearTimeout(t); reject(signal.reason); };
       const t = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(); }, 20);
