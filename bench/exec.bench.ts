@@ -22,6 +22,7 @@ import { exec } from '../src/exec/index.js';
 import { TurnRegistry } from '../src/index.js';
 import { governStop, ownersOf } from '../src/token/owners.js';
 import { compare, type Suite, type SuiteContext } from './harness.js';
+import { isDead, readStat } from '../src/exec/proc.js';
 
 /** The tree of five (shell, two sleeps, nested shell and its sleep), all ignoring SIGTERM. Pids in "$1" and "$1.n". */
 const IGNORES_TERM = `trap '' TERM
@@ -39,17 +40,7 @@ wait`;
 const GRACE_MS = 50;
 const HANDSHAKE_MS = 10_000;
 
-function isGone(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const state = stat[stat.lastIndexOf(')') + 2];
-    return state === 'Z' || state === 'X';
-  } catch {
-    return true;
-  }
-}
-
-const alive = (pids: readonly number[]) => pids.filter((pid) => !isGone(pid));
+const alive = (pids: readonly number[]) => pids.filter((pid) => !isDead(readStat(pid)));
 const tick = () => new Promise<void>((r) => setImmediate(r));
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

@@ -7,6 +7,8 @@
  */
 
 /** One row of the results JSON. `ratio = fullstop.median / baseline.median`. */
+import { FLAG_CELLS, READY } from './workers/handshake.js';
+
 export interface BenchResult {
   /** 'P1'..'P6' as issues #3 and #4 define them; other suites use their own prefixes. */
   id: string;
@@ -128,17 +130,17 @@ export async function sampleInterleaved(
   return samples;
 }
 
-/** `cells` Int32 cells over a fresh SharedArrayBuffer (a handshake area shared with a worker). */
-export function flagCells(cells: number): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(cells * Int32Array.BYTES_PER_ELEMENT));
+/** Fresh handshake cells (bench/workers/handshake.ts) over a SharedArrayBuffer, shared with a worker. */
+export function flagCells(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(FLAG_CELLS * Int32Array.BYTES_PER_ELEMENT));
 }
 
 /**
- * Resolves once the worker set `flags[index]` (from 0); rejects if `settles` settles first (the work
- * died before it was ready). A handshake, never a sleep.
+ * Resolves once the worker set `flags[READY]`; rejects if `settles` settles first (the work died
+ * before it was ready). A handshake, never a sleep.
  */
-export async function waitReady(flags: Int32Array, index: number, settles: Promise<unknown>, what: string): Promise<void> {
-  const wait = Atomics.waitAsync(flags, index, 0);
+export async function ready(flags: Int32Array, settles: Promise<unknown>, what: string): Promise<void> {
+  const wait = Atomics.waitAsync(flags, READY, 0);
   if (!wait.async) return;
   const early = settles.then(
     (v) => { throw new Error(`${what}: settled before it was ready (value ${String(v)})`); },

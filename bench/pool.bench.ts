@@ -39,8 +39,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { isCancelledError, TurnPool, TurnRegistry, type CancelledError, type CancelToken } from '../src/index.js';
-import { compare, flagCells as harnessFlagCells, summarize, waitReady, type BenchResult, type Suite, type SuiteContext } from './harness.js';
-import { FLAG_CELLS, GO, READY, type RawCommand, type RawReport } from './workers/pool-protocol.js';
+import { compare, flagCells, ready, summarize, type BenchResult, type Suite, type SuiteContext } from './harness.js';
+import { GO, READY, type RawCommand, type RawReport } from './workers/pool-protocol.js';
 
 const TASKS = new URL('./workers/pool-tasks.js', import.meta.url).href;
 const RAW_WORKER = new URL('./workers/pool-raw.js', import.meta.url);
@@ -74,13 +74,6 @@ export const suite: Suite = {
 const now = () => process.hrtime.bigint();
 const usSince = (t0: bigint, t1: bigint) => Number(t1 - t0) / 1000;
 
-function flagCells(): Int32Array {
-  return harnessFlagCells(FLAG_CELLS);
-}
-
-function ready(flags: Int32Array, settles: Promise<unknown>, what: string): Promise<void> {
-  return waitReady(flags, READY, settles, what);
-}
 
 // ---------------------------------------------------------------------------------------------
 // P1–P3: one 1-thread TurnPool and one plain worker, sampled in alternating pairs.

@@ -37,8 +37,8 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { CancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type StopReport } from '../src/index.js';
-import { compare, flagCells as harnessFlagCells, summarize, waitReady, type BenchResult, type Suite, type SuiteContext } from './harness.js';
-import { FLAG_CELLS, GO, READY, type RawWake } from './workers/runner-protocol.js';
+import { compare, flagCells, ready, summarize, type BenchResult, type Suite, type SuiteContext } from './harness.js';
+import { GO, READY, type RawWake } from './workers/runner-protocol.js';
 
 const TASKS = new URL('./workers/runner-tasks.js', import.meta.url).href;
 const RAW_WORKER = new URL('./workers/runner-raw.js', import.meta.url);
@@ -104,13 +104,6 @@ interface OrderedSample {
   flushMs: number;
 }
 
-function flagCells(): Int32Array {
-  return harnessFlagCells(FLAG_CELLS);
-}
-
-function ready(flags: Int32Array, settles: Promise<unknown>, what: string): Promise<void> {
-  return waitReady(flags, READY, settles, what);
-}
 
 function untilAborted(signal: AbortSignal): Promise<never> {
   return new Promise((_, reject) => {

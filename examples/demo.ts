@@ -16,6 +16,8 @@ import { parseArgs } from 'node:util';
 import {
   exec, isCancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type ExecResult, type Turn,
 } from '../src/index.js';
+// The library's own /proc reader (internal, not part of the public API): gone = no process or a zombie.
+import { isDead, readStat } from '../src/exec/proc.js';
 
 function options(): { stopAfter: number; graceMs: number; json: boolean } {
   const { values } = parseArgs({
@@ -166,10 +168,5 @@ async function treeReady(): Promise<void> {
 }
 
 function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^[ZX]$/.test(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0]!);
-  } catch {
-    return false;
-  }
+  return !isDead(readStat(pid));
 }

@@ -8,13 +8,8 @@
  * would also work but rounds to ~0.24 µs at today's epoch).
  */
 
-/** `flags` cells (an Int32Array over a SharedArrayBuffer the task or worker gets). */
-export const READY = 0;
-/** The raw baselines' "go" cell: main flips it (P1, P2), the worker flips it (P3). */
-export const GO = 1;
-/** A cell nobody writes: waiting on it is a plain timed sleep. */
-export const SPARE = 2;
-export const FLAG_CELLS = 4;
+/** The shared handshake cells; GO is flipped by main (P1, P2) or by the worker (P3). */
+export { READY, GO, SPARE, FLAG_CELLS, type FlagsTask } from './handshake.js';
 
 /**
  * P3: how long the worker waits before it trips the turn, so the main thread is idle in its event
@@ -28,11 +23,6 @@ export const TRIP_AFTER_MS = 2;
  * signal without the bridge).
  */
 export const LINGER_MS = 5;
-
-/** A task's argument: its handshake cells. */
-export interface FlagsTask {
-  flags: Int32Array;
-}
 
 /**
  * Main → raw worker: one baseline sample (`flags` came once, in workerData). `withError`: build a

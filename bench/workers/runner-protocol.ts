@@ -4,16 +4,8 @@
  * entry.
  */
 
-/** `flags` cells (an Int32Array over a SharedArrayBuffer the task or the raw worker gets). */
-export const READY = 0;
-/** The raw worker's "go" cell: main stores 1 and notifies it (the raw floor's wake-up). */
-export const GO = 1;
-export const FLAG_CELLS = 4;
-
-/** A pool task's argument: its handshake cells. */
-export interface FlagsTask {
-  flags: Int32Array;
-}
+/** The shared handshake cells; main stores 1 into GO and notifies it (the raw floor's wake-up). */
+export { READY, GO, FLAG_CELLS, type FlagsTask } from './handshake.js';
 
 /** Raw worker → main, once it woke from `Atomics.wait`: `ok` false if the wait never blocked. */
 export interface RawWake {
