@@ -75,7 +75,6 @@ describe('a stop during a pool task', () => {
       return done;
     }, { turnId: 't1' });
     await started(f);
-    await new Promise((r) => setTimeout(r, 120));
     const report = await runner.stop('s');
     const outcome = await outcome$;
 
@@ -123,7 +122,9 @@ describe('a body that ignores the stop', () => {
   it('does not hold the turn: cancelled within grace + 2 s, one turn_aborted, no turn_completed, late writes dropped', async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => { release = r; });
-    let late: Promise<unknown> | undefined;
+    let late: Promise<PromiseSettledResult<unknown>[]> | undefined;
+    let lateIssued!: () => void;
+    const issued = new Promise<void>((r) => { lateIssued = r; });
     const outcome$ = runner.run('s', async (turn) => {
       await new Promise(() => {}).catch(() => {}) as never;
       return turn;
@@ -131,6 +132,7 @@ describe('a body that ignores the stop', () => {
     const abandoned = runner.run('s2', async (turn) => {
       await gate;
       late = Promise.allSettled([turn.say('too late'), turn.tool('late', {}, async () => 1), turn.ask('still there?')]);
+      lateIssued();
       return 'late value';
     });
     const t0 = performance.now();
@@ -140,10 +142,12 @@ describe('a body that ignores the stop', () => {
     expect(o1.status).toBe('cancelled');
     expect(o2.status).toBe('cancelled');
     expect(r1 && r2).toBeTruthy();
+    expect(r1).toMatchObject({ sessionId: 's', settledCooperatively: true });
+    expect(r2).toMatchObject({ sessionId: 's2', settledCooperatively: true });
     const before = readFileSync(ledger.path, 'utf8');
     const eventsBefore = events.length;
     release();
-    await new Promise((r) => setTimeout(r, 20));
+    await issued;
     const results = await late!;
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
     expect(readFileSync(ledger.path, 'utf8')).toBe(before);
@@ -155,8 +159,10 @@ describe('a body that ignores the stop', () => {
 
 describe('abandoned work', () => {
   it('a tool whose fn never settles leaves nothing counted once the stopped turn ends', async () => {
-    const outcome$ = runner.run('s', (turn) => turn.tool('forever', {}, () => new Promise(() => {})));
-    await new Promise((r) => setTimeout(r, 10));
+    let running!: () => void;
+    const toolRuns = new Promise<void>((r) => { running = r; });
+    const outcome$ = runner.run('s', (turn) => turn.tool('forever', {}, () => { running(); return new Promise(() => {}); }));
+    await toolRuns;
     const report = await runner.stop('s', { graceMs: 20 });
     expect(report!.settledCooperatively).toBe(false);
     expect((await outcome$).status).toBe('cancelled');
@@ -351,10 +357,18 @@ describe('bad input', () => {
 
 describe('CancelledError of a stopped turn', () => {
   it('is what the outcome carries', async () => {
-    const outcome$ = runner.run('s', (turn) => new Promise((_, reject) => turn.signal.addEventListener('abort', () => reject(turn.signal.reason))));
-    await new Promise((r) => setTimeout(r, 10));
+    let listening!: () => void;
+    const bodyListens = new Promise<void>((r) => { listening = r; });
+    let bodySaw: unknown;
+    const outcome$ = runner.run('s', (turn) => new Promise((_, reject) => {
+      turn.signal.addEventListener('abort', () => { bodySaw = turn.signal.reason; reject(turn.signal.reason); });
+      listening();
+    }));
+    await bodyListens;
     await runner.stop('s');
     const outcome = await outcome$;
     expect(outcome.error).toBeInstanceOf(CancelledError);
+    expect(outcome.error).toMatchObject({ sessionId: 's', turnId: outcome.turnId, reason: 'cancel.user' });
+    expect(bodySaw).toBeInstanceOf(CancelledError);
   });
 });
