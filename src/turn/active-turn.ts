@@ -68,10 +68,11 @@ export class ActiveTurn implements Turn {
   finishing = false;
   /** No more writes of this turn reach the ledger or the events. */
   closed = false;
+  /** Resolves when a stop starts (`run` races it against the body). */
+  readonly stopStarted: Promise<void>;
+  #startStopped!: () => void;
   /** The stop under way; `undefined` until a stop starts. */
-  stopping: Promise<StopReport> | undefined;
-  /** Wakes `run` when a stop starts; `undefined` until `run` waits for it. */
-  onStopStarted: (() => void) | undefined;
+  #stopping: Promise<StopReport> | undefined;
   /** The first `FatalToolError` a tool threw; `undefined` if none (the body may have caught it). */
   fatal: FatalToolError | undefined;
   readonly #host: TurnHost;
@@ -82,9 +83,21 @@ export class ActiveTurn implements Turn {
     this.sessionId = sessionId;
     this.turnId = turnId;
     this.token = token;
+    this.stopStarted = new Promise((resolve) => { this.#startStopped = resolve; });
   }
 
   get signal(): AbortSignal { return this.token.signal; }
+
+  get stopping(): Promise<StopReport> | undefined { return this.#stopping; }
+
+  /** The stop of this turn: the one under way, else `sequence()` started now (a stop runs once). */
+  stop(sequence: () => Promise<StopReport>): Promise<StopReport> {
+    if (this.#stopping === undefined) {
+      this.#stopping = sequence();
+      this.#startStopped();
+    }
+    return this.#stopping;
+  }
 
   /** Append and emit unless the turn is closed; resolves once the entry is written. */
   async write(entry: EntryBody, event?: string, payload: object = entry): Promise<void> {

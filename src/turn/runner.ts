@@ -80,10 +80,7 @@ export class TurnRunner extends EventEmitter implements TurnHost {
       const body$ = Promise.resolve().then(() => runInTurn(token, () => body(turn)));
       const ended = await Promise.race([
         body$.then((value) => ({ value }), (error: unknown) => ({ error, failed: true as const })),
-        new Promise<{ stopped: true }>((resolve) => {
-          turn.onStopStarted = () => resolve({ stopped: true });
-          if (turn.stopping !== undefined) resolve({ stopped: true });
-        }),
+        turn.stopStarted.then(() => ({ stopped: true as const })),
       ]);
       if ('stopped' in ended || turn.stopping !== undefined) {
         const report = await turn.stopping!;
@@ -137,11 +134,7 @@ export class TurnRunner extends EventEmitter implements TurnHost {
 
   #beginStop(turn: ActiveTurn, graceMs: number, reason: string): Promise<StopReport> {
     // 1. Already stopping → the stop under way (a repeat never resets the grace window).
-    if (turn.stopping === undefined) {
-      turn.stopping = this.#stopSequence(turn, graceMs, reason);
-      turn.onStopStarted?.();
-    }
-    return turn.stopping;
+    return turn.stop(() => this.#stopSequence(turn, graceMs, reason));
   }
 
   /** DESIGN.md §2, steps 2–8, in order. */
