@@ -61,7 +61,8 @@ export class SlotToken implements WorkerToken {
 
   /** Block while the registry is paused; a cancel or retire wakes it, and then it throws. */
   checkpoint(): void {
-    this.checkCancelled();
+    // One check after the wait covers both cases: not paused (the wait returns at once) and
+    // paused (it returns when resumed, or at once when the slot leaves RUNNING).
     waitWhilePaused(this.cells, this.index, this.generation);
     this.checkCancelled();
   }
