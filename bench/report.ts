@@ -6,6 +6,7 @@
  */
 
 import type { BenchResult, Suite } from './harness.js';
+import { describe } from '../src/errors.js';
 
 export const USAGE = `usage: node dist/bench/run.js [--quick] [--only ID_OR_SUITE] [--json FILE] [--svg FILE]
 
@@ -282,7 +283,7 @@ export async function runSuites(
         progress: (message) => log(`  ${suite.name}: ${message}`),
         wants: whole ? () => true : select.wants,
       });
-      if (!Array.isArray(rows)) throw new TypeError(`run() resolved with ${describeValue(rows)}, expected an array of results`);
+      if (!Array.isArray(rows)) throw new TypeError(`run() resolved with ${describe(rows)}, expected an array of results`);
       const problems = rows.flatMap((row) => validateResult(row));
       if (problems.length > 0) throw new TypeError(`invalid results: ${problems.join('; ')}`);
       const kept = (rows as BenchResult[]).filter((r) => whole || select.wants(r.id));
@@ -299,10 +300,6 @@ export async function runSuites(
 export function describeError(error: unknown, stack = false): string {
   if (!(error instanceof Error)) return String(error);
   return (stack ? error.stack : undefined) ?? `${error.name}: ${error.message}`;
-}
-
-function describeValue(value: unknown): string {
-  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
 }
 
 export function seconds(ms: number): string {
