@@ -7,7 +7,7 @@
  * the turn is over either way (slot.ts, invariant 3).
  */
 
-import { CancelledError } from '../src/errors.js';
+import { cancelledError, type CancelledError } from '../src/errors.js';
 import {
   cancelSlotFromHandle, cellsOfHandle, pack, sleepOnSlot, STATE_CANCELLED, STATE_RUNNING, waitWhilePaused,
   type TokenHandle,
@@ -75,20 +75,9 @@ export class SlotToken implements WorkerToken {
 
   /** The error of a check that found the token not running (`cancelled`: which way it ended). */
   error(cancelled = Atomics.load(this.cells, this.index) === pack(this.generation, STATE_CANCELLED)): CancelledError {
-    // A cancel is control flow, not a bug, and capturing a stack trace on the check path costs:
-    // P2 (a busy task's checkCancelled() throws) medians 28.6 µs with the trace, 20.8 µs without
-    // (`node dist/bench/run.js --only P2`, three runs each). The stack's first line still names
-    // the class, which is how the error is recognised after crossing threads. The main thread's
-    // abort reasons keep their traces: there the same change measured no difference (P3).
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    try {
-      return cancelled
-        ? new CancelledError('the turn is cancelled', { reason: 'cancel.user' })
-        : new CancelledError('the turn is over (token retired)', { reason: 'retired' });
-    } finally {
-      Error.stackTraceLimit = limit;
-    }
+    return cancelled
+      ? cancelledError('the turn is cancelled', { reason: 'cancel.user' })
+      : cancelledError('the turn is over (token retired)', { reason: 'retired' });
   }
 }
 

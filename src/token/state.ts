@@ -20,7 +20,7 @@
  *    until they dispose themselves, so an owner that never settles shows in `stats()`.
  */
 
-import { CancelledError } from '../errors.js';
+import { CancelledError, cancelledError } from '../errors.js';
 import { arm, release } from './bridge.js';
 import type { SlabSet, SlotRef } from './slab.js';
 import { cancelSlot, readState, sealSlot, STATE_CANCELLED } from './slot.js';
@@ -145,7 +145,7 @@ export class TokenState {
 
   /** The `signal.reason` of a cancelled token. */
   abortReason(): CancelledError {
-    return new CancelledError(`turn ${this.turnId ?? '(none)'} of session ${this.sessionId} was cancelled: ${String(this.reason)}`, {
+    return cancelledError(`turn ${this.turnId ?? '(none)'} of session ${this.sessionId} was cancelled: ${String(this.reason)}`, {
       reason: this.reason, sessionId: this.sessionId, turnId: this.turnId,
     });
   }
