@@ -109,14 +109,25 @@ export function checkId(name: string, value: unknown): asserts value is string {
   }
 }
 
-/** `name` must be a finite number ≥ 0, or undefined (then the default applies). */
+/**
+ * The longest delay a Node timer honours: `setTimeout` with more than 2^31 − 1 ms fires after 1 ms
+ * (with a warning), so a longer grace or timeout would silently become no wait at all.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** `name` must be a finite number in [0, MAX_TIMER_MS], or undefined (then the default applies). */
 export function checkMs(name: string, value: unknown): asserts value is number | undefined {
   if (value === undefined) return;
+  checkRequiredMs(name, value);
+}
+
+/** `name` must be a finite number in [0, MAX_TIMER_MS]; undefined is refused too. */
+export function checkRequiredMs(name: string, value: unknown): asserts value is number {
   if (typeof value !== 'number') {
     throw new TypeError(`${name}: expected a number of milliseconds, got ${describe(value)}`);
   }
-  if (!Number.isFinite(value) || value < 0) {
-    throw new RangeError(`${name}: expected a finite number of milliseconds >= 0, got ${describe(value)}`);
+  if (!Number.isFinite(value) || value < 0 || value > MAX_TIMER_MS) {
+    throw new RangeError(`${name}: expected a finite number of milliseconds from 0 to ${MAX_TIMER_MS} (the longest timer Node honours), got ${describe(value)}`);
   }
 }
 

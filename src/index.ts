@@ -1,5 +1,5 @@
 /**
- * `fullstop`: stop an agent turn everywhere at once. See README.md and DESIGN.md.
+ * `fullstop`: stop an agent turn everywhere at once. See README.md and docs/design.md.
  */
 
 export { CancelToken } from './token/token.js';

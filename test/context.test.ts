@@ -1,5 +1,5 @@
 /**
- * Ambient binding: runInTurn / runInSession / activeToken / checkCancelled (DESIGN.md §3).
+ * Ambient binding: runInTurn / runInSession / activeToken / checkCancelled (docs/design.md §3).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import {

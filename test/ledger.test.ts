@@ -1,5 +1,5 @@
 /**
- * The Ledger (DESIGN.md §2, §3): ordered appends, fdatasync on flush, crash repair on open, and the
+ * The Ledger (docs/design.md §2, §3): ordered appends, fdatasync on flush, crash repair on open, and the
  * argument checks. Runs against the compiled output in dist/.
  */
 import { spawn } from 'node:child_process';

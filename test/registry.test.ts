@@ -1,6 +1,6 @@
 /**
  * TurnRegistry: one current token per session, and the rules that keep a stop inside the turn it
- * was meant for (DESIGN.md §1 invariants 2–4, §3).
+ * was meant for (docs/design.md §1 invariants 2–4, §3).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { getEventListeners } from 'node:events';

@@ -1,7 +1,7 @@
 /**
  * Tokens across real worker threads: sleep() wakes on cancel and on retire, a worker-side cancel
  * aborts the main signal exactly once (the bridge), checkpoint() honours pause, and many turns
- * leave no bridge, slot or thread behind (DESIGN.md §1, §4).
+ * leave no bridge, slot or thread behind (docs/design.md §1, §4).
  *
  * Synchronisation is by handshake only. A worker says "about to block" by message; the test then
  * confirms the worker really is blocked in `Atomics.wait` by probing the cell with

@@ -1,6 +1,6 @@
 /**
  * 100k begin/end cycles leave nothing behind: `stats()` back to zero and the heap within 8 MiB of
- * where it started, after a full GC (DESIGN.md §1 invariant 5).
+ * where it started, after a full GC (docs/design.md §1 invariant 5).
  *
  * How GC is forced: the cycles run in a child `node --expose-gc` process (the fixture
  * `begin-end-cycles.mjs`, importing dist/ like any user) that prints its measurements as one JSON

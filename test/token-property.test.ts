@@ -2,7 +2,7 @@
  * Model-based property test of the token core: random sequences of begin / end / endTurn with a
  * possibly stale token / cancel / markCancelled / child / retire / cancels from "another thread"
  * (a WorkerToken over a handle, possibly of a reused cell) / registerCancelEvent + abort, over
- * several sessions, against a small model. After every step, DESIGN.md invariants 1–4 and the
+ * several sessions, against a small model. After every step, docs/design.md invariants 1–4 and the
  * registry's resource counts are checked against the model.
  */
 import { describe, expect, it } from 'vitest';

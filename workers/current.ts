@@ -13,7 +13,7 @@
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { checkMs } from '../src/errors.js';
+import { checkRequiredMs } from '../src/errors.js';
 import { SlotToken } from './worker-token.js';
 
 /** A task with no token: checks pass, sleep sleeps. */
@@ -56,7 +56,7 @@ export function isCancelled(): boolean {
 export function sleep(ms: number): void {
   const b = binding('sleep');
   if (b !== NO_TOKEN) return b.sleep(ms);
-  checkMs('ms', ms);
+  checkRequiredMs('ms', ms);
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 

@@ -12,7 +12,7 @@ import {
   cancelSlotFromHandle, cellsOfHandle, pack, sleepOnSlot, STATE_CANCELLED, STATE_RUNNING, waitWhilePaused,
   type TokenHandle,
 } from '../src/token/slot.js';
-import { checkMs } from '../src/errors.js';
+import { checkRequiredMs } from '../src/errors.js';
 
 export interface WorkerToken {
   /** True once the token is cancelled or retired (one `Atomics.load`). */
@@ -49,7 +49,7 @@ export class SlotToken implements WorkerToken {
   }
 
   sleep(ms: number): void {
-    checkMs('ms', ms);
+    checkRequiredMs('ms', ms);
     // Built before blocking, thrown after waking: work done on a thread that has just been woken
     // is slow. P1 ratio to raw 2.88–3.08 with this, 3.13–3.22 building the error after the wake
     // (`node dist/bench/run.js --only P1`, three runs each). A sleep blocks, so it is never hot.

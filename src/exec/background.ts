@@ -1,5 +1,5 @@
 /**
- * Background processes: children that belong to no turn (DESIGN.md §2, "What a stop kills and
+ * Background processes: children that belong to no turn (docs/design.md §2, "What a stop kills and
  * what it leaves"). A turn stop does not reach them; they end by their own `kill()`, by
  * `killAllBackground()`, or when the host process exits (cleanup.ts).
  */

@@ -3,7 +3,7 @@
  * here and only here (`stop` → `#sequence` → `hardStop`); each cause that can start it is one
  * file (cancel.ts, timeout.ts, the maxBuffer check in drain.ts, the token's retirement in exec.ts).
  *
- * Order of a stop (DESIGN.md §2, for one child):
+ * Order of a stop (docs/design.md §2, for one child):
  * 1. Walk the tree (signal time, before anyone dies and hands children to init), SIGTERM the group
  *    and every recorded escapee.
  * 2. Grace: up to `graceMs` for the tree to be empty; ends as soon as it is. A runner stop governs
@@ -123,7 +123,7 @@ export class Child {
     for (const stat of this.#tree.escapees()) this.#tree.signalPid(stat.pid, 'SIGTERM');
     const graceMs = this.#governed ? Infinity : this.#o.graceMs;
     if (await waitForEmpty(this.#tree, graceMs, this.#hard.signal, this.#wake)) return;
-    // A runner stop that began during this child's own grace governs from then on (DESIGN.md §2).
+    // A runner stop that began during this child's own grace governs from then on (docs/design.md §2).
     if (!this.#hard.signal.aborted && this.#o.token !== undefined && isStopGoverned(this.#o.token)) {
       this.#governed = true;
       if (await waitForEmpty(this.#tree, Infinity, this.#hard.signal, this.#wake)) return;

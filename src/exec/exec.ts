@@ -35,7 +35,7 @@ import { spawn } from './spawn.js';
 export async function exec(file: string, args?: readonly string[], options?: ExecOptions): Promise<ExecResult> {
   let o = check(file, args, options);
   // Like TurnPool.run: inside a turn (runInTurn, a TurnRunner body or tool) the ambient token
-  // binds the child, so every layer of the turn checks the same token (DESIGN.md §1, invariant 1).
+  // binds the child, so every layer of the turn checks the same token (docs/design.md §1, invariant 1).
   if (o.token === undefined && o.signal === undefined) {
     const ambient = activeToken();
     if (ambient !== undefined) o = { ...o, token: ambient };
@@ -50,7 +50,7 @@ export async function exec(file: string, args?: readonly string[], options?: Exe
 }
 
 /**
- * Register the child as an owner of its token (DESIGN.md §1): its cancel starts the child's stop
+ * Register the child as an owner of its token (docs/design.md §1): its cancel starts the child's stop
  * (whose grace is decided then: a runner stop marks the tree governed before it cancels), a runner
  * stop awaits and hard-stops it, and the token's retirement ends it.
  */

@@ -30,7 +30,7 @@ export interface ExecOptions {
   /**
    * How long a stopped tree gets between SIGTERM and SIGKILL, in ms. The window ends as soon as
    * every process of the tree is gone. Does not apply while a `TurnRunner` stop governs the token:
-   * then the stop's own `graceMs` does (DESIGN.md §2, "Whose grace").
+   * then the stop's own `graceMs` does (docs/design.md §2, "Whose grace").
    * @default 100
    */
   graceMs?: number;

@@ -34,7 +34,7 @@ export interface ExecResult {
 
 /**
  * Why a stop began. `leftover`: the child exited and its output closed, but processes it started
- * were still running; a foreground child may not outlive its call (DESIGN.md §1, invariant 5).
+ * were still running; a foreground child may not outlive its call (docs/design.md §1, invariant 5).
  */
 export type StopCause = 'cancel' | 'timeout' | 'maxBuffer' | 'leftover';
 

@@ -7,7 +7,7 @@
  *   is counted in `stats().liveOwners` (a leak test sees an owner that was never disposed).
  * - The owners of a token's children count as the token's: `ownersOf(root)` walks the subtree,
  *   because a tool's child token holds the tool's pool task and the runner stops the root.
- * - Whose grace (DESIGN.md §2): while a runner stop governs the tree (`governStop`), an owner
+ * - Whose grace (docs/design.md §2): while a runner stop governs the tree (`governStop`), an owner
  *   must not hard-stop on its own timer; it checks `isStopGoverned(token)` when its token aborts.
  */
 

@@ -2,7 +2,7 @@
  * The engine behind `CancelToken`: the token tree, cancel propagation and retirement.
  * `CancelToken` (token.ts) is a thin facade; every rule lives here.
  *
- * Invariants (DESIGN.md §1)
+ * Invariants (docs/design.md §1)
  *
  * 1. Cancel flows down only: cancelling a token cancels its whole subtree; a child's cancel
  *    never reaches its parent. A child made of a cancelled token starts cancelled.
@@ -67,7 +67,7 @@ export class TokenState {
   exported = false;
   /** `undefined` until the first owner registers. */
   owners: Set<Owner> | undefined;
-  /** Set by a runner stop: the stop's grace governs every owner below (DESIGN.md §2). */
+  /** Set by a runner stop: the stop's grace governs every owner below (docs/design.md §2). */
   stopGoverned = false;
   cancelled = false;
   retired = false;

@@ -1,5 +1,5 @@
 /**
- * The ledger's entry schema (DESIGN.md §3): the entry types, the turn statuses, the checks that
+ * The ledger's entry schema (docs/design.md §3): the entry types, the turn statuses, the checks that
  * guard `Ledger.append`, the parser that reads a ledger file back, and the status entries that
  * close the turns a crash left open.
  *

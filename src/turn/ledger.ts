@@ -1,5 +1,5 @@
 /**
- * `Ledger`: the append-only JSONL history of one or more sessions (DESIGN.md §2, §3). The entry
+ * `Ledger`: the append-only JSONL history of one or more sessions (docs/design.md §2, §3). The entry
  * schema and its checks live in ledger-entry.ts; this file owns the file and its one writer.
  *
  * Invariants:

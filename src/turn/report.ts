@@ -2,7 +2,7 @@
  * What a turn ends with: the `TurnOutcome` of `TurnRunner.run` and the `StopReport` of a stop.
  */
 
-/** Timings in ms from the stop request, in the order of the stop sequence (DESIGN.md §2). */
+/** Timings in ms from the stop request, in the order of the stop sequence (docs/design.md §2). */
 export interface StopReport {
   sessionId: string;
   turnId: string;

@@ -1,5 +1,5 @@
 /**
- * `TurnRunner`: runs an agent turn's body with one token, and stops it in the order of DESIGN.md
+ * `TurnRunner`: runs an agent turn's body with one token, and stops it in the order of docs/design.md
  * §2 (`#stopSequence`, the one function that holds that order).
  */
 
@@ -137,7 +137,7 @@ export class TurnRunner extends EventEmitter implements TurnHost {
     return turn.stop(() => this.#stopSequence(turn, graceMs, reason));
   }
 
-  /** DESIGN.md §2, steps 2–8, in order. */
+  /** docs/design.md §2, steps 2–8, in order. */
   async #stopSequence(turn: ActiveTurn, graceMs: number, reason: string): Promise<StopReport> {
     const t0 = performance.now();
     const since = () => performance.now() - t0;
