@@ -1,10 +1,14 @@
+// Runs on both threads: main and workers. It uses nothing but the language, so a worker can load it.
 /**
  * Every error fullstop throws on purpose is built here (piscina's lesson: one file for errors),
- * including the argument checks that guard each public boundary. This module is imported by
- * worker threads too, so it uses nothing but the language.
+ * including the argument checks that guard each public boundary, and the one safe way to turn a
+ * value given by a caller (a cancel reason, a thrown value) into text: `renderReason`.
  */
 
-/** Marker that survives structured cloning, so a CancelledError that crossed threads is still known. */
+/**
+ * Marker that survives structured cloning, so a CancelledError that crossed threads is still known.
+ * @internal
+ */
 export const CANCELLED_CODE = 'ERR_FULLSTOP_CANCELLED';
 
 export interface CancelledErrorOptions {
@@ -44,11 +48,10 @@ export class CancelledError extends Error {
 /**
  * A `CancelledError` built without capturing a stack trace, for the cancel paths themselves (a
  * worker's check that finds its token cancelled, a token's `signal.reason`). A cancel is control
- * flow, not a bug, and the capture is a measurable part of noticing one: P2 (a busy task's
- * checkCancelled() throws) medians 28.6 µs with traces, 20.8 µs without; P3 (cancelTurn() → main
- * signal) 105 µs with, 95 µs without (`node dist/bench/run.js --only P2 --only P3`, three runs
- * each). The stack's first line still names the class, which is how the error is recognised after
- * crossing threads.
+ * flow, not a bug, and capturing a trace is a measurable part of the time it takes to notice one
+ * (docs/benchmarks.md, P2 and P3). The stack's first line still names the class, which is how the
+ * error is recognised after crossing threads.
+ * @internal
  */
 export function cancelledError(message: string, options: CancelledErrorOptions): CancelledError {
   const limit = Error.stackTraceLimit;
@@ -91,18 +94,56 @@ export class FatalToolError extends Error {
   }
 }
 
-/** A short, safe rendering of a bad value for an error message. */
+/**
+ * A short rendering of a bad value for an error message. Never throws: a Proxy or an object with
+ * a throwing getter is still described, so a refused argument always gets its TypeError.
+ * @internal
+ */
 export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
   if (typeof value === 'function') return 'a function';
   if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'Object'})`;
+  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : `an object (${constructorName(value)})`;
   if (typeof value === 'bigint') return `${value}n`;
-  return String(value);
+  return String(value); // number, boolean, undefined, symbol: String() renders each of them
 }
 
-/** `name` must be a non-empty string. */
+/**
+ * Text for a value a caller gave as a cancel reason (or threw): the value itself is kept as
+ * given wherever it is stored (`token.reason`, `CancelledError.reason`); this is only what goes
+ * into a message, a ledger line or a log. Never throws, whatever the value: `String()` throws for
+ * `Object.create(null)`, for an object whose `toString` throws or returns an object, and inside a
+ * template literal for a Symbol, and a throw there would break a cancel half-way (the token
+ * marked cancelled, its signal never aborted).
+ *
+ * @example
+ * renderReason('cancel.user')            // 'cancel.user'
+ * renderReason(new Error('quota'))       // 'Error: quota'
+ * renderReason(Object.create(null))      // '[object (null prototype)]'
+ */
+export function renderReason(value: unknown): string {
+  if (typeof value === 'string') return value;
+  try {
+    return String(value);
+  } catch {
+    return typeof value === 'object' && value !== null ? `[object ${constructorName(value)}]` : `[${typeof value}]`;
+  }
+}
+
+/** The class name of `value` without running any of its code that may throw (getters, Proxy traps). */
+function constructorName(value: object): string {
+  try {
+    const proto: unknown = Object.getPrototypeOf(value);
+    if (proto === null) return '(null prototype)';
+    const ctor = Object.getOwnPropertyDescriptor(proto, 'constructor')?.value as unknown;
+    const name = typeof ctor === 'function' ? Object.getOwnPropertyDescriptor(ctor, 'name')?.value : undefined;
+    return typeof name === 'string' && name.length > 0 ? name : 'Object';
+  } catch {
+    return 'Proxy';
+  }
+}
+
+/** `name` must be a non-empty string. @internal */
 export function checkId(name: string, value: unknown): asserts value is string {
   if (typeof value !== 'string' || value.length === 0) {
     throw new TypeError(`${name}: expected a non-empty string, got ${describe(value)}`);
@@ -115,13 +156,13 @@ export function checkId(name: string, value: unknown): asserts value is string {
  */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** `name` must be a finite number in [0, MAX_TIMER_MS], or undefined (then the default applies). */
+/** `name` must be a finite number in [0, MAX_TIMER_MS], or undefined (then the default applies). @internal */
 export function checkMs(name: string, value: unknown): asserts value is number | undefined {
   if (value === undefined) return;
   checkRequiredMs(name, value);
 }
 
-/** `name` must be a finite number in [0, MAX_TIMER_MS]; undefined is refused too. */
+/** `name` must be a finite number in [0, MAX_TIMER_MS]; undefined is refused too. @internal */
 export function checkRequiredMs(name: string, value: unknown): asserts value is number {
   if (typeof value !== 'number') {
     throw new TypeError(`${name}: expected a number of milliseconds, got ${describe(value)}`);
@@ -131,6 +172,7 @@ export function checkRequiredMs(name: string, value: unknown): asserts value is 
   }
 }
 
+/** `name` must be a function. @internal */
 export function checkFunction(name: string, value: unknown): asserts value is (...args: never[]) => unknown {
   if (typeof value !== 'function') {
     throw new TypeError(`${name}: expected a function, got ${describe(value)}`);

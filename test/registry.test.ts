@@ -312,6 +312,78 @@ describe('registerCancelEvent', () => {
   });
 });
 
+describe('a reason String() cannot render', () => {
+  /** Reasons whose String() throws (or that a template literal refuses), each named for the report. */
+  function unprintable(): Array<[string, unknown]> {
+    return [
+      ['Object.create(null)', Object.create(null)],
+      ['a throwing toString', { toString() { throw new Error('no text for you'); } }],
+      ['a toString returning an object', { toString() { return {}; }, valueOf() { return {}; } }],
+      ['a Symbol', Symbol('why')],
+    ];
+  }
+
+  it('is kept as given, and the cancel goes all the way: slot, signal and children', () => {
+    for (const [name, reason] of unprintable()) {
+      const registry = fresh();
+      const token = registry.beginTurn('s', 't');
+      const child = token.child();
+      const signals = [token.signal, child.signal];
+      const cancelled = token.cancel(reason);
+      expect(cancelled, name).toBe(true);
+      expect(token.reason, name).toBe(reason);
+      expect(child.reason, name).toBe('cancel.parent');
+      expect(signals.map((s) => s.aborted), name).toEqual([true, true]);
+      expect((token.signal.reason as { reason: unknown }).reason, name).toBe(reason);
+      expect((token.signal.reason as Error).message, name).toMatch(/^turn t of session s was cancelled: \S/);
+      expect(tokenFromHandle(token.handle).isCancelled(), name).toBe(true);
+      expect(() => token.throwIfCancelled(), name).toThrow(/was cancelled/);
+      registry.endTurn('s', token);
+    }
+  });
+
+  it('given to markCancelled aborts a signal that was read before, and one read after', () => {
+    for (const [name, reason] of unprintable()) {
+      const registry = fresh();
+      const token = registry.beginTurn('s');
+      const early = token.signal;
+      expect(registry.markCancelled('s', reason), name).toBe(true);
+      expect(early.aborted, name).toBe(true);
+      const late = registry.beginTurn('s2');
+      late.cancel(reason);
+      expect(late.signal.aborted, name).toBe(true);
+      expect((late.signal.reason as { reason: unknown }).reason, name).toBe(reason);
+      registry.endTurn('s', token);
+      registry.endTurn('s2', late);
+    }
+  });
+
+  it("aborting an adopted controller with it cancels the token and throws nothing uncaught", async () => {
+    const uncaught: unknown[] = [];
+    const onUncaught = (e: unknown) => uncaught.push(e);
+    process.on('uncaughtException', onUncaught);
+    try {
+      for (const [name, reason] of unprintable()) {
+        const registry = fresh();
+        const controller = new AbortController();
+        const token = registry.registerCancelEvent('s', controller);
+        const child = token.child();
+        const childSignal = child.signal;
+        controller.abort(reason);
+        expect(token.isCancelled(), name).toBe(true);
+        expect(token.reason, name).toBe(reason);
+        expect(childSignal.aborted, name).toBe(true);
+        // Listener errors reach 'uncaughtException' on a later tick: let one pass.
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(uncaught, name).toEqual([]);
+        registry.endTurn('s', token);
+      }
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+  });
+});
+
 describe('pause / resume', () => {
   it('paused reports the last pause() or resume(), and is independent of tokens', () => {
     const registry = fresh();
@@ -413,6 +485,19 @@ describe('bad input', () => {
     expect(() => new TurnRegistry(null as never)).toThrow(TypeError);
     expect(fresh({ slots: 1 }).stats()).toEqual(ZERO);
     expect(fresh({}).stats()).toEqual(ZERO);
+  });
+
+  it('refuses slots too large for one slab with a RangeError naming the limit, at construction', () => {
+    // 1e8 slots would be a 400 MB buffer and a 1e8-entry free list, allocated at the first
+    // beginTurn; that allocation ended the process instead of failing a call.
+    for (const slots of [1e8, 2 ** 20 + 1]) {
+      expect(() => new TurnRegistry({ slots }), `slots ${slots}`).toThrow(RangeError);
+      expect(() => new TurnRegistry({ slots }), `slots ${slots}`).toThrow(/options\.slots: expected an integer from 1 to 1048576.*got 1/);
+    }
+    const largest = fresh({ slots: 2 ** 20 });
+    const token = largest.beginTurn('s');
+    expect(largest.stats()).toMatchObject({ liveSlots: 1 });
+    largest.endTurn('s', token);
   });
 
   it('rejects registerCancelEvent with something that is not an AbortController, leaving the turn running', () => {

@@ -2,53 +2,67 @@
  * The bridge: a cancel made on another thread becomes `token.signal` aborting on the main thread.
  *
  * One `Atomics.waitAsync` per *slab*, on the slab's bridge cell (slot.ts), armed while at least one
- * live token of the slab has exported its handle (a token nobody else can see cannot be cancelled
- * elsewhere, so it needs no bridge). No thread per turn, no timer. A cancel through a handle bumps
- * and notifies the bridge cell after it has woken the slot's sleepers, so the bridge never delays a
- * worker; the bridge then looks at the slab's exported tokens and folds in those whose slot reads
- * cancelled. A pending `waitAsync` neither keeps the process alive nor shows in
- * `process.getActiveResourcesInfo()`, so armed bridges are counted in `Counters.bridges`.
+ * token of the slab is watched, i.e. its handle has left the thread (a token nobody else can see
+ * cannot be cancelled elsewhere, so it needs no bridge). No thread per turn, no timer. A cancel
+ * through a handle bumps and notifies the bridge cell after it has woken the slot's sleepers, so
+ * the bridge never delays a worker; the bridge then looks at the slab's watched tokens and tells
+ * those whose slot reads cancelled. A pending `waitAsync` neither keeps the process alive nor
+ * shows in `process.getActiveResourcesInfo()`, so armed bridges are counted (`BridgeCounts`).
  *
- * A token leaves its slab's exported set when the main thread cancels or retires it (`release`).
- * When the set empties the bridge is disarmed and its waiter resolved at once by a notify of the
- * bridge cell, so no waiter is left behind (`stats().liveBridges` is exact and synchronous).
+ * The bridge knows a token only through `Watched`: where its slot is, and whom to tell. It never
+ * writes a token's state; the token decides what a cancel from a slot means (state.ts).
+ *
+ * A token is unwatched when the main thread cancels or retires it. When a slab's last watched
+ * token goes, the bridge is disarmed and its waiter resolved at once by a notify of the bridge
+ * cell, so no waiter is left behind (`stats().liveBridges` is exact and synchronous).
  */
 
+import type { Slab, SlotRef } from './slab.js';
 import { BRIDGE_INDEX, readState, STATE_CANCELLED } from './slot.js';
-import type { Slab } from './slab.js';
-import type { Counters, TokenState } from './state.js';
 
-export interface SlabBridge {
+/** @internal What the bridge needs of a token. */
+export interface Watched {
+  readonly slot: SlotRef;
+  /** Another thread cancelled this token's slot. Called on the main thread, at most once a wake. */
+  cancelFromSlot(): void;
+}
+
+/** @internal The registry's count of armed bridges (behind `stats().liveBridges`). */
+export interface BridgeCounts {
+  bridges: number;
+}
+
+interface SlabBridge {
   /** False once disarmed; a wake of a disarmed bridge does nothing. */
   armed: boolean;
-  readonly exported: Set<TokenState>;
-  readonly counters: Counters;
+  readonly watched: Set<Watched>;
+  readonly counts: BridgeCounts;
 }
 
-/** The handle of `state` is about to leave this thread. Idempotent. */
-export function arm(state: TokenState): void {
-  if (state.exported || state.cancelled || state.retired) return;
-  state.exported = true;
-  const slab = state.slot.slab;
-  if (slab.bridge === undefined) {
-    slab.bridge = { armed: true, exported: new Set(), counters: state.counters };
-    state.counters.bridges++;
-    waitForCancel(slab, slab.bridge);
+/** The armed bridge of each slab; a slab with no watched token has none. */
+const bridges = new Map<Slab, SlabBridge>();
+
+/** @internal The handle of `target` is leaving this thread: from now on a cancel may come from elsewhere. */
+export function watch(target: Watched, counts: BridgeCounts): void {
+  const slab = target.slot.slab;
+  let bridge = bridges.get(slab);
+  if (bridge === undefined) {
+    bridge = { armed: true, watched: new Set(), counts };
+    bridges.set(slab, bridge);
+    counts.bridges++;
+    waitForCancel(slab, bridge);
   }
-  slab.bridge.exported.add(state);
+  bridge.watched.add(target);
 }
 
-/** The main thread cancelled or retired `state`: it needs the bridge no more. */
-export function release(state: TokenState): void {
-  if (!state.exported) return;
-  state.exported = false;
-  const slab = state.slot.slab;
-  const bridge = slab.bridge!;
-  bridge.exported.delete(state);
-  if (bridge.exported.size > 0) return;
+/** @internal The main thread cancelled or retired `target`: it needs the bridge no more. Idempotent. */
+export function unwatch(target: Watched): void {
+  const slab = target.slot.slab;
+  const bridge = bridges.get(slab);
+  if (bridge === undefined || !bridge.watched.delete(target) || bridge.watched.size > 0) return;
   bridge.armed = false;
-  slab.bridge = undefined;
-  bridge.counters.bridges--;
+  bridges.delete(slab);
+  bridge.counts.bridges--;
   // Resolve the pending waiter now, so a disarmed bridge leaves nothing queued in the engine.
   Atomics.notify(slab.cells, BRIDGE_INDEX);
 }
@@ -61,21 +75,21 @@ function waitForCancel(slab: Slab, bridge: SlabBridge, seen = Atomics.load(slab.
 
 /**
  * The one race of the bridge. Between the notify that resolved this wait and this callback (a
- * later task), the main thread may have cancelled or retired any exported token (they left the
+ * later task), the main thread may have cancelled or retired any watched token (they left the
  * set), disarmed the bridge (the set emptied; a newer bridge may already wait on the same cell),
  * or nothing happened on the main thread at all. So: a disarmed bridge does nothing; otherwise the
  * cell is read *before* the scan and the wait re-armed with that value *after* it, so a cancel that
  * lands during the scan makes the new wait return at once (no missed wake-up), and the signals of
- * this wake abort first. Only tokens still exported whose own generation reads CANCELLED are
- * folded in, through `cancelFromSlot`, a no-op on a token already cancelled or retired — so each
- * signal aborts at most once.
+ * this wake abort first. Only tokens still watched whose own generation reads CANCELLED are told,
+ * and telling one unwatches it (its cancel runs on the main thread), so each signal aborts at most
+ * once.
  */
 function onWake(slab: Slab, bridge: SlabBridge): void {
   if (!bridge.armed) return;
   const seen = Atomics.load(slab.cells, BRIDGE_INDEX);
-  for (const state of [...bridge.exported]) {
-    const { index, generation } = state.slot;
-    if (readState(slab.cells, index, generation) === STATE_CANCELLED) state.cancelFromSlot();
+  for (const target of [...bridge.watched]) {
+    const { index, generation } = target.slot;
+    if (readState(slab.cells, index, generation) === STATE_CANCELLED) target.cancelFromSlot();
   }
   if (bridge.armed) waitForCancel(slab, bridge, seen);
 }

@@ -9,7 +9,7 @@
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { checkFunction, checkId, describe } from '../errors.js';
-import type { TurnRegistry } from './registry.js';
+import { turns, type TurnRegistry } from './registry.js';
 import { isCancelToken, type CancelToken } from './token.js';
 
 interface Binding {
@@ -28,12 +28,6 @@ export function runInTurn<T>(token: CancelToken, fn: () => T): T {
   return storage.run({ token, sessionId: outer?.sessionId, registry: outer?.registry }, fn);
 }
 
-let defaultRegistry: () => TurnRegistry;
-/** @internal The registry module installs the default registry (avoids an import cycle). */
-export function setDefaultRegistry(get: () => TurnRegistry): void {
-  defaultRegistry = get;
-}
-
 /** Run `fn` bound to a session: checks inside it follow that session's current token. */
 export function runInSession<T>(sessionId: string, fn: () => T, registry?: TurnRegistry): T {
   checkId('sessionId', sessionId);
@@ -42,7 +36,7 @@ export function runInSession<T>(sessionId: string, fn: () => T, registry?: TurnR
     throw new TypeError(`registry: expected a TurnRegistry, got ${describe(registry)}`);
   }
   const outer = storage.getStore();
-  return storage.run({ token: outer?.token, sessionId, registry: registry ?? defaultRegistry() }, fn);
+  return storage.run({ token: outer?.token, sessionId, registry: registry ?? turns }, fn);
 }
 
 /** The context-bound token, else the bound session's current token, else undefined. */

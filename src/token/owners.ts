@@ -1,6 +1,7 @@
 /**
  * Owners: the work started under a token (pool tasks, exec children, pending questions), so a
- * stop can await it and hard-stop what is left. Internal API used by pool/, exec/ and turn/.
+ * stop can await it and hard-stop what is left. Internal API used by pool/, exec/ and turn/; each
+ * function is one call into the token's state (state.ts), which keeps the sets and the counts.
  *
  * Rules:
  * - `addOwner` returns the disposer; the owner calls it once its work has settled. Until then it
@@ -11,48 +12,38 @@
  *   must not hard-stop on its own timer; it checks `isStopGoverned(token)` when its token aborts.
  */
 
+import type { Owner } from './state.js';
 import { STATE, type CancelToken } from './token.js';
-import type { Owner, TokenState } from './state.js';
 
 export type { Owner };
 
-/** Register `owner` under `token`; returns its disposer (idempotent). */
+/** @internal Register `owner` under `token`; returns its disposer (idempotent). */
 export function addOwner(token: CancelToken, owner: Owner): () => void {
   addOwnerOf(token, owner);
   return () => removeOwnerOf(token, owner);
 }
 
-/** `addOwner` without the disposer closure, for owners that remove themselves (pool tasks: one per task). */
+/** @internal `addOwner` without the disposer closure, for owners that remove themselves (pool tasks: one per task). */
 export function addOwnerOf(token: CancelToken, owner: Owner): void {
-  const state = token[STATE];
-  (state.owners ??= new Set()).add(owner);
-  state.counters.owners++;
+  token[STATE].addOwner(owner);
 }
 
-/** Remove `owner` from `token`; a second call does nothing. */
+/** @internal Remove `owner` from `token`; a second call does nothing. */
 export function removeOwnerOf(token: CancelToken, owner: Owner): void {
-  const state = token[STATE];
-  if (state.owners?.delete(owner)) state.counters.owners--;
+  token[STATE].removeOwner(owner);
 }
 
-/** Every owner still registered under `token` or any of its descendants. */
+/** @internal Every owner still registered under `token` or any of its descendants. */
 export function ownersOf(token: CancelToken): Owner[] {
-  const out: Owner[] = [];
-  collect(token[STATE], out);
-  return out;
+  return token[STATE].collectOwners([]);
 }
 
-function collect(state: TokenState, out: Owner[]): void {
-  if (state.owners !== undefined) for (const owner of state.owners) out.push(owner);
-  if (state.children !== undefined) for (const child of state.children) collect(child, out);
-}
-
-/** From now on the caller's grace governs every owner of `token`'s tree. */
+/** @internal From now on the caller's grace governs every owner of `token`'s tree. */
 export function governStop(token: CancelToken): void {
-  token[STATE].stopGoverned = true;
+  token[STATE].governStop();
 }
 
-/** True when a runner stop governs the grace of `token` (it or an ancestor is governed). */
+/** @internal True when a runner stop governs the grace of `token` (it or an ancestor is governed). */
 export function isStopGoverned(token: CancelToken): boolean {
   return token[STATE].isStopGoverned();
 }

@@ -8,14 +8,14 @@
  */
 
 import { checkId, describe } from '../errors.js';
-import { setDefaultRegistry } from './context.js';
-import { SlabSet } from './slab.js';
-import { type Counters, TokenState } from './state.js';
+import { MAX_SLOTS_PER_SLAB, SlabSet } from './slab.js';
+import { TokenState, type TokenHost } from './state.js';
 import { CancelToken, isCancelToken, STATE, wrap } from './token.js';
 
 export interface TurnRegistryOptions {
   /**
-   * Slots per SharedArrayBuffer slab. A full slab is never a limit: another is added.
+   * Slots per SharedArrayBuffer slab, from 1 to 2^20. A full slab is never a limit on live
+   * tokens: another is added.
    * @default 1024
    */
   slots?: number;
@@ -43,7 +43,8 @@ const DEFAULT_SLOTS = 1024;
  */
 export class TurnRegistry {
   readonly #slabs: SlabSet;
-  readonly #counters: Counters = { tokens: 0, bridges: 0, owners: 0 };
+  /** What this registry's tokens claim slots from and count themselves in. */
+  readonly #host: TokenHost;
   /** The current token of each session; a session between turns has no entry. */
   readonly #current = new Map<string, TokenState>();
   readonly #forget = (state: TokenState) => {
@@ -55,10 +56,13 @@ export class TurnRegistry {
       throw new TypeError(`options: expected an object, got ${describe(options)}`);
     }
     const slots = options.slots ?? DEFAULT_SLOTS;
-    if (typeof slots !== 'number' || !Number.isInteger(slots) || slots < 1) {
-      throw new RangeError(`options.slots: expected a positive integer, got ${describe(slots)}`);
+    // Checked here rather than at the first beginTurn: a slab is allocated whole, and one too
+    // large to allocate would end the process there instead of failing this call.
+    if (typeof slots !== 'number' || !Number.isInteger(slots) || slots < 1 || slots > MAX_SLOTS_PER_SLAB) {
+      throw new RangeError(`options.slots: expected an integer from 1 to ${MAX_SLOTS_PER_SLAB} (slots per slab; a full slab adds another), got ${describe(slots)}`);
     }
     this.#slabs = new SlabSet(slots);
+    this.#host = { slabs: this.#slabs, counters: { tokens: 0, bridges: 0, owners: 0 } };
   }
 
   /** Open the session's turn. A leftover token of the session is retired first. */
@@ -66,7 +70,7 @@ export class TurnRegistry {
     checkId('sessionId', sessionId);
     if (turnId !== undefined) checkId('turnId', turnId);
     this.#current.get(sessionId)?.retire();
-    return this.#install(new TokenState(this.#slabs, this.#counters, sessionId, turnId));
+    return this.#install(new TokenState(this.#host, sessionId, turnId, undefined, this.#forget));
   }
 
   /** End the session's turn. With `token`: retire that one only, never a successor. */
@@ -111,29 +115,22 @@ export class TurnRegistry {
       throw new TypeError(`controller: expected an AbortController, got ${describe(controller)}`);
     }
     this.#current.get(sessionId)?.retire();
-    const state = new TokenState(this.#slabs, this.#counters, sessionId, undefined);
-    state.controller = controller;
-    const onAbort = () => state.cancel(controller.signal.reason ?? 'cancel.user');
-    if (controller.signal.aborted) onAbort();
-    else {
-      controller.signal.addEventListener('abort', onAbort, { once: true });
-      state.detachAdopted = () => controller.signal.removeEventListener('abort', onAbort);
-    }
+    const state = new TokenState(this.#host, sessionId, undefined, undefined, this.#forget);
+    state.adopt(controller);
     return this.#install(state);
   }
 
   /** Block every `checkpoint()` of this registry's tokens until `resume()` (a stop still wakes them). */
   pause(): void { this.#slabs.setPaused(true); }
+  /** Let every `checkpoint()` blocked by `pause()` go on. */
   resume(): void { this.#slabs.setPaused(false); }
+  /** True between `pause()` and `resume()`. */
   get paused(): boolean { return this.#slabs.paused; }
 
+  /** Live resources of this registry; all four are zero once every turn has ended. */
   stats(): RegistryStats {
-    return {
-      liveTokens: this.#counters.tokens,
-      liveSlots: this.#slabs.live,
-      liveBridges: this.#counters.bridges,
-      liveOwners: this.#counters.owners,
-    };
+    const { counters } = this.#host;
+    return { liveTokens: counters.tokens, liveSlots: this.#slabs.live, liveBridges: counters.bridges, liveOwners: counters.owners };
   }
 
   #install(state: TokenState): CancelToken {
@@ -142,20 +139,18 @@ export class TurnRegistry {
     // leftover too: retire it rather than orphan it, still live, behind this one.
     const other = this.#current.get(state.sessionId);
     if (other !== undefined && other !== state) other.retire();
-    state.onRetired = this.#forget;
     this.#current.set(state.sessionId, state);
     return wrap(state);
   }
 
   #checkToken(token: unknown, sessionId: string): asserts token is CancelToken {
     if (!isCancelToken(token)) throw new TypeError(`token: expected a CancelToken, got ${describe(token)}`);
-    if (token[STATE].counters !== this.#counters) throw new TypeError('token: belongs to another TurnRegistry');
+    if (token[STATE].host !== this.#host) throw new TypeError('token: belongs to another TurnRegistry');
     if (token[STATE].sessionId !== sessionId) {
       throw new TypeError(`token: belongs to session ${JSON.stringify(token[STATE].sessionId)}, not ${JSON.stringify(sessionId)}`);
     }
   }
 }
 
-/** The default registry. */
+/** The default registry: the one `runInSession`, `TurnRunner` and `TurnPool` use when given none. */
 export const turns = new TurnRegistry();
-setDefaultRegistry(() => turns);

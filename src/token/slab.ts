@@ -1,19 +1,22 @@
 /**
  * Slabs: the SharedArrayBuffers that hold the slots of one registry's live tokens.
  *
- * A slab is `slots + 2` Int32 cells (cells 0 and 1 are the control and bridge cells, see slot.ts). Cells are handed
- * out from a LIFO free list and come back on retire with their generation intact, so the next
- * claim bumps it (slot.ts, invariant 2). When every slab is full a new one is added: there is no
- * cap, and slabs are never removed (a worker may still hold a stale handle into one, and reading
- * a retired cell is how it learns it is stale).
+ * A slab is `slots + 2` Int32 cells (cells 0 and 1 are the control and bridge cells, see slot.ts).
+ * Cells are handed out from a LIFO free list and come back on retire with their generation
+ * intact, so the next claim bumps it (slot.ts, invariant 2). When every slab is full a new one is
+ * added: there is no cap on live tokens, and slabs are never removed (a worker may still hold a
+ * stale handle into one, and reading a retired cell is how it learns it is stale).
  *
  * Slab ids are unique across all registries of the process, so one pool can serve tokens of
  * several registries and tell their slabs apart by number alone.
+ *
+ * This module knows cells and free lists only: which token holds a cell, and whether anyone
+ * watches it from another thread, is known above it (state.ts, bridge.ts).
  */
 
 import { claimSlot, FIRST_SLOT, retireSlot, setPaused } from './slot.js';
-import type { SlabBridge } from './bridge.js';
 
+/** @internal One SharedArrayBuffer of slots. */
 export interface Slab {
   /** Process-wide unique id; workers look slabs up by it. */
   readonly id: number;
@@ -21,25 +24,30 @@ export interface Slab {
   readonly cells: Int32Array;
   /** Free cell indices (LIFO). */
   readonly free: number[];
-  /** The main thread's bridge for this slab; `undefined` while no live token's handle has left the thread. */
-  bridge: SlabBridge | undefined;
 }
 
-/** Where a token's slot lives. */
+/** @internal Where a token's slot lives. */
 export interface SlotRef {
   readonly slab: Slab;
   readonly index: number;
   readonly generation: number;
 }
 
+/**
+ * The most slots one slab may hold. A full slab is never a limit (another is added), so a larger
+ * slab buys nothing but one huge allocation at the first claim: 2^20 slots is a 4 MiB buffer.
+ */
+export const MAX_SLOTS_PER_SLAB = 2 ** 20;
+
 let nextSlabId = 1;
 const slabsById = new Map<number, Slab>();
 
-/** Every slab of the process by id (the pool sends these to its workers once). */
+/** @internal Every slab of the process by id (the pool sends these to its workers once). */
 export function slabById(id: number): Slab | undefined {
   return slabsById.get(id);
 }
 
+/** @internal The slabs of one registry. */
 export class SlabSet {
   readonly slotsPerSlab: number;
   readonly slabs: Slab[] = [];
@@ -53,6 +61,7 @@ export class SlabSet {
     this.slotsPerSlab = slotsPerSlab;
   }
 
+  /** A free cell, moved to RUNNING with the next generation. */
   claim(): SlotRef {
     let slab = this.#current;
     if (slab === undefined || slab.free.length === 0) slab = this.#current = this.#withFreeCell();
@@ -61,7 +70,8 @@ export class SlabSet {
     return { slab, index, generation: claimSlot(slab.cells, index) };
   }
 
-  release(ref: SlotRef): void {
+  /** Move the cell to RETIRED (waking its sleepers) and put it back on the free list. Once per claim. */
+  retireAndFree(ref: SlotRef): void {
     retireSlot(ref.slab.cells, ref.index, ref.generation);
     ref.slab.free.push(ref.index);
     this.live--;
@@ -87,7 +97,7 @@ export class SlabSet {
     // Highest index first so pop() hands out 2, 3, 4, ... (easier to read in a debugger).
     const free: number[] = [];
     for (let i = this.slotsPerSlab + FIRST_SLOT - 1; i >= FIRST_SLOT; i--) free.push(i);
-    const slab: Slab = { id: nextSlabId++, buffer, cells, free, bridge: undefined };
+    const slab: Slab = { id: nextSlabId++, buffer, cells, free };
     if (this.#paused) setPaused(cells, true);
     this.slabs.push(slab);
     slabsById.set(slab.id, slab);

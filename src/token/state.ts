@@ -1,8 +1,9 @@
 /**
- * The engine behind `CancelToken`: the token tree, cancel propagation and retirement.
- * `CancelToken` (token.ts) is a thin facade; every rule lives here.
+ * The engine behind `CancelToken`: the token tree, cancel propagation, retirement, and the work
+ * registered under a token. `CancelToken` (token.ts) is a thin facade, owners.ts and the registry
+ * call in here; every rule lives in this module, and no other module writes a token's state.
  *
- * Invariants (docs/design.md §1)
+ * Invariants (the model behind them: docs/design.md §1)
  *
  * 1. Cancel flows down only: cancelling a token cancels its whole subtree; a child's cancel
  *    never reaches its parent. A child made of a cancelled token starts cancelled.
@@ -10,22 +11,28 @@
  *    `cancel()` returns false and changes nothing, so a late stop cannot reach a later turn.
  * 3. The slot is the cross-thread truth, this object is the main thread's view of it. Every
  *    main-thread read first folds in a cancel that another thread wrote into the slot
- *    (`syncFromSlot`), so the two never disagree for longer than one check.
+ *    (`#syncFromSlot`), so the two never disagree for longer than one check.
  * 4. On cancel, every slot of the subtree is tripped (workers wake) before any signal of the
  *    subtree aborts (listeners run), so a listener always sees the whole subtree cancelled.
  *    What is *not* guaranteed: atomicity across the subtree as seen from other threads — a worker
  *    may observe the parent cancelled a few nanoseconds before its child's slot.
  * 5. Every resource a token holds (slot, bridge, adopted listener) is counted in `Counters` and
- *    released at retire at the latest. Owners are told at retire (`onRetire`) and stay counted
- *    until they dispose themselves, so an owner that never settles shows in `stats()`.
+ *    given back at retire at the latest. Owners are told at retire (`onRetire`) and stay counted
+ *    until they remove themselves, so an owner that never settles shows in `stats()`.
+ * 6. A cancel cannot stop half-way. Its reason is kept as given and only rendered as text
+ *    through `renderReason`, which never throws; nothing caller-supplied runs between tripping
+ *    the first slot and aborting the last signal except abort listeners, whose throws Node
+ *    reports on its own without unwinding `abort()`.
+ * 7. Only this module writes a token's fields. The bridge sees a token as `Watched` (its slot and
+ *    `cancelFromSlot`), owners and the registry call the methods below, and everyone else reads.
  */
 
-import { CancelledError, cancelledError } from '../errors.js';
-import { arm, release } from './bridge.js';
+import { CancelledError, cancelledError, renderReason } from '../errors.js';
+import { unwatch, watch, type Watched } from './bridge.js';
 import type { SlabSet, SlotRef } from './slab.js';
 import { cancelSlot, readState, sealSlot, STATE_CANCELLED } from './slot.js';
 
-/** A unit of work registered under a token (see owners.ts). */
+/** @internal A unit of work registered under a token (see owners.ts). */
 export interface Owner {
   /** What it is, for the StopReport's counts: 'task' | 'process' | 'question' | ... */
   readonly kind: string;
@@ -39,62 +46,76 @@ export interface Owner {
   onRetire?(): void;
 }
 
-/** Per-registry resource counts behind `stats()`. */
+/** @internal Per-registry resource counts behind `stats()`. */
 export interface Counters {
   tokens: number;
   bridges: number;
   owners: number;
 }
 
-export const DEFAULT_CANCEL_REASON = 'cancel.user';
-export const PARENT_CANCEL_REASON = 'cancel.parent';
-
-export class TokenState {
+/** @internal What a registry lends its tokens: where slots come from and where they are counted. */
+export interface TokenHost {
   readonly slabs: SlabSet;
   readonly counters: Counters;
+}
+
+/** @internal The reason of a cancel with none given. */
+export const DEFAULT_CANCEL_REASON = 'cancel.user';
+/** @internal The reason of a token cancelled because its parent was. */
+export const PARENT_CANCEL_REASON = 'cancel.parent';
+
+/** @internal */
+export class TokenState implements Watched {
+  readonly host: TokenHost;
   readonly slot: SlotRef;
   readonly sessionId: string;
   readonly turnId: string | undefined;
-  /** `undefined` for a root token. */
-  parent: TokenState | undefined;
+  /** `undefined` for a root token, and once retired. */
+  #parent: TokenState | undefined;
   /** `undefined` until the first child. */
-  children: Set<TokenState> | undefined;
+  #children: Set<TokenState> | undefined;
   /** `undefined` until someone reads `signal` or the token is cancelled (lazy: cheap turns). */
-  controller: AbortController | undefined;
+  #controller: AbortController | undefined;
   /** Detaches an adopted controller's abort listener; `undefined` when nothing is adopted. */
-  detachAdopted: (() => void) | undefined;
-  /** True while this token's handle has left the thread and its slab's bridge watches it (bridge.ts). */
-  exported = false;
+  #detachAdopted: (() => void) | undefined;
+  /** True while this token's handle has left the thread and its slab's bridge watches it. */
+  #watched = false;
   /** `undefined` until the first owner registers. */
-  owners: Set<Owner> | undefined;
+  #owners: Set<Owner> | undefined;
   /** Set by a runner stop: the stop's grace governs every owner below (docs/design.md §2). */
-  stopGoverned = false;
-  cancelled = false;
-  retired = false;
-  reason: unknown = undefined;
+  #stopGoverned = false;
+  #cancelled = false;
+  #retired = false;
+  #reason: unknown = undefined;
   /** The public `CancelToken` of this state; `undefined` until first asked for. */
-  facade: object | undefined;
-  /** Called once at retire (the registry forgets its session's token). */
-  onRetired: ((state: TokenState) => void) | undefined;
+  #facade: object | undefined;
+  /** Called once at retire (the registry forgets its session's token); `undefined` for a child. */
+  #onRetired: ((state: TokenState) => void) | undefined;
 
-  constructor(slabs: SlabSet, counters: Counters, sessionId: string, turnId: string | undefined, parent?: TokenState) {
-    this.slabs = slabs;
-    this.counters = counters;
+  constructor(host: TokenHost, sessionId: string, turnId: string | undefined, parent: TokenState | undefined,
+    onRetired: ((state: TokenState) => void) | undefined) {
+    this.host = host;
     this.sessionId = sessionId;
     this.turnId = turnId;
-    this.parent = parent;
-    this.slot = slabs.claim();
-    counters.tokens++;
+    this.#parent = parent;
+    this.#onRetired = onRetired;
+    this.slot = host.slabs.claim();
+    host.counters.tokens++;
     if (parent !== undefined) {
-      (parent.children ??= new Set()).add(this);
-      if (parent.isCancelled()) this.cancel(PARENT_CANCEL_REASON);
+      (parent.#children ??= new Set()).add(this);
+      if (parent.isCancelled()) this.cancel(PARENT_CANCEL_REASON); // invariant 1
     }
   }
 
+  get parent(): TokenState | undefined { return this.#parent; }
+  get retired(): boolean { return this.#retired; }
+  /** The reason as given to the first cancel that reached this token (invariant 6). */
+  get reason(): unknown { return this.#reason; }
+
   /** Main thread's view, folding in a cancel written by another thread (invariant 3). */
   isCancelled(): boolean {
-    if (!this.cancelled && !this.retired) this.syncFromSlot();
-    return this.cancelled;
+    if (!this.#cancelled && !this.#retired) this.#syncFromSlot();
+    return this.#cancelled;
   }
 
   /**
@@ -105,102 +126,154 @@ export class TokenState {
    * cancelled ancestor is folded in, so reasons come out as if the cancel had been made here.
    * Cost: one `Atomics.load` per level, and only while this token is not yet cancelled.
    */
-  syncFromSlot(): void {
+  #syncFromSlot(): void {
     let top: TokenState | undefined;
-    for (let s: TokenState | undefined = this; s !== undefined && !s.cancelled; s = s.parent) {
+    for (let s: TokenState | undefined = this; s !== undefined && !s.#cancelled; s = s.#parent) {
       const { slab, index, generation } = s.slot;
       if (readState(slab.cells, index, generation) === STATE_CANCELLED) top = s;
     }
     top?.cancelFromSlot();
   }
 
-  /** Another thread tripped this slot; the bridge (or a read) brings it to the main thread. */
+  /** Watched: another thread tripped this slot; the bridge (or a read) brings it to the main thread. */
   cancelFromSlot(): void {
     this.cancel(DEFAULT_CANCEL_REASON);
   }
 
-  /** See invariants 1, 2 and 4. Returns false once retired, true otherwise. */
+  /** See invariants 1, 2, 4 and 6. Returns false once retired, true otherwise. */
   cancel(reason: unknown): boolean {
-    if (this.retired) return false;
-    if (this.cancelled) return true;
+    if (this.#retired) return false;
+    if (this.#cancelled) return true;
     const subtree = this.#collectRunning([]);
-    this.reason = reason;
+    this.#reason = reason;
     for (const state of subtree) {
-      if (state !== this) state.reason = PARENT_CANCEL_REASON;
-      state.cancelled = true;
+      if (state !== this) state.#reason = PARENT_CANCEL_REASON;
+      state.#cancelled = true;
       cancelSlot(state.slot.slab.cells, state.slot.index, state.slot.generation);
-      release(state);
+      state.#unwatch();
     }
-    for (const state of subtree) state.controller?.abort(state.abortReason());
-    for (const state of subtree) if (state.owners !== undefined) for (const owner of [...state.owners]) owner.onCancel?.();
+    for (const state of subtree) state.#controller?.abort(state.abortReason());
+    for (const state of subtree) if (state.#owners !== undefined) for (const owner of [...state.#owners]) owner.onCancel?.();
     return true;
   }
 
   #collectRunning(into: TokenState[]): TokenState[] {
-    if (this.cancelled || this.retired) return into;
+    if (this.#cancelled || this.#retired) return into;
     into.push(this);
-    if (this.children !== undefined) for (const child of this.children) child.#collectRunning(into);
+    if (this.#children !== undefined) for (const child of this.#children) child.#collectRunning(into);
     return into;
   }
 
-  /** The `signal.reason` of a cancelled token. */
+  /** The `signal.reason` of a cancelled token (never throws, whatever the reason: invariant 6). */
   abortReason(): CancelledError {
-    return cancelledError(`turn ${this.turnId ?? '(none)'} of session ${this.sessionId} was cancelled: ${String(this.reason)}`, {
-      reason: this.reason, sessionId: this.sessionId, turnId: this.turnId,
+    return cancelledError(`turn ${this.turnId ?? '(none)'} of session ${this.sessionId} was cancelled: ${renderReason(this.#reason)}`, {
+      reason: this.#reason, sessionId: this.sessionId, turnId: this.turnId,
     });
   }
 
   get signal(): AbortSignal {
-    if (this.controller === undefined) {
-      this.controller = new AbortController();
-      if (this.isCancelled()) this.controller.abort(this.abortReason());
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.isCancelled()) this.#controller.abort(this.abortReason());
     }
-    return this.controller.signal;
+    return this.#controller.signal;
   }
 
   /** The handle is about to leave this thread: from now on a cancel may come from elsewhere. */
   exportSlot(): SlotRef {
-    arm(this);
+    if (!this.#watched && !this.#cancelled && !this.#retired) {
+      this.#watched = true;
+      watch(this, this.host.counters);
+    }
     return this.slot;
   }
 
+  #unwatch(): void {
+    if (!this.#watched) return;
+    this.#watched = false;
+    unwatch(this);
+  }
+
   child(): TokenState {
-    if (this.retired) {
+    if (this.#retired) {
       throw new CancelledError(`cannot make a child of a retired token (turn ${this.turnId ?? '(none)'} of session ${this.sessionId} has ended)`, {
-        reason: this.reason, sessionId: this.sessionId, turnId: this.turnId,
+        reason: this.#reason, sessionId: this.sessionId, turnId: this.turnId,
       });
     }
-    return new TokenState(this.slabs, this.counters, this.sessionId, this.turnId, this);
+    return new TokenState(this.host, this.sessionId, this.turnId, this, undefined);
+  }
+
+  /**
+   * Adopt a caller-owned controller as this token's: aborting it cancels the token (with the
+   * controller's reason, kept as given), and cancelling the token aborts it. Call right after
+   * construction, before anything else has read `signal`.
+   */
+  adopt(controller: AbortController): void {
+    this.#controller = controller;
+    const onAbort = () => this.cancel(controller.signal.reason ?? DEFAULT_CANCEL_REASON);
+    if (controller.signal.aborted) return void onAbort();
+    controller.signal.addEventListener('abort', onAbort, { once: true });
+    this.#detachAdopted = () => controller.signal.removeEventListener('abort', onAbort);
   }
 
   /** Invariants 2 and 5: children first, then this token's slot, bridge, listener and owners. */
   retire(): void {
-    if (this.retired) return;
+    if (this.#retired) return;
     // From here on no other thread can cancel this slot; one that already did is folded in next.
     sealSlot(this.slot.slab.cells, this.slot.index, this.slot.generation);
-    this.syncFromSlot();
+    this.#syncFromSlot();
     // That sync may have folded in a cancel from another thread and run abort listeners, and a
     // listener may already have retired this token (e.g. by ending the turn or beginning the
-    // session's next one). Retire once (invariant 2): a second release would push the cell onto
+    // session's next one). Retire once (invariant 2): freeing the cell twice would push it onto
     // the free list twice and overwrite its next owner's word with this token's RETIRED(g), so
     // the next two claims would share one slot and one generation.
-    if (this.retired) return;
-    if (this.children !== undefined) for (const child of [...this.children]) child.retire();
-    this.retired = true;
-    release(this);
-    this.slabs.release(this.slot);
-    this.counters.tokens--;
-    this.detachAdopted?.();
-    this.detachAdopted = undefined;
-    this.parent?.children?.delete(this);
-    this.parent = undefined;
-    if (this.owners !== undefined) for (const owner of [...this.owners]) owner.onRetire?.();
-    this.onRetired?.(this);
-    this.onRetired = undefined;
+    if (this.#retired) return;
+    if (this.#children !== undefined) for (const child of [...this.#children]) child.retire();
+    this.#retired = true;
+    this.#unwatch();
+    this.host.slabs.retireAndFree(this.slot);
+    this.host.counters.tokens--;
+    this.#detachAdopted?.();
+    this.#detachAdopted = undefined;
+    if (this.#parent !== undefined) this.#parent.#children?.delete(this);
+    this.#parent = undefined;
+    if (this.#owners !== undefined) for (const owner of [...this.#owners]) owner.onRetire?.();
+    const onRetired = this.#onRetired;
+    this.#onRetired = undefined;
+    onRetired?.(this);
   }
 
+  /** Register `owner` (invariant 5: counted until `removeOwner`). */
+  addOwner(owner: Owner): void {
+    (this.#owners ??= new Set()).add(owner);
+    this.host.counters.owners++;
+  }
+
+  /** Remove `owner`; a second call does nothing. */
+  removeOwner(owner: Owner): void {
+    if (this.#owners?.delete(owner)) this.host.counters.owners--;
+  }
+
+  /** Push every owner of this token and of its descendants onto `out`. */
+  collectOwners(out: Owner[]): Owner[] {
+    if (this.#owners !== undefined) for (const owner of this.#owners) out.push(owner);
+    if (this.#children !== undefined) for (const child of this.#children) child.collectOwners(out);
+    return out;
+  }
+
+  /** From now on a runner stop's grace governs every owner of this tree (docs/design.md §2). */
+  governStop(): void {
+    this.#stopGoverned = true;
+  }
+
+  /** True when this token or an ancestor is governed by a runner stop. */
   isStopGoverned(): boolean {
-    for (let s: TokenState | undefined = this; s !== undefined; s = s.parent) if (s.stopGoverned) return true;
+    for (let s: TokenState | undefined = this; s !== undefined; s = s.#parent) if (s.#stopGoverned) return true;
     return false;
+  }
+
+  /** The one public facade of this state, made by `make` on first use. */
+  facade<T extends object>(make: (state: TokenState) => T): T {
+    return (this.#facade ??= make(this)) as T;
   }
 }

@@ -6,7 +6,7 @@
 import type { TokenHandle } from './slot.js';
 import { TokenState } from './state.js';
 
-/** Internal key of a token's engine state (not exported from the package). */
+/** @internal Key of a token's engine state (not exported from the package). */
 export const STATE: unique symbol = Symbol('fullstop.tokenState');
 
 /**
@@ -28,13 +28,18 @@ export class CancelToken {
     this[STATE] = state;
   }
 
+  /** The session this token's turn belongs to. */
   get sessionId(): string { return this[STATE].sessionId; }
+  /** The turn's id as given to `beginTurn`, or `undefined` when none was given. */
   get turnId(): string | undefined { return this[STATE].turnId; }
   /** Aborts (once) when the token is cancelled, from this or any other thread; its reason is a `CancelledError`. */
   get signal(): AbortSignal { return this[STATE].signal; }
   /** True once retired; a retired token can no longer be cancelled. */
   get retired(): boolean { return this[STATE].retired; }
-  /** What `cancel()` was given (default `'cancel.user'`; `'cancel.parent'` for a cancel inherited from the parent). */
+  /**
+   * What `cancel()` was given, kept as given whatever it is (default `'cancel.user'`;
+   * `'cancel.parent'` for a cancel inherited from the parent; `undefined` while running).
+   */
   get reason(): unknown { this[STATE].isCancelled(); return this[STATE].reason; }
   /** Structured-clonable `{ buffer, index, generation }` for other threads (`tokenFromHandle`). */
   get handle(): TokenHandle {
@@ -44,6 +49,7 @@ export class CancelToken {
 
   /** Cancel this token and its children. `false` once retired, `true` otherwise (idempotent; the first reason wins). */
   cancel(reason?: unknown): boolean { return this[STATE].cancel(reason ?? 'cancel.user'); }
+  /** True once cancelled, from this or any other thread; a retired token keeps what it was. */
   isCancelled(): boolean { return this[STATE].isCancelled(); }
   /** Throws a `CancelledError` carrying the reason if the token is cancelled. */
   throwIfCancelled(): void { if (this[STATE].isCancelled()) throw this[STATE].abortReason(); }
@@ -53,11 +59,14 @@ export class CancelToken {
   retire(): void { this[STATE].retire(); }
 }
 
-/** The facade of a state (one per state, made on first use). */
+const makeFacade = (state: TokenState) => new CancelToken(state);
+
+/** @internal The facade of a state (one per state, made on first use). */
 export function wrap(state: TokenState): CancelToken {
-  return (state.facade ??= new CancelToken(state)) as CancelToken;
+  return state.facade(makeFacade);
 }
 
+/** @internal True for a `CancelToken` of this copy of the library. */
 export function isCancelToken(value: unknown): value is CancelToken {
   return value instanceof CancelToken;
 }
