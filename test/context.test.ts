@@ -258,6 +258,15 @@ describe('bad input', () => {
     registry.endTurn('s');
   });
 
+  it('refuses a lookalike whose every read throws with the TypeError naming token, not the lookalike\'s error', () => {
+    const hostile = new Proxy({}, { get() { throw new Error('read me and die'); } });
+    let ran = false;
+    expect(() => runInTurn(hostile as never, () => { ran = true; })).toThrow(/^token: expected a CancelToken, got an object \(Object\)$/);
+    const bare = Object.create(null) as object;
+    expect(() => runInTurn(bare as never, () => { ran = true; })).toThrow(/^token: expected a CancelToken, got an object \(\(null prototype\)\)$/);
+    expect(ran).toBe(false);
+  });
+
   it('runInSession rejects a bad session id, function or registry with a TypeError and runs nothing', () => {
     let ran = false;
     const fn = () => { ran = true; };

@@ -11,7 +11,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Worker } from 'node:worker_threads';
-import { TurnRegistry, type CancelToken, type TokenHandle } from '../dist/src/index.js';
+import { TurnPool, TurnRegistry, type CancelToken, type TokenHandle } from '../dist/src/index.js';
 import { tokenFromHandle } from '../dist/workers/runtime.js';
 import { STATE } from '../dist/src/token/token.js';
 import { eventually, threadCount } from './support/leaks.js';
@@ -136,6 +136,45 @@ describe('sleep() in a worker', () => {
     expect(reply.threw).toBe(false);
     expect(reply.ms as number).toBeGreaterThanOrEqual(29);
     await exited(worker);
+    registry.endTurn('s');
+  });
+});
+
+describe('sleep() without a time', () => {
+  it('is a TypeError naming ms in a worker, never a sleep forever', async () => {
+    const registry = fresh();
+    const token = registry.beginTurn('s');
+    const worker = start('sleep-until-woken.mjs', { handle: rawHandle(token), ms: undefined });
+    const reply = await next(worker, 'woke');
+    expect(reply).toMatchObject({ threw: true, cancelled: false, name: 'TypeError' });
+    expect(reply.message).toMatch(/^ms: expected a number of milliseconds, got undefined/);
+    await exited(worker);
+    expect(token.isCancelled()).toBe(false);
+    registry.endTurn('s');
+  });
+
+  it('is a TypeError inside a pool task, with a token and without one', async () => {
+    const registry = fresh();
+    const pool = new TurnPool({ filename: new URL('./fixtures/pool/tasks.mjs', import.meta.url).href, maxThreads: 1, minThreads: 1 });
+    try {
+      const token = registry.beginTurn('s');
+      await expect(pool.run({}, { name: 'sleeper', token })).rejects.toThrow(/ms: expected a number of milliseconds, got undefined/);
+      await expect(pool.run({}, { name: 'sleeper' })).rejects.toThrow(/ms: expected a number of milliseconds, got undefined/);
+      expect(token.isCancelled()).toBe(false);
+      registry.endTurn('s', token);
+    } finally {
+      await pool.destroy();
+    }
+  });
+
+  it('is refused on the main thread too, with the values a timer cannot take', () => {
+    const registry = fresh();
+    const token = registry.beginTurn('s');
+    const worker = tokenFromHandle(token.handle);
+    expect(() => worker.sleep(undefined as never)).toThrow(TypeError);
+    expect(() => worker.sleep('10' as never)).toThrow(TypeError);
+    for (const ms of [-1, NaN, Infinity, 2 ** 31]) expect(() => worker.sleep(ms), `ms ${ms}`).toThrow(RangeError);
+    expect(token.isCancelled()).toBe(false);
     registry.endTurn('s');
   });
 });

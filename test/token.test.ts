@@ -9,6 +9,7 @@ import {
 } from '../dist/src/index.js';
 import { tokenFromHandle } from '../dist/workers/runtime.js';
 import { addOwner, ownersOf, type Owner } from '../dist/src/token/owners.js';
+import { renderReason } from '../dist/src/errors.js';
 
 const registries: TurnRegistry[] = [];
 const workers: Worker[] = [];
@@ -20,7 +21,7 @@ function fresh(options?: { slots?: number }): TurnRegistry {
 }
 
 afterEach(async () => {
-  // Every test leaves its registries empty and no worker running (DESIGN invariant 5).
+  // Every test leaves its registries empty and no worker running (docs/design.md §1, invariant 5).
   for (const registry of registries.splice(0)) {
     expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
   }
@@ -384,6 +385,23 @@ describe('owners', () => {
     expect(registry.stats().liveOwners).toBe(1);
     dispose();
     expect(registry.stats().liveOwners).toBe(0);
+  });
+});
+
+describe('renderReason', () => {
+  it('renders what String() renders, and never throws for what it cannot', () => {
+    expect(renderReason('cancel.user')).toBe('cancel.user');
+    expect(renderReason(new Error('quota'))).toBe('Error: quota');
+    expect(renderReason(42)).toBe('42');
+    expect(renderReason(undefined)).toBe('undefined');
+    expect(renderReason(10n)).toBe('10');
+    expect(renderReason(Symbol('why'))).toBe('Symbol(why)');
+    expect(renderReason(Object.create(null))).toBe('[object (null prototype)]');
+    class Grumpy { toString(): string { throw new Error('no'); } }
+    expect(renderReason(new Grumpy())).toBe('[object Grumpy]');
+    expect(renderReason({ toString: () => ({}), valueOf: () => ({}) })).toBe('[object Object]');
+    const trap = () => { throw new Error('trap'); };
+    expect(renderReason(new Proxy({}, { get: trap, getPrototypeOf: trap }))).toBe('[object Proxy]');
   });
 });
 

@@ -1,0 +1,87 @@
+/**
+ * Imports run one way: no module of src/ or workers/ imports itself back through others
+ * (scripts/check-cycles.mjs). The checker is also run on planted fixtures, so this test can fail.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const checker = join(root, 'scripts', 'check-cycles.mjs');
+const temps: string[] = [];
+
+afterAll(() => {
+  for (const dir of temps.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function check(cwd: string, ...dirs: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [checker, ...dirs], { cwd }, (error, stdout, stderr) => {
+      resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });
+    });
+  });
+}
+
+/** A temp dir holding `files` (path -> text). */
+function tree(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'fullstop-cycles-'));
+  temps.push(dir);
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  return dir;
+}
+
+describe('the import graph of src/ and workers/', () => {
+  it('has no cycle', async () => {
+    const result = await check(root);
+    expect(result.stdout).not.toMatch(/^cycle:/m);
+    expect(result.stdout).toMatch(/^\d+ files, 0 import cycles$/m);
+    expect(result.code).toBe(0);
+  });
+});
+
+describe('check-cycles', () => {
+  it('finds a planted three-module cycle through a type-only import and a re-export, and exits 1', async () => {
+    const dir = tree({
+      'src/a.ts': "import { b } from './b.js';\nexport const a = b + 1;\n",
+      'src/b.ts': "export { c as b } from './deep/c.js';\n",
+      'src/deep/c.ts': "import type { A } from '../a.js';\nexport const c = 1;\nexport type C = A;\n",
+      'workers/w.cts': "import { a } from '../src/a.js';\nexport const w = a;\n",
+    });
+    const result = await check(dir, 'src', 'workers');
+    expect(result.stdout).toContain('cycle: src/a.ts -> src/b.ts -> src/deep/c.ts -> src/a.ts');
+    expect(result.stdout).toMatch(/^4 files, 1 import cycle$/m);
+    expect(result.code).toBe(1);
+  });
+
+  it('finds a cycle between a .cts file (through require) and a .ts file', async () => {
+    const dir = tree({
+      'workers/entry.cts': "const { y } = require('./y.js');\nexport = y;\n",
+      'workers/y.ts': "import type {} from './entry.cjs';\nexport const y = 1;\n",
+    });
+    const result = await check(dir, 'workers');
+    expect(result.stdout).toContain('cycle: workers/entry.cts -> workers/y.ts -> workers/entry.cts');
+    expect(result.code).toBe(1);
+  });
+
+  it('ignores imports in comments, packages and files outside the tree', async () => {
+    const dir = tree({
+      'src/a.ts': "// import { b } from './b.js';\n/* export * from './b.js' */\nimport { x } from 'node:fs';\nexport const a = 1;\n",
+      'src/b.ts': "import { a } from './a.js';\nexport const b = a;\n",
+    });
+    const result = await check(dir, 'src');
+    expect(result.stdout).toMatch(/^2 files, 0 import cycles$/m);
+    expect(result.code).toBe(0);
+  });
+
+  it('exits 2 for a directory that does not exist', async () => {
+    const result = await check(tree({}), 'nowhere');
+    expect(result.stderr).toContain('not a directory: nowhere');
+    expect(result.code).toBe(2);
+  });
+});
