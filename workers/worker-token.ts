@@ -1,3 +1,4 @@
+// Runs in worker threads (and on the main thread for a handle passed to tokenFromHandle there).
 /**
  * `WorkerToken`: a token seen from another thread, through its slot alone.
  *
@@ -7,24 +8,29 @@
  * the turn is over either way (slot.ts, invariant 3).
  */
 
-import { cancelledError, type CancelledError } from '../src/errors.js';
+import { cancelledError, checkRequiredMs, type CancelledError } from '../src/errors.js';
 import {
   cancelSlotFromHandle, cellsOfHandle, pack, sleepOnSlot, STATE_CANCELLED, STATE_RUNNING, waitWhilePaused,
   type TokenHandle,
 } from '../src/token/slot.js';
-import { checkRequiredMs } from '../src/errors.js';
 
+/** A turn's token as a thread other than its owner sees it (`tokenFromHandle`). */
 export interface WorkerToken {
   /** True once the token is cancelled or retired (one `Atomics.load`). */
   isCancelled(): boolean;
   /** Throws `CancelledError` if the token is cancelled or retired. */
   checkCancelled(): void;
-  /** `Atomics.wait` on the slot for up to `ms`; wakes at once on cancel or retire and then throws. */
+  /**
+   * `Atomics.wait` on the slot for up to `ms`; wakes at once on cancel or retire and then throws.
+   * `ms` is required: a TypeError for a missing or non-number value, a RangeError outside
+   * [0, 2^31 − 1] (an unbounded wait is a bug, not a default).
+   */
   sleep(ms: number): void;
   /** Cancel the token from this thread. False if it is retired or its slot has been reused. */
   cancel(reason?: unknown): boolean;
 }
 
+/** The `WorkerToken` of one slot; the pool task binding holds one per task (not exported by `fullstop/worker`). */
 export class SlotToken implements WorkerToken {
   readonly cells: Int32Array;
   readonly index: number;
@@ -51,8 +57,8 @@ export class SlotToken implements WorkerToken {
   sleep(ms: number): void {
     checkRequiredMs('ms', ms);
     // Built before blocking, thrown after waking: work done on a thread that has just been woken
-    // is slow. P1 ratio to raw 2.88–3.08 with this, 3.13–3.22 building the error after the wake
-    // (`node dist/bench/run.js --only P1`, three runs each). A sleep blocks, so it is never hot.
+    // is slow, and building it here takes that work off the wake path (docs/benchmarks.md, P1).
+    // A sleep blocks, so building one error that may go unused is never a hot cost.
     const cancelled = this.error(true);
     const state = sleepOnSlot(this.cells, this.index, this.generation, ms);
     if (state === STATE_CANCELLED) throw cancelled;

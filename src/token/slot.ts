@@ -1,8 +1,9 @@
+// Runs on both threads: main (src/token/) and workers (workers/), so both agree on every bit.
 /**
  * The slot encoding: one Int32 cell of a SharedArrayBuffer per live token.
  *
- * This module is imported by the main thread (src/token/) and by worker threads (workers/), so
- * both sides agree on every bit. It holds no state of its own; it only reads and moves cells.
+ * It holds no state of its own; it only reads and moves cells, and imports nothing but errors.ts
+ * (which runs on both threads too).
  *
  * Invariants
  *
@@ -34,7 +35,8 @@
  * Bridge cell: index 1 is a counter bumped (and notified) only by a cancel made through a handle
  * (`cancelSlotFromHandle`, i.e. from another thread). The main thread's bridge waits on it with
  * `Atomics.waitAsync`, never on a slot: an async waiter queued on a slot would be woken first by
- * every notify of that slot and delay the worker sleeping behind it (measured: +10–20 µs).
+ * every notify of that slot and delay the worker sleeping behind it (a measurable share of a
+ * cancel's wake-up; docs/benchmarks.md, P1).
  */
 
 import { describe } from '../errors.js';
@@ -58,7 +60,10 @@ export const FIRST_SLOT = 2;
 const PAUSE_BIT = 1;
 const WAKE_STEP = 2;
 
-/** A structured-clonable reference to one token's slot, for other threads. */
+/**
+ * A structured-clonable reference to one token's slot, for other threads (`token.handle`, read
+ * by `tokenFromHandle` in `fullstop/worker`).
+ */
 export interface TokenHandle {
   readonly buffer: SharedArrayBuffer;
   readonly index: number;

@@ -32,7 +32,7 @@ import { unwatch, watch, type Watched } from './bridge.js';
 import type { SlabSet, SlotRef } from './slab.js';
 import { cancelSlot, readState, sealSlot, STATE_CANCELLED } from './slot.js';
 
-/** @internal A unit of work registered under a token (see owners.ts). */
+/** A unit of work registered under a token (see owners.ts); internal to the library. */
 export interface Owner {
   /** What it is, for the StopReport's counts: 'task' | 'process' | 'question' | ... */
   readonly kind: string;
