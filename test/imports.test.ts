@@ -1,10 +1,12 @@
 /**
  * Imports run one way: no module of src/ or workers/ imports itself back through others
  * (scripts/check-cycles.mjs). The checker is also run on planted fixtures, so this test can fail.
+ * And what the package exposes: the public declarations of the token modules hide the internals
+ * (`@internal` with `stripInternal`).
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -83,5 +85,31 @@ describe('check-cycles', () => {
     const result = await check(tree({}), 'nowhere');
     expect(result.stderr).toContain('not a directory: nowhere');
     expect(result.code).toBe(2);
+  });
+});
+
+describe('the public declarations of the token modules', () => {
+  /** The declarations of one .d.ts, comments left out (they may name internals). */
+  const declarations = (path: string) =>
+    readFileSync(join(root, 'dist', 'src', path), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+
+  it('hide the engine: no STATE key, TokenState, wrap or setDefaultRegistry', () => {
+    const token = declarations('token/token.d.ts');
+    expect(token).toMatch(/export declare class CancelToken/);
+    for (const internal of ['STATE', 'TokenState', 'wrap(', 'isCancelToken']) expect(token, internal).not.toContain(internal);
+    const context = declarations('token/context.d.ts');
+    expect(context).toMatch(/export declare function runInSession/);
+    expect(context).not.toContain('setDefaultRegistry');
+    const registry = declarations('token/registry.d.ts');
+    expect(registry).toMatch(/export declare class TurnRegistry/);
+    expect(registry).not.toMatch(/TokenState|TokenHost|SlabSet/);
+  });
+
+  it('keep every public name of the index', () => {
+    const index = declarations('index.d.ts');
+    for (const name of ['CancelToken', 'TurnRegistry', 'turns', 'runInTurn', 'runInSession', 'activeToken', 'checkCancelled',
+      'CancelledError', 'isCancelledError', 'ToolError', 'FatalToolError', 'TokenHandle']) {
+      expect(index, name).toMatch(new RegExp(`\\b${name}\\b`));
+    }
   });
 });
