@@ -39,16 +39,20 @@ interface SlabBridge {
   readonly counts: BridgeCounts;
 }
 
-/** The armed bridge of each slab; a slab with no watched token has none. */
-const bridges = new Map<Slab, SlabBridge>();
+/**
+ * The armed bridge of each slab, by slab id (ids are small and dense); a slab with no watched
+ * token has none. An array rather than a Map: arming and disarming happen once a pooled turn,
+ * and a Map that gains and loses a key every turn costs a measurable share of that turn.
+ */
+const bridges: (SlabBridge | undefined)[] = [];
 
 /** @internal The handle of `target` is leaving this thread: from now on a cancel may come from elsewhere. */
 export function watch(target: Watched, counts: BridgeCounts): void {
   const slab = target.slot.slab;
-  let bridge = bridges.get(slab);
+  let bridge = bridges[slab.id];
   if (bridge === undefined) {
     bridge = { armed: true, watched: new Set(), counts };
-    bridges.set(slab, bridge);
+    bridges[slab.id] = bridge;
     counts.bridges++;
     waitForCancel(slab, bridge);
   }
@@ -58,10 +62,10 @@ export function watch(target: Watched, counts: BridgeCounts): void {
 /** @internal The main thread cancelled or retired `target`: it needs the bridge no more. Idempotent. */
 export function unwatch(target: Watched): void {
   const slab = target.slot.slab;
-  const bridge = bridges.get(slab);
+  const bridge = bridges[slab.id];
   if (bridge === undefined || !bridge.watched.delete(target) || bridge.watched.size > 0) return;
   bridge.armed = false;
-  bridges.delete(slab);
+  bridges[slab.id] = undefined;
   bridge.counts.bridges--;
   // Resolve the pending waiter now, so a disarmed bridge leaves nothing queued in the engine.
   Atomics.notify(slab.cells, BRIDGE_INDEX);
