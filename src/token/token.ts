@@ -55,7 +55,7 @@ export class CancelToken {
   throwIfCancelled(): void { if (this[STATE].isCancelled()) throw this[STATE].abortReason(); }
   /** A token cancelled with this one (never the other way round) and retired with it. */
   child(): CancelToken { return wrap(this[STATE].child()); }
-  /** One-way: releases the slot, bridge and listeners; a later `cancel()` returns false. */
+  /** One-way: gives back the slot, stops watching for cancels from other threads, detaches listeners, retires children; a later `cancel()` returns false. */
   retire(): void { this[STATE].retire(); }
 }
 
