@@ -11,12 +11,17 @@
  */
 export const CANCELLED_CODE = 'ERR_FULLSTOP_CANCELLED';
 
+/** What a `CancelledError` carries besides its message. */
 export interface CancelledErrorOptions {
+  /** The cancel's reason, kept as given. */
   reason?: unknown;
+  /** The session of the cancelled turn. */
   sessionId?: string;
+  /** The cancelled turn. */
   turnId?: string;
   /** True when the work was hard-stopped (worker terminated, process group killed). */
   hard?: boolean;
+  /** The error this one wraps, as `Error.cause`. */
   cause?: unknown;
 }
 
@@ -28,10 +33,13 @@ export interface CancelledErrorOptions {
  */
 export class CancelledError extends Error {
   override readonly name = 'CancelledError';
+  /** `'ERR_FULLSTOP_CANCELLED'`: kept by structured cloning, so `isCancelledError` knows a clone. */
   readonly code = CANCELLED_CODE;
-  /** The reason given to `cancel()` (or a reason code such as `'cancel.user'`). */
+  /** The reason given to `cancel()`, kept as given (or a reason code such as `'cancel.user'`). */
   readonly reason: unknown;
+  /** The session of the cancelled turn, when known. */
   readonly sessionId: string | undefined;
+  /** The cancelled turn, when known. */
   readonly turnId: string | undefined;
   /** True when the work did not stop by itself within the grace window and was killed. */
   readonly hard: boolean;

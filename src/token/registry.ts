@@ -51,6 +51,7 @@ export class TurnRegistry {
     if (this.#current.get(state.sessionId) === state) this.#current.delete(state.sessionId);
   };
 
+  /** @throws {RangeError} when `options.slots` is not an integer from 1 to 2^20. */
   constructor(options: TurnRegistryOptions = {}) {
     if (options === null || typeof options !== 'object') {
       throw new TypeError(`options: expected an object, got ${describe(options)}`);

@@ -65,8 +65,11 @@ const WAKE_STEP = 2;
  * by `tokenFromHandle` in `fullstop/worker`).
  */
 export interface TokenHandle {
+  /** The slab the slot lives in. */
   readonly buffer: SharedArrayBuffer;
+  /** The slot's Int32 index in `buffer`. */
   readonly index: number;
+  /** The generation of the token that owns the slot; any other generation reads as retired. */
   readonly generation: number;
 }
 
