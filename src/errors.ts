@@ -111,7 +111,7 @@ export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
   if (typeof value === 'function') return 'a function';
   if (value === null) return 'null';
-  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : `an object (${constructorName(value)})`;
+  if (typeof value === 'object') return isArray(value) ? 'an array' : `an object (${constructorName(value)})`;
   if (typeof value === 'bigint') return `${value}n`;
   return String(value); // number, boolean, undefined, symbol: String() renders each of them
 }
@@ -135,6 +135,15 @@ export function renderReason(value: unknown): string {
     return String(value);
   } catch {
     return typeof value === 'object' && value !== null ? `[object ${constructorName(value)}]` : `[${typeof value}]`;
+  }
+}
+
+/** `Array.isArray`, which throws for a revoked Proxy: that is not an array. */
+function isArray(value: object): boolean {
+  try {
+    return Array.isArray(value);
+  } catch {
+    return false;
   }
 }
 

@@ -262,6 +262,9 @@ describe('bad input', () => {
     const hostile = new Proxy({}, { get() { throw new Error('read me and die'); } });
     let ran = false;
     expect(() => runInTurn(hostile as never, () => { ran = true; })).toThrow(/^token: expected a CancelToken, got an object \(Object\)$/);
+    const revocable = Proxy.revocable({}, {});
+    revocable.revoke();
+    expect(() => runInTurn(revocable.proxy as never, () => { ran = true; })).toThrow(/^token: expected a CancelToken, got an object \(Proxy\)$/);
     const bare = Object.create(null) as object;
     expect(() => runInTurn(bare as never, () => { ran = true; })).toThrow(/^token: expected a CancelToken, got an object \(\(null prototype\)\)$/);
     expect(ran).toBe(false);

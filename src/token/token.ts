@@ -16,9 +16,18 @@ export const STATE: unique symbol = Symbol('fullstop.tokenState');
  * const token = turns.beginTurn('session-1');
  * try { await fetch(url, { signal: token.signal }) } finally { turns.endTurn('session-1', token) }
  */
+/** Set by the class below: true for a real `CancelToken`, whatever traps a lookalike has. */
+let hasTokenBrand: (value: object) => boolean;
+
 export class CancelToken {
   /** @internal */
   readonly [STATE]: TokenState;
+  // A brand check (`#brand in value`) runs no code of the value, unlike `instanceof`, which
+  // calls a Proxy's getPrototypeOf trap and throws for a revoked one.
+  static {
+    hasTokenBrand = (value) => #brand in value;
+  }
+  #brand(): void {}
 
   /** @internal Tokens come from `TurnRegistry.beginTurn` or `token.child()`. */
   constructor(state: TokenState) {
@@ -68,5 +77,5 @@ export function wrap(state: TokenState): CancelToken {
 
 /** @internal True for a `CancelToken` of this copy of the library. */
 export function isCancelToken(value: unknown): value is CancelToken {
-  return value instanceof CancelToken;
+  return typeof value === 'object' && value !== null && hasTokenBrand(value);
 }
