@@ -15,18 +15,27 @@
  * 5. `open` changes a file in two ways only: it truncates a torn last line and it appends status
  *    entries. A complete entry is never rewritten or removed.
  *
- * Not guaranteed: a single writer across processes. Two `Ledger`s in one process on the same file
- * are refused (by device and inode); two processes appending to one file would interleave seqs.
+ * 6. One writer per file: two `Ledger`s in one process on the same file are refused (by device and
+ *    inode), and across processes the lock file of ledger-lock.ts names the holder.
+ * 7. A turn id is used once: a `turn_started` of a turn the file already holds is refused.
+ * 8. Every seq is a safe integer: an append that would pass `Number.MAX_SAFE_INTEGER` is refused
+ *    rather than written as a line the reader would then refuse.
+ *
+ * Not guaranteed: the lock is advisory, and it is taken per path (two hard links to one file in two
+ * processes are two locks).
  */
 
-import { open as openFile, readFile, type FileHandle } from 'node:fs/promises';
+import { open as openFile, statfs, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { checkId, describe } from '../errors.js';
 import {
   closingEntries, parseLedger, renderEntry, type LedgerEntry, type LedgerEntryInput,
 } from './ledger-entry.js';
+import { lockLedger, type LedgerLock } from './ledger-lock.js';
+import { renderSafely } from './render.js';
 
 export {
-  TURN_STATUSES, TERMINAL_STATUSES, isTerminalStatus, LEDGER_ENTRY_TYPES, TURN_ABORTED_MARKER, abortedToolText,
+  TURN_STATUSES, TERMINAL_STATUSES, isTerminalStatus, LEDGER_ENTRY_TYPES, TURN_ABORTED_MARKER, abortedToolText, INTERRUPTED_TOOL_TEXT,
   type TurnStatus, type TerminalStatus, type LedgerEntryType, type LedgerEntryBase, type LedgerEntry,
   type LedgerEntryInput, type TurnStartedEntry, type ToolCallEntry, type ToolOutputEntry, type ToolAbortedEntry,
   type SayEntry, type StatusEntry, type TurnAbortedEntry,
@@ -74,6 +83,9 @@ export class Ledger {
   readonly path: string;
   readonly #handle: FileHandle;
   readonly #fileKey: string;
+  readonly #lock: LedgerLock;
+  /** Every turn id in the file (invariant 7). */
+  readonly #turnIds: Set<string>;
   /** The last seq assigned (0 for an empty file). */
   #seq: number;
   /** Lines waiting for the next write; taken whole by `#pump`. */
@@ -89,11 +101,13 @@ export class Ledger {
   /** Set as the handle closes, so a flush that raced `close()` waits for it instead of syncing a closed fd. */
   #handleClosed = false;
 
-  private constructor(path: string, handle: FileHandle, fileKey: string, lastSeq: number) {
+  private constructor(path: string, handle: FileHandle, fileKey: string, lock: LedgerLock, entries: readonly LedgerEntry[]) {
     this.path = path;
     this.#handle = handle;
     this.#fileKey = fileKey;
-    this.#seq = lastSeq;
+    this.#lock = lock;
+    this.#seq = entries.at(-1)?.seq ?? 0;
+    this.#turnIds = new Set(entries.map((e) => e.turnId));
   }
 
   /**
@@ -111,9 +125,10 @@ export class Ledger {
       // 'a+': appends always land at the end, and the same handle can read the file back for repair.
       handle = await openFile(path, 'a+');
     } catch (cause) {
-      throw new Error(`Ledger.open: cannot open "${path}" for appending: ${(cause as Error).message}`, { cause });
+      throw await openError(path, `cannot open "${path}" for appending`, cause);
     }
     let fileKey: string | undefined;
+    let lock: LedgerLock | undefined;
     try {
       const stat = await handle.stat();
       if (!stat.isFile()) throw new Error(`Ledger.open: "${path}" is not a regular file`);
@@ -123,19 +138,38 @@ export class Ledger {
         throw new Error(`Ledger.open: "${path}" is already open in this process; share that Ledger (two writers would break seq order)`);
       }
       openFiles.add(fileKey);
+      try {
+        lock = await lockLedger(path);
+      } catch (cause) {
+        if ((cause as NodeJS.ErrnoException).code === undefined) throw cause;
+        throw await openError(path, `cannot write the lock file of "${path}"`, cause);
+      }
       const parsed = parseLedger('Ledger.open', path, await readAll(handle, stat.size));
       if (parsed.torn) await handle.truncate(parsed.completeBytes);
-      const ledger = new Ledger(path, handle, fileKey, parsed.entries.at(-1)?.seq ?? 0);
+      const ledger = new Ledger(path, handle, fileKey, lock, parsed.entries);
       const repairs = closingEntries(parsed.entries);
       for (const entry of repairs) void ledger.append(entry);
       // fdatasync covers the truncation too: the new size is metadata needed to read the data.
-      if (parsed.torn || repairs.length > 0) await ledger.flush();
+      if (parsed.torn || repairs.length > 0) {
+        try {
+          await ledger.flush();
+        } catch (cause) {
+          throw await openError(path, `cannot write to "${path}" the repair of the turns a crash left open (${repairs.length} entries)`, cause);
+        }
+      }
       return ledger;
     } catch (error) {
       if (fileKey !== undefined) openFiles.delete(fileKey);
+      await lock?.release();
       await handle.close().catch(() => {});
       throw error;
     }
+  }
+
+  /** True when the file holds an entry of `turnId` (a turn id is used once: invariant 7). */
+  hasTurn(turnId: string): boolean {
+    checkId('Ledger.hasTurn: turnId', turnId);
+    return this.#turnIds.has(turnId);
   }
 
   /**
@@ -152,12 +186,22 @@ export class Ledger {
       return Promise.reject(new Error(`Ledger.append: the ledger "${this.path}" is closed`));
     }
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    let line: string;
+    if (this.#seq + 1 > Number.MAX_SAFE_INTEGER) {
+      return Promise.reject(new RangeError(`Ledger.append: "${this.path}" has reached seq ${this.#seq} (Number.MAX_SAFE_INTEGER); ` +
+        'no later seq can be read back exactly, so start a new ledger file'));
+    }
+    let rendered: { line: string; turnId: string; type: string };
     try {
-      line = renderEntry(entry, this.#seq + 1, Date.now());
+      rendered = renderEntry(entry, this.#seq + 1, Date.now());
     } catch (error) {
       return Promise.reject(error);
     }
+    const { line, turnId, type } = rendered;
+    if (type === 'turn_started' && this.#turnIds.has(turnId)) {
+      return Promise.reject(new Error(`Ledger.append: turn ${JSON.stringify(turnId)} is already in "${this.path}"; ` +
+        'a turn id is used once (a second turn under it could never be told apart from the first)'));
+    }
+    this.#turnIds.add(turnId);
     this.#seq += 1;
     const written = new Promise<void>((resolve, reject) => this.#queue.push({ line, resolve, reject }));
     this.#lastWrite = written.then(noop, noop);
@@ -180,7 +224,9 @@ export class Ledger {
   /**
    * The entries on disk, in seq order, optionally only those of one session and/or turn. Waits for
    * pending appends first, so it includes every append made before the call, awaited or not.
-   * Reads the file each time (it is the record, not a cache); works after `close()` too.
+   * Reads the file each time (it is the record, not a cache), through the handle `open` made, so
+   * it reads the file this ledger writes even if the path now names another file. After `close()`
+   * it reads the path, and rejects if that is no longer the same file.
    *
    * Throws a TypeError when a filter value is not a non-empty string.
    */
@@ -188,7 +234,7 @@ export class Ledger {
     const { sessionId, turnId } = checkFilter(filter);
     await this.#lastWrite;
     // A torn tail can only follow a failed write (invariant 4); it is not an entry, so it is skipped.
-    const { entries } = parseLedger('Ledger.entries', this.path, await readFile(this.path));
+    const { entries } = parseLedger('Ledger.entries', this.path, await this.#readBack());
     return entries.filter((e) => (sessionId === undefined || e.sessionId === sessionId) &&
       (turnId === undefined || e.turnId === turnId));
   }
@@ -216,6 +262,22 @@ export class Ledger {
       this.#handleClosed = true;
       openFiles.delete(this.#fileKey);
       await this.#handle.close();
+      await this.#lock.release();
+    }
+  }
+
+  /** The bytes of the file this ledger opened (see `entries`). */
+  async #readBack(): Promise<Buffer> {
+    if (!this.#handleClosed) return readAll(this.#handle, (await this.#handle.stat()).size);
+    const handle = await openFile(this.path, 'r');
+    try {
+      const stat = await handle.stat();
+      if (`${stat.dev}:${stat.ino}` !== this.#fileKey) {
+        throw new Error(`Ledger.entries: "${this.path}" is no longer the file this ledger wrote (it was moved or replaced)`);
+      }
+      return await readAll(handle, stat.size);
+    } finally {
+      await handle.close();
     }
   }
 
@@ -236,8 +298,11 @@ export class Ledger {
         await writeAll(this.#handle, Buffer.from(batch.map((pending) => pending.line).join(''), 'utf8'));
         for (const pending of batch) pending.resolve();
       } catch (cause) {
-        this.#failure = new Error(`Ledger: writing to "${this.path}" failed (${(cause as Error).message}); ` +
-          'it refuses further appends, and the next Ledger.open repairs the file', { cause });
+        const what = isDiskFull(cause)
+          ? `the disk is full (${(cause as NodeJS.ErrnoException).code}): free space on the file system holding "${dirname(this.path)}", then`
+          : 'it refuses further appends, and';
+        this.#failure = new Error(`Ledger: writing to "${this.path}" failed (${renderSafely(cause)}); ${what} ` +
+          'the next Ledger.open repairs the file', { cause });
         for (const pending of batch) pending.reject(this.#failure);
       }
     }
@@ -246,6 +311,23 @@ export class Ledger {
 }
 
 function noop(): void {}
+
+function isDiskFull(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
+
+/** `Ledger.open`'s error: the path, what failed and why; on a full disk, how much room is left and what to free. */
+async function openError(path: string, what: string, cause: unknown): Promise<Error> {
+  let root = cause;
+  while (root instanceof Error && root.cause !== undefined && (root as NodeJS.ErrnoException).code === undefined) root = root.cause;
+  if (!isDiskFull(root)) return new Error(`Ledger.open: ${what}: ${renderSafely(root)}`, { cause });
+  const dir = dirname(path);
+  const free = await statfs(dir).then((s) => `${s.bavail * s.bsize} bytes`, () => 'an unknown number of bytes');
+  return new Error(`Ledger.open: ${what}: the disk is full (${(root as NodeJS.ErrnoException).code}; ` +
+    `${free} free on the file system holding "${dir}"). Free space there (delete or move other files; the ledger ` +
+    'itself must stay), then open it again: nothing of the ledger was lost', { cause });
+}
 
 function checkFilter(filter: unknown): LedgerFilter {
   if (filter === undefined) return {};

@@ -1,0 +1,46 @@
+/**
+ * Text for values the turn did not choose: a stop reason, a thrown value, a listener's error.
+ * `String(value)` can throw (`Object.create(null)`, a throwing `toString`, a hostile Proxy), and a
+ * stop or an outcome must never break on the way to writing down why it happened, so every place
+ * that needs such text goes through `renderSafely`.
+ */
+
+/** The longest rendering kept: a reason or message is a label, not a payload. */
+const MAX_CHARS = 2000;
+
+/**
+ * A string for any value, never throwing: an Error's message (its `name: message` when the name
+ * says more than "Error"), else `String(value)`, else the `[object Tag]` form, else a fixed text.
+ *
+ * @example
+ * renderSafely(new TypeError('bad')) // 'TypeError: bad'
+ * renderSafely(Object.create(null))  // '[object Object]'
+ * renderSafely(undefined)            // 'undefined'
+ */
+export function renderSafely(value: unknown): string {
+  const text = tryRender(value);
+  return text.length > MAX_CHARS ? `${text.slice(0, MAX_CHARS - 3)}...` : text;
+}
+
+function tryRender(value: unknown): string {
+  if (typeof value === 'string') return value;
+  try {
+    if (value instanceof Error) {
+      const { name, message } = value;
+      if (typeof message === 'string') return typeof name === 'string' && name !== 'Error' ? `${name}: ${message}` : message;
+    }
+  } catch {
+    // A Proxy or a throwing getter: fall through to the plainer forms.
+  }
+  try {
+    const text = String(value);
+    if (typeof text === 'string') return text;
+  } catch {
+    // `String()` itself threw (no toString, or one that throws).
+  }
+  try {
+    return Object.prototype.toString.call(value);
+  } catch {
+    return '[a value that cannot be rendered]';
+  }
+}
