@@ -44,3 +44,13 @@ function tryRender(value: unknown): string {
     return '[a value that cannot be rendered]';
   }
 }
+
+/** An Error's message, else `renderSafely(value)`; never throws (for outputs and statuses that want the bare message). */
+export function messageOf(value: unknown): string {
+  try {
+    if (value instanceof Error && typeof value.message === 'string') return renderSafely(value.message);
+  } catch {
+    // a hostile Error: fall back to the safe rendering
+  }
+  return renderSafely(value);
+}
