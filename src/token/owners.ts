@@ -52,7 +52,17 @@ export function governStop(token: CancelToken): void {
   token[STATE].stopGoverned = true;
 }
 
-/** True when a runner stop governs the grace of `token` (it or an ancestor is governed). */
+/**
+ * True when a runner stop governs the grace of `token`: it or an ancestor is governed *and*
+ * cancelled. A runner governs its turn's root from the start and stops the turn on any cancel of
+ * it, so a cancelled governed root means its stop is under way, whichever thread or caller
+ * cancelled it; a cancel of a child alone (a tool's own timeout) keeps the owner's own grace.
+ * Asking folds in a cancel another thread wrote into an ancestor's slot, so an owner told of its
+ * own cancel before its turn's root has heard of it still sees the governed stop.
+ */
 export function isStopGoverned(token: CancelToken): boolean {
-  return token[STATE].isStopGoverned();
+  for (let s: TokenState | undefined = token[STATE]; s !== undefined; s = s.parent) {
+    if (s.stopGoverned && s.isCancelled()) return true;
+  }
+  return false;
 }

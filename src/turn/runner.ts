@@ -4,10 +4,10 @@
  *
  * Rules kept here:
  * 1. Any cancel of a turn's token is a stop under this runner's grace from its first moment:
- *    `runner.stop`, `registry.markCancelled`, `cancelTurn()` in a worker, a parent's cancel. The
- *    token's abort listener, added before anything else can see the token, marks the tree governed
- *    and begins the stop; a token aborts its signals before it tells its owners (state.ts), so no
- *    pool task or exec child ever starts a grace timer of its own for that cancel.
+ *    `runner.stop`, `registry.markCancelled`, `cancelTurn()` in a worker. The token is governed
+ *    (`governStop`) as it is made, so an owner told of the cancel defers to the runner
+ *    (`isStopGoverned`), and its abort listener, added before anything else can see the token,
+ *    begins the stop; so no pool task or exec child starts a grace timer of its own for it.
  * 2. A stop always happens: a failing ledger is reported (`StopReport.ledgerError`), never a reason
  *    to skip the signal, the grace, the hard stop or the event.
  * 3. A listener cannot break a turn: events go through `notify`, which calls every listener and
@@ -75,13 +75,13 @@ export class TurnRunner extends EventEmitter implements TurnHost {
     const turnId = given ?? `turn-${randomUUID()}`;
     this.#refuseUsedTurnId(turnId);
     const token = this.registry.beginTurn(sessionId, turnId);
+    // Rule 1: governed from its first moment; owners defer to this runner once the root is cancelled.
+    governStop(token);
     const turn = new ActiveTurn(this, sessionId, turnId, token);
     this.#active.set(sessionId, turn);
     // Rule 1: before anything else can see the token.
     const onAbort = () => {
-      if (turn.finishing) return;
-      governStop(token);
-      void this.#beginStop(turn, this.graceMs, renderSafely(token.reason));
+      if (!turn.finishing) void this.#beginStop(turn, this.graceMs, renderSafely(token.reason));
     };
     token.signal.addEventListener('abort', onAbort, { once: true });
     try {
