@@ -202,6 +202,29 @@ describe('any cancel of the turn token is a stop under the runner\'s grace', () 
     expect(outcome.report).toMatchObject({ graceMs: 600, settledCooperatively: false, hardStopped: { workers: 1 } });
   });
 
+  it('the abort of a caller\'s signal given to run(): the same, with the signal\'s reason', async () => {
+    const f = flags();
+    const caller = new AbortController();
+    let rejectedAt = 0;
+    const outcome$ = runner.run('s', (turn) => turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, name: 'spins' }))
+      .catch((e) => { rejectedAt = performance.now(); throw e; }), { signal: caller.signal });
+    await started(f);
+    const t0 = performance.now();
+    caller.abort('client went away');
+    const outcome = await outcome$;
+    expect(outcome.status).toBe('cancelled');
+    expect(rejectedAt - t0).toBeGreaterThanOrEqual(95);
+    expect(outcome.report).toMatchObject({ reason: 'client went away', settledCooperatively: false, hardStopped: { workers: 1 } });
+  });
+
+  it('an already aborted signal given to run() stops the turn before its body starts', async () => {
+    let bodyRan = false;
+    const outcome = await runner.run('s', async () => { bodyRan = true; }, { signal: AbortSignal.abort('gone') });
+    expect(bodyRan).toBe(false);
+    expect(outcome).toMatchObject({ status: 'cancelled', report: { reason: 'gone' } });
+    await expect(runner.run('s', async () => 1, { signal: 'nope' } as never)).rejects.toThrow(/options\.signal: expected an AbortSignal/);
+  });
+
   it('a worker hard-stopped by the pool\'s own timer during the stop (its call was cancelled alone just before) is counted and the stop is not cooperative', async () => {
     const f = flags();
     const controller = new AbortController();

@@ -42,10 +42,23 @@ export function checkRunnerOptions(options: unknown): Required<Omit<TurnRunnerOp
   return { registry, pool, ledger, graceMs: graceMs as number };
 }
 
-export function checkRunOptions(options: unknown): { turnId?: string } {
-  const { turnId } = fields('options', options, ['turnId']);
+/** What `TurnRunner.run` takes besides the session and the body. */
+export interface RunOptions {
+  /** The turn's id; must not be in the ledger yet. @default `turn-${randomUUID()}` */
+  turnId?: string;
+  /**
+   * A caller's AbortSignal (an HTTP request's, a parent task's): its abort is a stop of this turn
+   * under the runner's grace, with the signal's reason, exactly as `runner.stop` would be. An
+   * already aborted signal stops the turn before its body starts.
+   */
+  signal?: AbortSignal;
+}
+
+export function checkRunOptions(options: unknown): RunOptions {
+  const { turnId, signal } = fields('options', options, ['turnId', 'signal']);
   if (turnId !== undefined) checkId('options.turnId', turnId);
-  return { turnId };
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`options.signal: expected an AbortSignal, got ${describe(signal)}`);
+  return { turnId, signal };
 }
 
 export function checkStopOptions(options: unknown): { graceMs?: number; reason?: string } {

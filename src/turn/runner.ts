@@ -4,7 +4,8 @@
  *
  * Rules kept here:
  * 1. Any cancel of a turn's token is a stop under this runner's grace from its first moment:
- *    `runner.stop`, `registry.markCancelled`, `cancelTurn()` in a worker. The token is governed
+ *    `runner.stop`, `registry.markCancelled`, `cancelTurn()` in a worker, the abort of a caller's
+ *    signal given to `run` (`options.signal`). The token is governed
  *    (`governStop`) as it is made, so an owner told of the cancel defers to the runner
  *    (`isStopGoverned`), and its abort listener, added before anything else can see the token,
  *    begins the stop; so no pool task or exec child starts a grace timer of its own for it.
@@ -25,10 +26,12 @@ import { ActiveTurn, type PendingQuestion, type Turn, type TurnHost } from './ac
 import type { Ledger } from './ledger.js';
 import { messageOf, renderSafely } from './render.js';
 import type { StopReport, TurnOutcome } from './report.js';
-import { checkRunnerOptions, checkRunOptions, checkStopOptions, type TurnRunnerOptions } from './runner-options.js';
+import {
+  checkRunnerOptions, checkRunOptions, checkStopOptions, type RunOptions, type TurnRunnerOptions,
+} from './runner-options.js';
 import { hardStopLeft, StopHistory, waitForGrace } from './stop-steps.js';
 
-export type { TurnRunnerOptions } from './runner-options.js';
+export type { RunOptions, TurnRunnerOptions } from './runner-options.js';
 
 /** The `type` of the warnings a throwing event listener raises (`process.on('warning')`). */
 export const LISTENER_WARNING = 'FullstopListenerWarning';
@@ -67,10 +70,10 @@ export class TurnRunner extends EventEmitter implements TurnHost {
    * for a stop's). Rejects, starting nothing, for bad arguments, a session that already has a
    * running turn, or a `turnId` already used (running here, or in the ledger).
    */
-  async run<T>(sessionId: string, body: (turn: Turn) => Promise<T>, options?: { turnId?: string }): Promise<TurnOutcome<T>> {
+  async run<T>(sessionId: string, body: (turn: Turn) => Promise<T>, options?: RunOptions): Promise<TurnOutcome<T>> {
     checkId('sessionId', sessionId);
     checkFunction('body', body);
-    const given = checkRunOptions(options).turnId;
+    const { turnId: given, signal } = checkRunOptions(options);
     if (this.#active.has(sessionId)) throw new Error(`TurnRunner.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`);
     const turnId = given ?? `turn-${randomUUID()}`;
     this.#refuseUsedTurnId(turnId);
@@ -84,6 +87,9 @@ export class TurnRunner extends EventEmitter implements TurnHost {
       if (!turn.finishing) void this.#beginStop(turn, this.graceMs, renderSafely(token.reason));
     };
     token.signal.addEventListener('abort', onAbort, { once: true });
+    const onCallerAbort = () => this.#cancelFor(turn, signal!.reason);
+    if (signal?.aborted) onCallerAbort();
+    else signal?.addEventListener('abort', onCallerAbort, { once: true });
     try {
       try {
         await turn.write({ type: 'turn_started' }, 'turn_started', {});
@@ -107,6 +113,7 @@ export class TurnRunner extends EventEmitter implements TurnHost {
     } finally {
       turn.closed = true;
       token.signal.removeEventListener('abort', onAbort);
+      signal?.removeEventListener('abort', onCallerAbort);
       this.#active.delete(sessionId);
       this.registry.endTurn(sessionId, token);
     }
@@ -165,6 +172,16 @@ export class TurnRunner extends EventEmitter implements TurnHost {
     if (running || this.ledger?.hasTurn(turnId)) {
       throw new Error(`TurnRunner.run: turn id ${JSON.stringify(turnId)} is already used ${running ? 'by a running turn' : `in the ledger "${this.ledger!.path}"`}; a turn id is used once`);
     }
+  }
+
+  /** A caller's signal aborted: cancel the token with its reason (rule 1 makes that the stop). */
+  #cancelFor(turn: ActiveTurn, reason: unknown): void {
+    try {
+      turn.token.cancel(reason ?? 'cancel.user');
+    } catch {
+      // A reason the token could not take still stops the turn.
+    }
+    if (!turn.finishing) void this.#beginStop(turn, this.graceMs, renderSafely(turn.token.reason ?? reason));
   }
 
   #beginStop(turn: ActiveTurn, graceMs: number, reason: string): Promise<StopReport> {
