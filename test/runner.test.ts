@@ -293,6 +293,27 @@ describe('questions', () => {
   });
 });
 
+describe('a body waiting on a question', () => {
+  it('is not waited for during the grace; one that unwinds on the rejection is cooperative, one that ignores it too is abandoned', async () => {
+    const asked = () => new Promise<void>((r) => runner.once('question', () => r()));
+    let q = asked();
+    const unwinds = runner.run('s', (turn) => turn.ask('continue?'));
+    await q;
+    const t0 = performance.now();
+    const first = await runner.stop('s', { graceMs: 5000 });
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(first).toMatchObject({ settledCooperatively: true, bodyAbandoned: false, hardStopped: { questions: 1 } });
+    expect((await unwinds).status).toBe('cancelled');
+
+    q = asked();
+    const ignores = runner.run('s', async (turn) => { await turn.ask('continue?').catch(() => {}); await new Promise(() => {}); });
+    await q;
+    const second = await runner.stop('s', { graceMs: 5000 });
+    expect(second).toMatchObject({ settledCooperatively: false, bodyAbandoned: true, hardStopped: { questions: 1 } });
+    expect((await ignores).status).toBe('cancelled');
+  });
+});
+
 describe('tool failures', () => {
   it('a ToolError goes back as an output and the turn goes on', async () => {
     let thrown: unknown = 'nothing was thrown';

@@ -17,8 +17,9 @@ export interface StopReport {
    */
   settledCooperatively: boolean;
   /**
-   * True when the body had not settled when the grace ended (and was not waiting on a question):
-   * it ignored the stop, the turn ended without it, and whatever it does later is dropped.
+   * True when the body had not settled when the grace ended — or, if it was waiting on a question,
+   * one turn of the event loop after the hard stop rejected that question: it ignored the stop, the
+   * turn ended without it, and whatever it does later is dropped.
    */
   bodyAbandoned: boolean;
   /** Intent durable and token tripped (workers woken, `signal` aborted, groups sent SIGTERM). */

@@ -29,7 +29,7 @@ import type { StopReport, TurnOutcome } from './report.js';
 import {
   checkRunnerOptions, checkRunOptions, checkStopOptions, type RunOptions, type TurnRunnerOptions,
 } from './runner-options.js';
-import { hardStopLeft, StopHistory, waitForGrace } from './stop-steps.js';
+import { hardStopLeft, isBodyAbandoned, StopHistory, waitForGrace } from './stop-steps.js';
 
 export type { RunOptions, TurnRunnerOptions } from './runner-options.js';
 
@@ -211,6 +211,7 @@ export class TurnRunner extends EventEmitter implements TurnHost {
 
     // 5. Hard stop what is left: terminate workers, kill process groups, reject questions.
     const hardStopped = await hardStopLeft(turn, grace);
+    const bodyAbandoned = await isBodyAbandoned(turn, grace);
     const hardStopAt = since();
 
     // 6. History: aborted outputs for unfinished calls, the marker, `cancelled`; then nothing more.
@@ -222,9 +223,9 @@ export class TurnRunner extends EventEmitter implements TurnHost {
     const flushedAt = since();
 
     // 8. Emit; the turn is `cancelled` (a user cancel is never `error`/`failed`).
-    const settledCooperatively = grace.inTime && !grace.bodyAbandoned && hardStopped.workers + hardStopped.processGroups === 0;
+    const settledCooperatively = grace.inTime && !bodyAbandoned && hardStopped.workers + hardStopped.processGroups === 0;
     const report: StopReport = {
-      sessionId, turnId, reason, graceMs, settledCooperatively, bodyAbandoned: grace.bodyAbandoned,
+      sessionId, turnId, reason, graceMs, settledCooperatively, bodyAbandoned,
       signalledAt, settledAt, hardStopAt, markerAt, flushedAt, emittedAt: since(), hardStopped, ledgerError: history.error,
     };
     this.notify('turn_aborted', { sessionId, turnId, report });

@@ -20,6 +20,8 @@ export interface Grace {
   readonly inTime: boolean;
   /** The body had not settled when the grace ended, and was not waiting on a question. */
   readonly bodyAbandoned: boolean;
+  /** A question was pending when the grace began: the body is given until the hard stop rejected it. */
+  readonly waitsOnUser: boolean;
 }
 
 /**
@@ -38,7 +40,18 @@ export async function waitForGrace(turn: ActiveTurn, graceMs: number): Promise<G
     new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), graceMs); }),
   ]);
   clearTimeout(timer);
-  return { owners, inTime, bodyAbandoned: !waitsOnUser && !turn.bodyOver };
+  return { owners, inTime, bodyAbandoned: !waitsOnUser && !turn.bodyOver, waitsOnUser };
+}
+
+/**
+ * After the hard stop: whether the body is abandoned. A body that was waiting on a question gets
+ * one turn of the event loop after the hard stop rejected the question to unwind; one that still
+ * has not settled then ignored the stop as surely as one that never listened.
+ */
+export async function isBodyAbandoned(turn: ActiveTurn, grace: Grace): Promise<boolean> {
+  if (!grace.waitsOnUser || turn.bodyOver) return grace.bodyAbandoned;
+  await Promise.race([turn.bodySettled, new Promise((resolve) => setImmediate(resolve))]);
+  return !turn.bodyOver;
 }
 
 /** Set by an owner that was hard-stopped, by whoever did it (a pool task's own grace timer, say). */
