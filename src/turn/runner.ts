@@ -47,9 +47,13 @@ export const LISTENER_WARNING = 'FullstopListenerWarning';
  * stopButton.onclick = () => runner.stop('s1');
  */
 export class TurnRunner extends EventEmitter implements TurnHost {
+  /** Where the turns' tokens come from. */
   readonly registry: TurnRegistry;
+  /** The pool given to the constructor, for the turns' tools; `undefined` when none was. */
   readonly pool: TurnPool | undefined;
+  /** Where the history goes; `undefined`: nothing is written (events still fire). */
   readonly ledger: Ledger | undefined;
+  /** The default grace of a stop, in ms. */
   readonly graceMs: number;
   /** The running turn of each session; no entry between turns. */
   readonly #active = new Map<string, ActiveTurn>();
@@ -140,8 +144,11 @@ export class TurnRunner extends EventEmitter implements TurnHost {
     return true;
   }
 
+  /** Pause every `checkpoint()` of the registry's tokens (a stop still wakes them): `registry.pause()`. */
   pause(): void { this.registry.pause(); }
+  /** Undo `pause()`. */
   resume(): void { this.registry.resume(); }
+  /** True between `pause()` and `resume()`. */
   get paused(): boolean { return this.registry.paused; }
 
   /**
