@@ -97,12 +97,13 @@ describe('any cancel of the turn token is a stop under the runner\'s grace', () 
   it('a worker hard-stopped by the pool\'s own timer during the stop (its call was cancelled alone just before) is counted and the stop is not cooperative', async () => {
     const f = flags();
     const controller = new AbortController();
-    const outcome$ = runner.run('s', (turn) => turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, signal: controller.signal, name: 'spins', graceMs: 50 })));
+    // The call's own grace (500 ms) starts before the stop and ends inside the stop's (5 s).
+    const outcome$ = runner.run('s', (turn) => turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, signal: controller.signal, name: 'spins', graceMs: 500 })));
     await started(f);
     controller.abort('this call only');
-    const report = await runner.stop('s', { graceMs: 2000 });
+    const report = await runner.stop('s', { graceMs: 5000 });
     expect(report).toMatchObject({ settledCooperatively: false, hardStopped: { workers: 1 } });
-    expect(report!.settledAt).toBeLessThan(1500); // the grace ended when the pool's timer settled the task
+    expect(report!.settledAt).toBeLessThan(4000); // the grace ended when the pool's timer settled the task
     expect((await outcome$).status).toBe('cancelled');
   });
 
