@@ -68,8 +68,10 @@ const openFiles = new Set<string>();
  * - A failed write does not raise an unhandled rejection for an un-awaited append; it breaks the
  *   ledger, and every later `append`, `flush` and `close` rejects with it. (A bad entry is the
  *   caller's bug: its append rejects at once with a TypeError and the ledger stays usable.)
- * - `Ledger.open` repairs what a crash leaves behind: it drops a torn last line and marks every
- *   turn that has no terminal status `interrupted` (or `cancelled` where `cancelling` was recorded).
+ * - `Ledger.open` repairs what a crash leaves behind: it drops a torn last line, gives every
+ *   `tool_call` of an unfinished turn that has no output a `tool_aborted`, and marks every turn
+ *   that has no terminal status `interrupted` (or `cancelled`, after the `turn_aborted` marker,
+ *   where `cancelling` was recorded).
  *
  * @example
  * const ledger = await Ledger.open('/var/lib/agent/history.jsonl');
@@ -112,12 +114,15 @@ export class Ledger {
   }
 
   /**
-   * Opens (or creates) the ledger at `path`. The directory must exist. Repairs a crash's leftovers
-   * (see the class), then flushes the repair before resolving.
+   * Opens (or creates) the ledger at `path` and takes its lock file `<path>.lock` (so the directory
+   * must exist and be writable). Repairs a crash's leftovers (see the class), then flushes the
+   * repair before resolving.
    *
    * Rejects with a TypeError for an empty or non-string path, and with an Error naming the path
    * and the cause when the file cannot be opened for appending, is not a regular file, is already
-   * open in this process, or has a bad line before its last one.
+   * open in this process or in another live process (the error names it), has a bad line before
+   * its last one, or cannot be repaired; on a full disk the error says so, how much is free, and
+   * what to free.
    */
   static async open(path: string): Promise<Ledger> {
     checkId('Ledger.open: path', path);
