@@ -12,6 +12,7 @@ import {
   exec, isCancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type LedgerEntry,
 } from '../dist/src/index.js';
 import { flags, started } from './support/handshake.js';
+import { eventually } from './support/leaks.js';
 
 const tasks = new URL('./fixtures/runner/tasks.mjs', import.meta.url).href;
 const registry = new TurnRegistry();
@@ -57,6 +58,28 @@ describe('any cancel of the turn token is a stop under the runner\'s grace', () 
     expect(rejectedAt - t0).toBeGreaterThanOrEqual(95);
     expect(outcome.report).toMatchObject({ reason: 'cancel.session', settledCooperatively: false, hardStopped: { workers: 1 } });
     expect(outcome.report!.settledAt).toBeGreaterThanOrEqual(95);
+  });
+
+  it('registry.markCancelled with an exec child that ignores SIGTERM: exec\'s own 50 ms grace does not SIGKILL first', async () => {
+    const ready = join(dir, 'ready');
+    let resultAt = 0;
+    let forced: boolean | undefined;
+    const runner600 = new TurnRunner({ registry, pool, ledger, graceMs: 600 });
+    const outcome$ = runner600.run('s', (turn) => turn.tool('sh', {}, async (token) => {
+      const r = await exec('sh', ['-c', `trap '' TERM; touch ${ready}; while :; do sleep 1; done`], { token, graceMs: 50 });
+      resultAt = performance.now();
+      forced = r.forced;
+      return r.exitCode;
+    }));
+    await eventually(() => existsSync(ready), 5000, 'the shell to start');
+    const t0 = performance.now();
+    registry.markCancelled('s');
+    const outcome = await outcome$;
+    expect(outcome.status).toBe('cancelled');
+    expect(outcome.report).toMatchObject({ settledCooperatively: false, hardStopped: { processGroups: 1 } });
+    expect(outcome.report!.settledAt).toBeGreaterThanOrEqual(595);
+    expect(resultAt - t0).toBeGreaterThanOrEqual(595);
+    expect(forced).toBe(true);
   });
 
   it('cancelTurn() in a worker: the same', async () => {
