@@ -82,6 +82,21 @@ describe('a failed ledger never cancels the stop', () => {
     }
   });
 
+  it('outside a stop: a body that completes after the ledger closed keeps its outcome, with ledgerError, and its event fires', async () => {
+    const completed: unknown[] = [];
+    runner.on('turn_completed', (p) => completed.push(p));
+    let close!: () => void;
+    const closedLedger = new Promise<void>((r) => { close = r; });
+    const outcome$ = runner.run('s', async () => { await closedLedger; return 42; }, { turnId: 't-late' });
+    await new Promise<void>((r) => runner.once('turn_started', () => r()));
+    await ledger.close();
+    close();
+    const outcome = await outcome$;
+    expect(outcome).toMatchObject({ status: 'completed', value: 42 });
+    expect(String((outcome.ledgerError as Error).message)).toMatch(/closed/);
+    expect(completed).toEqual([{ sessionId: 's', turnId: 't-late', value: 42 }]);
+  });
+
   describe('on a full disk (a 64 KiB tmpfs)', () => {
     let mnt: string;
     let mounted = false;

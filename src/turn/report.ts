@@ -54,4 +54,10 @@ export interface TurnOutcome<T> {
   error?: unknown;
   /** The stop's report (`cancelled`). */
   report?: StopReport;
+  /**
+   * Present when the ledger failed to record the turn's `completed`/`failed` status: the outcome
+   * stands, the event fired, and the next `Ledger.open` closes the turn as `interrupted`. (A stop's
+   * ledger failure is `report.ledgerError`.)
+   */
+  ledgerError?: unknown;
 }

@@ -22,7 +22,7 @@ import { runInTurn } from '../token/context.js';
 import { governStop } from '../token/owners.js';
 import type { TurnRegistry } from '../token/registry.js';
 import type { TurnPool } from '../pool/pool.js';
-import { ActiveTurn, type PendingQuestion, type Turn, type TurnHost } from './active-turn.js';
+import { ActiveTurn, type EntryBody, type PendingQuestion, type Turn, type TurnHost } from './active-turn.js';
 import type { Ledger } from './ledger.js';
 import { messageOf, renderSafely } from './render.js';
 import type { StopReport, TurnOutcome } from './report.js';
@@ -70,9 +70,10 @@ export class TurnRunner extends EventEmitter implements TurnHost {
   }
 
   /**
-   * Run one turn of `sessionId`. Resolves with the outcome (never rejects for the body's sake, nor
-   * for a stop's). Rejects, starting nothing, for bad arguments, a session that already has a
-   * running turn, or a `turnId` already used (running here, or in the ledger).
+   * Run one turn of `sessionId`. Resolves with the outcome (never rejects for the body's sake, for
+   * a stop's, or for a ledger that fails once the body runs: see `ledgerError`). Rejects, starting
+   * nothing, for bad arguments, a session that already has a running turn, a `turnId` already used
+   * (running here, or in the ledger), or a ledger that cannot record `turn_started`.
    */
   async run<T>(sessionId: string, body: (turn: Turn) => Promise<T>, options?: RunOptions): Promise<TurnOutcome<T>> {
     checkId('sessionId', sessionId);
@@ -109,11 +110,11 @@ export class TurnRunner extends EventEmitter implements TurnHost {
       turn.finishing = true;
       if (!ended.ok || turn.fatal !== undefined) {
         const error = turn.fatal ?? (ended as { error: unknown }).error;
-        await turn.write({ type: 'status', status: 'failed', reason: messageOf(error) }, 'turn_failed', { error });
-        return { status: 'failed', turnId, error };
+        const ledgerError = await this.#end(turn, { type: 'status', status: 'failed', reason: messageOf(error) }, 'turn_failed', { error });
+        return { status: 'failed', turnId, error, ...(ledgerError === undefined ? {} : { ledgerError }) };
       }
-      await turn.write({ type: 'status', status: 'completed' }, 'turn_completed', { value: ended.value });
-      return { status: 'completed', turnId, value: ended.value };
+      const ledgerError = await this.#end(turn, { type: 'status', status: 'completed' }, 'turn_completed', { value: ended.value });
+      return { status: 'completed', turnId, value: ended.value, ...(ledgerError === undefined ? {} : { ledgerError }) };
     } finally {
       turn.closed = true;
       token.signal.removeEventListener('abort', onAbort);
@@ -179,6 +180,21 @@ export class TurnRunner extends EventEmitter implements TurnHost {
     if (running || this.ledger?.hasTurn(turnId)) {
       throw new Error(`TurnRunner.run: turn id ${JSON.stringify(turnId)} is already used ${running ? 'by a running turn' : `in the ledger "${this.ledger!.path}"`}; a turn id is used once`);
     }
+  }
+
+  /**
+   * Record the turn's terminal status and emit its event. The body's outcome stands whatever the
+   * ledger does: a failed write is returned (for `TurnOutcome.ledgerError`), and the event fires.
+   */
+  async #end(turn: ActiveTurn, entry: EntryBody, event: string, payload: object): Promise<unknown> {
+    let ledgerError: unknown;
+    try {
+      await turn.write(entry);
+    } catch (error) {
+      ledgerError = error;
+    }
+    this.notify(event, { sessionId: turn.sessionId, turnId: turn.turnId, ...payload });
+    return ledgerError;
   }
 
   /** A caller's signal aborted: cancel the token with its reason (rule 1 makes that the stop). */
