@@ -10,11 +10,11 @@ export {
 } from './errors.js';
 export type { TokenHandle } from './token/slot.js';
 export { TurnPool, type TurnPoolOptions, type TurnPoolRunOptions, type TurnPoolStats } from './pool/pool.js';
-export { TurnRunner, type TurnRunnerOptions } from './turn/runner.js';
+export { TurnRunner, LISTENER_WARNING, type TurnRunnerOptions, type RunOptions } from './turn/runner.js';
 export type { Turn } from './turn/active-turn.js';
 export type { StopReport, TurnOutcome, TurnOutcomeStatus } from './turn/report.js';
 export {
-  Ledger, abortedToolText, TURN_ABORTED_MARKER, TERMINAL_STATUSES, isTerminalStatus,
+  Ledger, abortedToolText, TURN_ABORTED_MARKER, INTERRUPTED_TOOL_TEXT, TERMINAL_STATUSES, isTerminalStatus,
   type LedgerEntry, type LedgerEntryInput, type LedgerFilter, type TurnStatus,
 } from './turn/ledger.js';
 export { exec, spawnBackground, killAllBackground, type ExecOptions, type ExecResult, type BackgroundProcess } from './exec/index.js';

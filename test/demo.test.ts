@@ -22,8 +22,15 @@ describe('the demo (npm start)', () => {
     expect(report.secondTurn).toEqual({ status: 'completed', markerInHistory: true });
     const r = report.report;
     expect(r).toMatchObject({ sessionId: 'demo', turnId: 'turn-1', reason: 'cancel.user', graceMs: 100 });
-    const order = [r.signalledAt, r.settledAt, r.hardStopAt, r.markerAt, r.flushedAt, r.emittedAt];
-    expect([...order].sort((a: number, b: number) => a - b)).toEqual(order);
+    // The report's times against what the demo saw itself (its clock starts a moment before the
+    // stop's own, so its marks may trail the report's by that moment: 5 ms of slack).
+    const seen = (pattern: RegExp) => (report.timeline as { layer: string; ms: number }[]).find((t) => pattern.test(t.layer))!.ms;
+    expect(seen(/token\.signal aborted/)).toBeLessThanOrEqual(r.signalledAt + 5);
+    // A pending question is rejected by the hard stop: after the grace, before hardStopAt.
+    expect(seen(/question rejected/)).toBeGreaterThanOrEqual(r.settledAt);
+    expect(seen(/question rejected/)).toBeLessThanOrEqual(r.hardStopAt + 5);
+    expect(seen(/turn_aborted emitted/)).toBeGreaterThanOrEqual(r.emittedAt);
+    expect(r.ledgerError).toBeUndefined();
     expect(report.timeline.map((t: { layer: string }) => t.layer)).toEqual(expect.arrayContaining([
       expect.stringMatching(/worker saw the stop/), expect.stringMatching(/process tree gone/), expect.stringMatching(/question rejected/),
     ]));

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
-  Ledger, TERMINAL_STATUSES, TURN_ABORTED_MARKER, abortedToolText, isTerminalStatus,
+  INTERRUPTED_TOOL_TEXT, Ledger, TERMINAL_STATUSES, TURN_ABORTED_MARKER, abortedToolText, isTerminalStatus,
   type LedgerEntry, type LedgerEntryInput, type TurnStatus,
 } from '../dist/src/turn/ledger.js';
 
@@ -232,7 +232,7 @@ describe('repair on open', () => {
     expect(fileLines().map((e) => e.seq)).toEqual([1, 2, 3, 4]);
   });
 
-  it('closes a turn without a terminal status as interrupted, one with cancelling as cancelled, and leaves finished turns alone', async () => {
+  it('closes a turn without a terminal status as interrupted, one with cancelling as cancelled (marker first), and leaves finished turns alone', async () => {
     const ledger = await openLedger();
     const history: LedgerEntryInput[] = [
       started('a', 'done'), status('a', 'done', 'running'), status('a', 'done', 'completed'),
@@ -252,9 +252,11 @@ describe('repair on open', () => {
     const added = fileLines().slice(history.length);
     expect(added.every((e) => Number.isInteger(e.at))).toBe(true);
     expect(added.map(({ at: _at, ...rest }) => rest)).toEqual([
-      { seq: 16, sessionId: 'a', turnId: 'lost', type: 'status', status: 'interrupted', reason: 'restart' },
-      { seq: 17, sessionId: 'b', turnId: 'stopping', type: 'status', status: 'cancelled', reason: 'cancel.user' },
-      { seq: 18, sessionId: 'c', turnId: 'queued', type: 'status', status: 'interrupted', reason: 'restart' },
+      { seq: 16, sessionId: 'a', turnId: 'lost', type: 'tool_aborted', callId: 'c1', output: INTERRUPTED_TOOL_TEXT },
+      { seq: 17, sessionId: 'a', turnId: 'lost', type: 'status', status: 'interrupted', reason: 'restart' },
+      { seq: 18, sessionId: 'b', turnId: 'stopping', type: 'turn_aborted', text: TURN_ABORTED_MARKER },
+      { seq: 19, sessionId: 'b', turnId: 'stopping', type: 'status', status: 'cancelled', reason: 'cancel.user' },
+      { seq: 20, sessionId: 'c', turnId: 'queued', type: 'status', status: 'interrupted', reason: 'restart' },
     ]);
     expect(await reopened.entries()).toEqual(fileLines());
   });
@@ -285,15 +287,19 @@ describe('repair on open', () => {
     await killHostMidTurn(file);
     const ledger = await openLedger();
     expect((await ledger.entries({ turnId: 'turn-1' })).map((e) => [e.seq, e.type, (e as { status?: string }).status]))
-      .toEqual([[1, 'turn_started', undefined], [2, 'tool_call', undefined], [3, 'status', 'interrupted']]);
+      .toEqual([[1, 'turn_started', undefined], [2, 'tool_call', undefined], [3, 'tool_aborted', undefined], [4, 'status', 'interrupted']]);
     expect(fileLines().at(-1)).toMatchObject({ sessionId: 'host', turnId: 'turn-1', reason: 'restart' });
   });
 
   it('reopens the ledger of a host SIGKILLed after writing cancelling with that turn cancelled', async () => {
     await killHostMidTurn(file, 'cancelling');
     const ledger = await openLedger();
-    expect((await ledger.entries()).at(-1)).toMatchObject({
-      seq: 4, sessionId: 'host', turnId: 'turn-1', type: 'status', status: 'cancelled', reason: 'cancel.user',
+    const tail = (await ledger.entries()).slice(-3);
+    expect(tail[0]).toMatchObject({ seq: 4, type: 'tool_aborted', callId: expect.any(String) });
+    expect((tail[0] as { output: string }).output).toMatch(/^aborted by user after \d+\.\ds$/);
+    expect(tail[1]).toMatchObject({ seq: 5, type: 'turn_aborted', text: TURN_ABORTED_MARKER });
+    expect(tail[2]).toMatchObject({
+      seq: 6, sessionId: 'host', turnId: 'turn-1', type: 'status', status: 'cancelled', reason: 'cancel.user',
     });
   });
 

@@ -43,7 +43,10 @@ export function governStop(token: CancelToken): void {
   token[STATE].governStop();
 }
 
-/** @internal True when a runner stop governs the grace of `token` (it or an ancestor is governed). */
+/**
+ * @internal True when a runner stop governs the grace of `token` (see `TokenState.isStopGoverned`:
+ * a governed ancestor that is cancelled).
+ */
 export function isStopGoverned(token: CancelToken): boolean {
   return token[STATE].isStopGoverned();
 }

@@ -266,9 +266,18 @@ export class TokenState implements Watched {
     this.#stopGoverned = true;
   }
 
-  /** True when this token or an ancestor is governed by a runner stop. */
+  /**
+   * True when a runner stop governs this token's grace: it or an ancestor is governed *and*
+   * cancelled. A runner governs its turn's root from the start and stops the turn on any cancel
+   * of it, so a cancelled governed root means its stop is under way, whoever cancelled it; a
+   * cancel of a child alone (a tool's own timeout) keeps the owner's own grace. `isCancelled()`
+   * folds in a cancel another thread wrote into an ancestor's slot, so an owner told of its own
+   * cancel before the root has heard of it still sees the governed stop.
+   */
   isStopGoverned(): boolean {
-    for (let s: TokenState | undefined = this; s !== undefined; s = s.#parent) if (s.#stopGoverned) return true;
+    for (let s: TokenState | undefined = this; s !== undefined; s = s.#parent) {
+      if (s.#stopGoverned && s.isCancelled()) return true;
+    }
     return false;
   }
 

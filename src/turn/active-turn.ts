@@ -1,18 +1,25 @@
 /**
  * One running turn of a `TurnRunner`: what its body sees (`Turn`: tool, ask, say) and what a stop
- * needs to know (unfinished calls, pending questions).
+ * needs to know (unfinished calls, pending questions, whether the body has settled).
  *
- * The rule that keeps an abandoned body out of history lives here, in `#write`: once the turn is
- * `closed` (its stop reached the history step, or it ended), every later write is dropped, so
- * nothing of a turn reaches the ledger or the events after its terminal entry.
+ * Two rules live here:
+ * - Nothing of a turn starts after its stop began (`#refuseIfStopping`): from the moment `stop()`
+ *   is called or the token is cancelled, `tool`/`ask`/`say` reject with `CancelledError` without
+ *   running or recording anything — also while the `cancelling` intent is being fsynced, before
+ *   the token is tripped.
+ * - Nothing of a turn reaches the ledger or the events after its end (`write`): once the turn is
+ *   `closed` (its stop reached the history step, or it ended), every later write is dropped.
+ * And one pairing rule: a `tool_call` is recorded before its call can get an output, and every
+ * recorded call gets exactly one `tool_output` or (from the stop) one `tool_aborted`.
  */
 
 import { randomUUID } from 'node:crypto';
-import { CancelledError, checkFunction, checkId, FatalToolError, ToolError } from '../errors.js';
+import { CancelledError, checkFunction, checkId, describe, FatalToolError, ToolError } from '../errors.js';
 import { runInTurn } from '../token/context.js';
 import { addOwner } from '../token/owners.js';
 import type { CancelToken } from '../token/token.js';
 import type { Ledger, LedgerEntryInput } from './ledger.js';
+import { messageOf, renderSafely } from './render.js';
 import type { StopReport } from './report.js';
 
 /** What a turn's body gets. */
@@ -25,6 +32,9 @@ export interface Turn {
    * cancels only that call). A value → `tool_output` success. A `ToolError` (or any other error)
    * → `tool_output` with `success: false` and the message; the call rejects, the turn goes on.
    * A `FatalToolError` ends the turn `failed`. A stop → the call gets an aborted output.
+   * `args` and the value are recorded as JSON: args JSON cannot encode are a TypeError at the call
+   * (nothing is recorded); a value JSON cannot encode is recorded as a failed output and the call
+   * rejects with a TypeError.
    */
   tool<R>(name: string, args: unknown, fn: (token: CancelToken) => Promise<R>): Promise<R>;
   /**
@@ -39,7 +49,8 @@ export interface Turn {
 /** What the turn needs from its runner. */
 export interface TurnHost {
   readonly ledger: Ledger | undefined;
-  emit(event: string, payload: object): void;
+  /** Emit an event to every listener; a throwing listener changes nothing here. */
+  notify(event: string, payload: object): void;
   addQuestion(questionId: string, question: PendingQuestion): void;
   removeQuestion(questionId: string): void;
 }
@@ -56,7 +67,31 @@ interface Call {
   readonly name: string;
   /** performance.now() when `tool_call` was recorded. */
   readonly recordedAt: number;
+  /** Its output is recorded (or will not be: the ledger failed); the stop writes nothing for it. */
   finished: boolean;
+}
+
+/** How the body ended. */
+export type BodyEnd<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/** `value instanceof type`, false instead of a throw (a Proxy's getPrototypeOf trap may throw). */
+export function isA(value: unknown, type: abstract new (...args: never[]) => unknown): boolean {
+  try {
+    return value instanceof type;
+  } catch {
+    return false;
+  }
+}
+
+/** `value` as the JSON a reader will get back, or a TypeError naming `name` when JSON cannot encode it. */
+function asJson(name: string, value: unknown): unknown {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (cause) {
+    throw new TypeError(`${name}: cannot be recorded as JSON (${renderSafely(cause)})`, { cause });
+  }
+  return text === undefined ? undefined : JSON.parse(text);
 }
 
 export class ActiveTurn implements Turn {
@@ -73,6 +108,13 @@ export class ActiveTurn implements Turn {
   #startStopped!: () => void;
   /** The stop under way; `undefined` until a stop starts. */
   #stopping: Promise<StopReport> | undefined;
+  /** Set as a stop begins, before its first line runs (`#stopping` is assigned only once it returns). */
+  #stopBegan = false;
+  /** Resolves once the body has settled, or at once if it never started; never rejects. */
+  readonly bodySettled: Promise<void>;
+  #bodyDone!: () => void;
+  /** True once the body has settled (or was never started). */
+  bodyOver = false;
   /** The first `FatalToolError` a tool threw; `undefined` if none (the body may have caught it). */
   fatal: FatalToolError | undefined;
   readonly #host: TurnHost;
@@ -84,6 +126,7 @@ export class ActiveTurn implements Turn {
     this.turnId = turnId;
     this.token = token;
     this.stopStarted = new Promise((resolve) => { this.#startStopped = resolve; });
+    this.bodySettled = new Promise((resolve) => { this.#bodyDone = resolve; });
   }
 
   get signal(): AbortSignal { return this.token.signal; }
@@ -92,67 +135,133 @@ export class ActiveTurn implements Turn {
 
   /** The stop of this turn: the one under way, else `sequence()` started now (a stop runs once). */
   stop(sequence: () => Promise<StopReport>): Promise<StopReport> {
-    if (this.#stopping === undefined) {
+    if (!this.#stopBegan) {
+      this.#stopBegan = true;
       this.#stopping = sequence();
       this.#startStopped();
     }
-    return this.#stopping;
+    return this.#stopping!;
   }
 
-  /** Append and emit unless the turn is closed; resolves once the entry is written. */
+  /**
+   * Run the body unless a stop began first; resolves with how it ended (never rejects: a throw of
+   * any value, `undefined` included, is `{ ok: false }`).
+   */
+  runBody<T>(body: () => Promise<T>): Promise<BodyEnd<T>> | undefined {
+    if (this.#stopBegan) {
+      this.#settleBody();
+      return undefined;
+    }
+    const ended = new Promise<T>((resolve) => resolve(body())).then(
+      (value): BodyEnd<T> => ({ ok: true, value }),
+      (error: unknown): BodyEnd<T> => ({ ok: false, error }),
+    );
+    void ended.then(() => this.#settleBody());
+    return ended;
+  }
+
+  #settleBody(): void {
+    this.bodyOver = true;
+    this.#bodyDone();
+  }
+
+  /**
+   * Append and emit unless the turn is closed; resolves once the entry is written. The append is
+   * queued synchronously, before the first await, so callers can order it against other writes.
+   */
   async write(entry: EntryBody, event?: string, payload: object = entry): Promise<void> {
     if (this.closed) return;
     await this.#host.ledger?.append({ ...entry, sessionId: this.sessionId, turnId: this.turnId } as LedgerEntryInput);
-    if (event !== undefined && !this.closed) this.#host.emit(event, { sessionId: this.sessionId, turnId: this.turnId, ...payload });
+    if (event !== undefined && !this.closed) this.#host.notify(event, { sessionId: this.sessionId, turnId: this.turnId, ...payload });
   }
 
-  #refuseIfOver(what: string): void {
-    if (this.closed || this.token.isCancelled() || this.token.retired) {
-      throw new CancelledError(`${what} refused: turn ${this.turnId} of session ${this.sessionId} is stopping or over`, {
-        reason: this.token.reason, sessionId: this.sessionId, turnId: this.turnId,
-      });
-    }
+  /** True from the moment a stop began (or the token was cancelled or retired) until forever. */
+  get refusing(): boolean {
+    return this.#stopBegan || this.closed || this.token.isCancelled() || this.token.retired;
+  }
+
+  #refuseIfStopping(what: string): void {
+    if (!this.refusing) return;
+    throw new CancelledError(`${what} refused: turn ${this.turnId} of session ${this.sessionId} is stopping or over`, {
+      reason: this.token.reason, sessionId: this.sessionId, turnId: this.turnId,
+    });
   }
 
   async tool<R>(name: string, args: unknown, fn: (token: CancelToken) => Promise<R>): Promise<R> {
     checkId('name', name);
     checkFunction('fn', fn);
-    this.#refuseIfOver(`tool ${JSON.stringify(name)}`);
+    this.#refuseIfStopping(`tool ${JSON.stringify(name)}`);
+    const recordedArgs = asJson('args', args);
     const callId = `call-${++this.#callSeq}`;
     const call: Call = { name, recordedAt: performance.now(), finished: false };
     this.calls.set(callId, call);
-    await this.write({ type: 'tool_call', callId, name, args });
-    this.#refuseIfOver(`tool ${JSON.stringify(name)}`);
+    try {
+      await this.write({ type: 'tool_call', callId, name, args: recordedArgs });
+    } catch (error) {
+      // Not recorded (the ledger failed): no output may follow it, so the stop must not write one.
+      call.finished = true;
+      throw error;
+    }
+    // A stop that began while `tool_call` was written: fn never runs; the stop records the call aborted.
+    this.#refuseIfStopping(`tool ${JSON.stringify(name)}`);
     const child = this.token.child();
     let settle!: () => void;
     // A call whose fn never settles is abandoned with its turn: it stops counting at retire.
     const dispose = addOwner(child, {
       kind: 'call', settled: new Promise<void>((r) => { settle = r; }), hardStop() {}, onRetire: () => { settle(); dispose(); },
     });
+    let end: BodyEnd<R>;
     try {
-      const value = await runInTurn(child, () => fn(child));
-      call.finished = true;
-      await this.write({ type: 'tool_output', callId, output: value, success: true }, 'tool_output', { callId, name, output: value, success: true });
-      return value;
+      end = { ok: true, value: await runInTurn(child, () => fn(child)) };
     } catch (error) {
-      // A stop of the turn leaves the call unfinished: the stop writes its aborted output. A cancel
-      // of this call alone (its own timeout) is an ordinary failed output, and the turn goes on.
-      if (this.token.isCancelled() && !(error instanceof ToolError)) throw error;
-      call.finished = true;
-      if (error instanceof FatalToolError) this.fatal ??= error;
-      const output = error instanceof Error ? error.message : String(error);
-      await this.write({ type: 'tool_output', callId, output, success: false }, 'tool_output', { callId, name, output, success: false });
-      throw error;
+      end = { ok: false, error };
+    }
+    try {
+      // The output is queued before the call settles, so a stop that ends its grace on this
+      // settlement finds the call finished and its output already ahead of the marker.
+      const recorded = this.#recordOutcome(callId, name, call, end);
+      end = recorded.end;
+      settle();
+      await recorded.written;
     } finally {
       settle();
       dispose();
       child.retire();
     }
+    if (!end.ok) throw end.error;
+    return end.value;
+  }
+
+  /**
+   * Queue the call's output (synchronously) and resolve once it is written. A stop of the turn
+   * leaves the call unfinished (the stop writes its aborted output); a cancel of this call alone
+   * (its own timeout) is an ordinary failed output, and the turn goes on.
+   */
+  #recordOutcome<R>(callId: string, name: string, call: Call, end: BodyEnd<R>): { written: Promise<void>; end: BodyEnd<R> } {
+    if (!end.ok && this.token.isCancelled() && !isA(end.error, ToolError)) return { written: Promise.resolve(), end };
+    call.finished = true;
+    let output: unknown;
+    if (end.ok) {
+      try {
+        output = asJson(`tool ${JSON.stringify(name)}: its value`, end.value);
+      } catch (error) {
+        end = { ok: false, error };
+        output = (error as Error).message;
+      }
+    } else {
+      if (isA(end.error, FatalToolError)) this.fatal ??= end.error as FatalToolError;
+      output = messageOf(end.error);
+    }
+    const success = end.ok;
+    const written = this.write({ type: 'tool_output', callId, output, success }, 'tool_output', {
+      callId, name, output: end.ok ? end.value : output, success,
+    });
+    return { written, end };
   }
 
   ask(question: unknown): Promise<unknown> {
     try {
-      this.#refuseIfOver('ask');
+      this.#refuseIfStopping('ask');
     } catch (error) {
       return Promise.reject(error);
     }
@@ -177,12 +286,13 @@ export class ActiveTurn implements Turn {
         onRetire: done,
       });
       this.#host.addQuestion(questionId, pending);
-      this.#host.emit('question', { sessionId: this.sessionId, turnId: this.turnId, questionId, question });
+      this.#host.notify('question', { sessionId: this.sessionId, turnId: this.turnId, questionId, question });
     });
   }
 
   async say(text: string): Promise<void> {
-    if (typeof text !== 'string') throw new TypeError(`text: expected a string, got ${typeof text}`);
+    if (typeof text !== 'string') throw new TypeError(`text: expected a string, got ${describe(text)}`);
+    this.#refuseIfStopping('say');
     await this.write({ type: 'say', text }, 'say');
   }
 }

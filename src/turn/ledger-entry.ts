@@ -8,6 +8,7 @@
  */
 
 import { checkId, describe } from '../errors.js';
+import { renderSafely } from './render.js';
 
 /** Every status a turn can have, in the order a turn moves through them. */
 export const TURN_STATUSES = ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'interrupted'] as const;
@@ -126,17 +127,34 @@ const FIELD_CHECKS: Record<LedgerEntryType, (e: Record<string, unknown>) => void
 };
 
 /**
+ * A plain copy of the entry's own enumerable fields, each read exactly once, so what is checked is
+ * what is written: a getter that changes between reads, a Proxy that hides a field from one kind of
+ * look-up, or a trap that throws cannot make the line differ from the checked values. A top-level
+ * `toJSON` is refused, because `JSON.stringify` would write what it returns instead of the entry.
+ */
+function snapshot(entry: unknown): Record<string, unknown> {
+  if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
+    throw new TypeError(`${WHERE}: expected an entry object, got ${describe(entry)}`);
+  }
+  const copy: Record<string, unknown> = Object.create(null);
+  try {
+    for (const key of Object.keys(entry)) copy[key] = (entry as Record<string, unknown>)[key];
+  } catch (cause) {
+    throw new TypeError(`${WHERE}: the entry's fields cannot be read (${renderSafely(cause)})`, { cause });
+  }
+  if ('toJSON' in copy) throw new TypeError(`${WHERE}: entry.toJSON: an entry is plain data; it must not define toJSON`);
+  return copy;
+}
+
+/**
  * Checks `entry` and renders its line (with the trailing newline) for the given seq and time.
  * Throws a TypeError naming the bad field; nothing is assigned or written when it throws.
  *
  * `seq`/`at` in the input are refused rather than ignored: a caller that supplies them believes it
  * controls them, and silently replacing them would hide that mistake.
  */
-export function renderEntry(entry: unknown, seq: number, at: number): string {
-  if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
-    throw new TypeError(`${WHERE}: expected an entry object, got ${describe(entry)}`);
-  }
-  const e = entry as Record<string, unknown>;
+export function renderEntry(entry: unknown, seq: number, at: number): { line: string; turnId: string; type: LedgerEntryType } {
+  const e = snapshot(entry);
   for (const field of ['seq', 'at']) {
     if (field in e) throw new TypeError(`${WHERE}: entry.${field}: assigned by the ledger, do not supply it (got ${describe(e[field])})`);
   }
@@ -145,16 +163,19 @@ export function renderEntry(entry: unknown, seq: number, at: number): string {
   if (!(LEDGER_ENTRY_TYPES as readonly unknown[]).includes(e.type)) {
     throw new TypeError(`${WHERE}: entry.type: expected one of ${LEDGER_ENTRY_TYPES.join(', ')}, got ${describe(e.type)}`);
   }
-  FIELD_CHECKS[e.type as LedgerEntryType](e);
-  const { sessionId, turnId, type, ...rest } = e;
+  const type = e.type as LedgerEntryType;
+  FIELD_CHECKS[type](e);
+  const { sessionId, turnId, type: _type, ...rest } = e;
   // `args` is the one field a reader expects to find even when the tool took nothing.
   if (type === 'tool_call' && rest.args === undefined) rest.args = null;
+  let line: string;
   try {
     // Serialised now, so a caller mutating the object after append() cannot change the history.
-    return `${JSON.stringify({ seq, at, sessionId, turnId, type, ...rest })}\n`;
+    line = `${JSON.stringify({ seq, at, sessionId, turnId, type, ...rest })}\n`;
   } catch (cause) {
-    throw new TypeError(`${WHERE}: entry is not JSON-serialisable: ${(cause as Error).message}`, { cause });
+    throw new TypeError(`${WHERE}: entry is not JSON-serialisable: ${renderSafely(cause)}`, { cause });
   }
+  return { line, turnId: turnId as string, type };
 }
 
 /** A ledger file read back: its complete entries and where the last one ends. */
@@ -216,30 +237,57 @@ export function parseLedger(where: string, path: string, bytes: Buffer): ParsedL
   return { entries, completeBytes: start, torn: false };
 }
 
+/** What a repair writes for a call a crash cut short, when no stop was recorded. */
+export const INTERRUPTED_TOOL_TEXT =
+  'interrupted: the host stopped before this tool call finished; it may have partly executed';
+
+interface OpenTurn {
+  sessionId: string;
+  turnId: string;
+  finished: boolean;
+  cancelling?: StatusEntry;
+  marked: boolean;
+  /** callId → when its tool_call was written, for the calls with no output yet. */
+  calls: Map<string, number>;
+}
+
 /**
- * The status entries that close every turn left open: `cancelled` (with the recorded reason)
- * where a `cancelling` intent was written, else `interrupted` with reason `restart`. In the order
- * the turns first appear.
+ * The entries that close every turn left open, in the order the turns first appear. For each
+ * turn: a `tool_aborted` for each `tool_call` with no output (a model API refuses a history with a
+ * call and no output), then, where a `cancelling` intent was written, the `turn_aborted` marker (if
+ * the stop did not get to write it) and `cancelled` with the recorded reason; else `interrupted`
+ * with reason `restart`.
  */
 export function closingEntries(entries: readonly LedgerEntry[]): LedgerEntryInput[] {
-  const turns = new Map<string, { sessionId: string; turnId: string; finished: boolean; cancelling?: StatusEntry }>();
+  const turns = new Map<string, OpenTurn>();
   for (const entry of entries) {
     const key = JSON.stringify([entry.sessionId, entry.turnId]);
     let turn = turns.get(key);
     if (turn === undefined) {
-      turn = { sessionId: entry.sessionId, turnId: entry.turnId, finished: false };
+      turn = { sessionId: entry.sessionId, turnId: entry.turnId, finished: false, marked: false, calls: new Map() };
       turns.set(key, turn);
     }
-    if (entry.type !== 'status') continue;
-    if (isTerminalStatus(entry.status)) turn.finished = true;
-    else if (entry.status === 'cancelling') turn.cancelling = entry;
+    if (entry.type === 'tool_call') turn.calls.set(entry.callId, Number(entry.at));
+    else if (entry.type === 'tool_output' || entry.type === 'tool_aborted') turn.calls.delete(entry.callId);
+    else if (entry.type === 'turn_aborted') turn.marked = true;
+    else if (entry.type === 'status') {
+      if (isTerminalStatus(entry.status)) turn.finished = true;
+      else if (entry.status === 'cancelling') turn.cancelling = entry;
+    }
   }
   const repairs: LedgerEntryInput[] = [];
-  for (const { sessionId, turnId, finished, cancelling } of turns.values()) {
+  for (const { sessionId, turnId, finished, cancelling, marked, calls } of turns.values()) {
     if (finished) continue;
+    for (const [callId, at] of calls) {
+      // `at` comes from the file: a hand-edited one may hold anything there.
+      const elapsed = Number(cancelling?.at) - at;
+      const output = cancelling === undefined ? INTERRUPTED_TOOL_TEXT : abortedToolText(Number.isFinite(elapsed) ? Math.max(0, elapsed) : 0);
+      repairs.push({ sessionId, turnId, type: 'tool_aborted', callId, output });
+    }
     if (cancelling === undefined) {
       repairs.push({ sessionId, turnId, type: 'status', status: 'interrupted', reason: 'restart' });
     } else {
+      if (!marked) repairs.push({ sessionId, turnId, type: 'turn_aborted', text: TURN_ABORTED_MARKER });
       const reason = typeof cancelling.reason === 'string' ? cancelling.reason : undefined;
       repairs.push({ sessionId, turnId, type: 'status', status: 'cancelled', ...(reason === undefined ? {} : { reason }) });
     }

@@ -15,18 +15,28 @@
  * 5. `open` changes a file in two ways only: it truncates a torn last line and it appends status
  *    entries. A complete entry is never rewritten or removed.
  *
- * Not guaranteed: a single writer across processes. Two `Ledger`s in one process on the same file
- * are refused (by device and inode); two processes appending to one file would interleave seqs.
+ * 6. One writer per file: two `Ledger`s in one process on the same file are refused (by device and
+ *    inode), and across processes the lock file of ledger-lock.ts names the holder.
+ * 7. A turn id is used once: a `turn_started` of a turn the file already holds is refused.
+ * 8. Every seq is a safe integer: an append that would pass `Number.MAX_SAFE_INTEGER` is refused
+ *    rather than written as a line the reader would then refuse.
+ *
+ * Not guaranteed: the lock is advisory, and it is taken per path (two hard links to one file in two
+ * processes are two locks).
  */
 
-import { open as openFile, readFile, type FileHandle } from 'node:fs/promises';
+import { open as openFile, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { checkId, describe } from '../errors.js';
+import { isDiskFull, openError, readAll, writeAll } from './ledger-file.js';
 import {
   closingEntries, parseLedger, renderEntry, type LedgerEntry, type LedgerEntryInput,
 } from './ledger-entry.js';
+import { lockLedger, type LedgerLock } from './ledger-lock.js';
+import { renderSafely } from './render.js';
 
 export {
-  TURN_STATUSES, TERMINAL_STATUSES, isTerminalStatus, LEDGER_ENTRY_TYPES, TURN_ABORTED_MARKER, abortedToolText,
+  TURN_STATUSES, TERMINAL_STATUSES, isTerminalStatus, LEDGER_ENTRY_TYPES, TURN_ABORTED_MARKER, abortedToolText, INTERRUPTED_TOOL_TEXT,
   type TurnStatus, type TerminalStatus, type LedgerEntryType, type LedgerEntryBase, type LedgerEntry,
   type LedgerEntryInput, type TurnStartedEntry, type ToolCallEntry, type ToolOutputEntry, type ToolAbortedEntry,
   type SayEntry, type StatusEntry, type TurnAbortedEntry,
@@ -58,8 +68,10 @@ const openFiles = new Set<string>();
  * - A failed write does not raise an unhandled rejection for an un-awaited append; it breaks the
  *   ledger, and every later `append`, `flush` and `close` rejects with it. (A bad entry is the
  *   caller's bug: its append rejects at once with a TypeError and the ledger stays usable.)
- * - `Ledger.open` repairs what a crash leaves behind: it drops a torn last line and marks every
- *   turn that has no terminal status `interrupted` (or `cancelled` where `cancelling` was recorded).
+ * - `Ledger.open` repairs what a crash leaves behind: it drops a torn last line, gives every
+ *   `tool_call` of an unfinished turn that has no output a `tool_aborted`, and marks every turn
+ *   that has no terminal status `interrupted` (or `cancelled`, after the `turn_aborted` marker,
+ *   where `cancelling` was recorded).
  *
  * @example
  * const ledger = await Ledger.open('/var/lib/agent/history.jsonl');
@@ -74,6 +86,9 @@ export class Ledger {
   readonly path: string;
   readonly #handle: FileHandle;
   readonly #fileKey: string;
+  readonly #lock: LedgerLock;
+  /** Every turn id in the file (invariant 7). */
+  readonly #turnIds: Set<string>;
   /** The last seq assigned (0 for an empty file). */
   #seq: number;
   /** Lines waiting for the next write; taken whole by `#pump`. */
@@ -89,20 +104,25 @@ export class Ledger {
   /** Set as the handle closes, so a flush that raced `close()` waits for it instead of syncing a closed fd. */
   #handleClosed = false;
 
-  private constructor(path: string, handle: FileHandle, fileKey: string, lastSeq: number) {
+  private constructor(path: string, handle: FileHandle, fileKey: string, lock: LedgerLock, entries: readonly LedgerEntry[]) {
     this.path = path;
     this.#handle = handle;
     this.#fileKey = fileKey;
-    this.#seq = lastSeq;
+    this.#lock = lock;
+    this.#seq = entries.at(-1)?.seq ?? 0;
+    this.#turnIds = new Set(entries.map((e) => e.turnId));
   }
 
   /**
-   * Opens (or creates) the ledger at `path`. The directory must exist. Repairs a crash's leftovers
-   * (see the class), then flushes the repair before resolving.
+   * Opens (or creates) the ledger at `path` and takes its lock file `<path>.lock` (so the directory
+   * must exist and be writable). Repairs a crash's leftovers (see the class), then flushes the
+   * repair before resolving.
    *
    * Rejects with a TypeError for an empty or non-string path, and with an Error naming the path
    * and the cause when the file cannot be opened for appending, is not a regular file, is already
-   * open in this process, or has a bad line before its last one.
+   * open in this process or in another live process (the error names it), has a bad line before
+   * its last one, or cannot be repaired; on a full disk the error says so, how much is free, and
+   * what to free.
    */
   static async open(path: string): Promise<Ledger> {
     checkId('Ledger.open: path', path);
@@ -111,9 +131,10 @@ export class Ledger {
       // 'a+': appends always land at the end, and the same handle can read the file back for repair.
       handle = await openFile(path, 'a+');
     } catch (cause) {
-      throw new Error(`Ledger.open: cannot open "${path}" for appending: ${(cause as Error).message}`, { cause });
+      throw await openError(path, `cannot open "${path}" for appending`, cause);
     }
     let fileKey: string | undefined;
+    let lock: LedgerLock | undefined;
     try {
       const stat = await handle.stat();
       if (!stat.isFile()) throw new Error(`Ledger.open: "${path}" is not a regular file`);
@@ -123,19 +144,38 @@ export class Ledger {
         throw new Error(`Ledger.open: "${path}" is already open in this process; share that Ledger (two writers would break seq order)`);
       }
       openFiles.add(fileKey);
+      try {
+        lock = await lockLedger(path);
+      } catch (cause) {
+        if ((cause as NodeJS.ErrnoException).code === undefined) throw cause;
+        throw await openError(path, `cannot write the lock file of "${path}"`, cause);
+      }
       const parsed = parseLedger('Ledger.open', path, await readAll(handle, stat.size));
       if (parsed.torn) await handle.truncate(parsed.completeBytes);
-      const ledger = new Ledger(path, handle, fileKey, parsed.entries.at(-1)?.seq ?? 0);
+      const ledger = new Ledger(path, handle, fileKey, lock, parsed.entries);
       const repairs = closingEntries(parsed.entries);
       for (const entry of repairs) void ledger.append(entry);
       // fdatasync covers the truncation too: the new size is metadata needed to read the data.
-      if (parsed.torn || repairs.length > 0) await ledger.flush();
+      if (parsed.torn || repairs.length > 0) {
+        try {
+          await ledger.flush();
+        } catch (cause) {
+          throw await openError(path, `cannot write to "${path}" the repair of the turns a crash left open (${repairs.length} entries)`, cause);
+        }
+      }
       return ledger;
     } catch (error) {
       if (fileKey !== undefined) openFiles.delete(fileKey);
+      await lock?.release();
       await handle.close().catch(() => {});
       throw error;
     }
+  }
+
+  /** True when the file holds an entry of `turnId` (a turn id is used once: invariant 7). */
+  hasTurn(turnId: string): boolean {
+    checkId('Ledger.hasTurn: turnId', turnId);
+    return this.#turnIds.has(turnId);
   }
 
   /**
@@ -152,12 +192,22 @@ export class Ledger {
       return Promise.reject(new Error(`Ledger.append: the ledger "${this.path}" is closed`));
     }
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    let line: string;
+    if (this.#seq + 1 > Number.MAX_SAFE_INTEGER) {
+      return Promise.reject(new RangeError(`Ledger.append: "${this.path}" has reached seq ${this.#seq} (Number.MAX_SAFE_INTEGER); ` +
+        'no later seq can be read back exactly, so start a new ledger file'));
+    }
+    let rendered: { line: string; turnId: string; type: string };
     try {
-      line = renderEntry(entry, this.#seq + 1, Date.now());
+      rendered = renderEntry(entry, this.#seq + 1, Date.now());
     } catch (error) {
       return Promise.reject(error);
     }
+    const { line, turnId, type } = rendered;
+    if (type === 'turn_started' && this.#turnIds.has(turnId)) {
+      return Promise.reject(new Error(`Ledger.append: turn ${JSON.stringify(turnId)} is already in "${this.path}"; ` +
+        'a turn id is used once (a second turn under it could never be told apart from the first)'));
+    }
+    this.#turnIds.add(turnId);
     this.#seq += 1;
     const written = new Promise<void>((resolve, reject) => this.#queue.push({ line, resolve, reject }));
     this.#lastWrite = written.then(noop, noop);
@@ -180,7 +230,9 @@ export class Ledger {
   /**
    * The entries on disk, in seq order, optionally only those of one session and/or turn. Waits for
    * pending appends first, so it includes every append made before the call, awaited or not.
-   * Reads the file each time (it is the record, not a cache); works after `close()` too.
+   * Reads the file each time (it is the record, not a cache), through the handle `open` made, so
+   * it reads the file this ledger writes even if the path now names another file. After `close()`
+   * it reads the path, and rejects if that is no longer the same file.
    *
    * Throws a TypeError when a filter value is not a non-empty string.
    */
@@ -188,7 +240,7 @@ export class Ledger {
     const { sessionId, turnId } = checkFilter(filter);
     await this.#lastWrite;
     // A torn tail can only follow a failed write (invariant 4); it is not an entry, so it is skipped.
-    const { entries } = parseLedger('Ledger.entries', this.path, await readFile(this.path));
+    const { entries } = parseLedger('Ledger.entries', this.path, await this.#readBack());
     return entries.filter((e) => (sessionId === undefined || e.sessionId === sessionId) &&
       (turnId === undefined || e.turnId === turnId));
   }
@@ -216,6 +268,22 @@ export class Ledger {
       this.#handleClosed = true;
       openFiles.delete(this.#fileKey);
       await this.#handle.close();
+      await this.#lock.release();
+    }
+  }
+
+  /** The bytes of the file this ledger opened (see `entries`). */
+  async #readBack(): Promise<Buffer> {
+    if (!this.#handleClosed) return readAll(this.#handle, (await this.#handle.stat()).size);
+    const handle = await openFile(this.path, 'r');
+    try {
+      const stat = await handle.stat();
+      if (`${stat.dev}:${stat.ino}` !== this.#fileKey) {
+        throw new Error(`Ledger.entries: "${this.path}" is no longer the file this ledger wrote (it was moved or replaced)`);
+      }
+      return await readAll(handle, stat.size);
+    } finally {
+      await handle.close();
     }
   }
 
@@ -236,8 +304,11 @@ export class Ledger {
         await writeAll(this.#handle, Buffer.from(batch.map((pending) => pending.line).join(''), 'utf8'));
         for (const pending of batch) pending.resolve();
       } catch (cause) {
-        this.#failure = new Error(`Ledger: writing to "${this.path}" failed (${(cause as Error).message}); ` +
-          'it refuses further appends, and the next Ledger.open repairs the file', { cause });
+        const what = isDiskFull(cause)
+          ? `the disk is full (${(cause as NodeJS.ErrnoException).code}): free space on the file system holding "${dirname(this.path)}", then`
+          : 'it refuses further appends, and';
+        this.#failure = new Error(`Ledger: writing to "${this.path}" failed (${renderSafely(cause)}); ${what} ` +
+          'the next Ledger.open repairs the file', { cause });
         for (const pending of batch) pending.reject(this.#failure);
       }
     }
@@ -256,24 +327,4 @@ function checkFilter(filter: unknown): LedgerFilter {
   if (sessionId !== undefined) checkId('Ledger.entries: filter.sessionId', sessionId);
   if (turnId !== undefined) checkId('Ledger.entries: filter.turnId', turnId);
   return { sessionId, turnId } as LedgerFilter;
-}
-
-/** `write` may take less than asked; loop so a batch is never cut short by us. */
-async function writeAll(handle: FileHandle, buffer: Buffer): Promise<void> {
-  let offset = 0;
-  while (offset < buffer.length) {
-    const { bytesWritten } = await handle.write(buffer, offset, buffer.length - offset, null);
-    offset += bytesWritten;
-  }
-}
-
-async function readAll(handle: FileHandle, size: number): Promise<Buffer> {
-  const buffer = Buffer.alloc(size);
-  let offset = 0;
-  while (offset < size) {
-    const { bytesRead } = await handle.read(buffer, offset, size - offset, offset);
-    if (bytesRead === 0) break;
-    offset += bytesRead;
-  }
-  return buffer.subarray(0, offset);
 }

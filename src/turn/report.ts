@@ -10,8 +10,18 @@ export interface StopReport {
   reason: string;
   /** The grace window this stop gave the turn's owners. */
   graceMs: number;
-  /** True when every worker task, process tree and tool call settled within the grace window (questions never do by themselves: they are always rejected by the hard stop). */
+  /**
+   * True when every worker task, process tree and tool call settled within the grace window, the
+   * body settled too (unless it was waiting on a question), and nothing of the turn was hard-stopped
+   * by any timer. Questions never settle by themselves: the hard stop always rejects them.
+   */
   settledCooperatively: boolean;
+  /**
+   * True when the body had not settled when the grace ended — or, if it was waiting on a question,
+   * one turn of the event loop after the hard stop rejected that question: it ignored the stop, the
+   * turn ended without it, and whatever it does later is dropped.
+   */
+  bodyAbandoned: boolean;
   /** Intent durable and token tripped (workers woken, `signal` aborted, groups sent SIGTERM). */
   signalledAt: number;
   /** The grace window ended: every owner settled, or `graceMs` ran out. */
@@ -24,8 +34,13 @@ export interface StopReport {
   flushedAt: number;
   /** `turn_aborted` emitted. */
   emittedAt: number;
-  /** Counts of what the hard stop had to stop. */
+  /** Counts of what had to be hard-stopped, by this stop or by an owner's own timer during it. */
   hardStopped: { workers: number; processGroups: number; questions: number };
+  /**
+   * The first error of a ledger write or flush during the stop; `undefined` when the history was
+   * written. The stop itself ran regardless: signal, grace, hard stop and the event.
+   */
+  ledgerError: unknown;
 }
 
 export type TurnOutcomeStatus = 'completed' | 'failed' | 'cancelled';
@@ -39,4 +54,10 @@ export interface TurnOutcome<T> {
   error?: unknown;
   /** The stop's report (`cancelled`). */
   report?: StopReport;
+  /**
+   * Present when the ledger failed to record the turn's `completed`/`failed` status: the outcome
+   * stands, the event fired, and the next `Ledger.open` closes the turn as `interrupted`. (A stop's
+   * ledger failure is `report.ledgerError`.)
+   */
+  ledgerError?: unknown;
 }

@@ -1,33 +1,40 @@
 /**
  * `TurnRunner`: runs an agent turn's body with one token, and stops it in the order of docs/design.md
  * §2 (`#stopSequence`, the one function that holds that order).
+ *
+ * Rules kept here:
+ * 1. Any cancel of a turn's token is a stop under this runner's grace from its first moment:
+ *    `runner.stop`, `registry.markCancelled`, `cancelTurn()` in a worker, the abort of a caller's
+ *    signal given to `run` (`options.signal`). The token is governed
+ *    (`governStop`) as it is made, so an owner told of the cancel defers to the runner
+ *    (`isStopGoverned`), and its abort listener, added before anything else can see the token,
+ *    begins the stop; so no pool task or exec child starts a grace timer of its own for it.
+ * 2. A stop always happens: a failing ledger is reported (`StopReport.ledgerError`), never a reason
+ *    to skip the signal, the grace, the hard stop or the event.
+ * 3. A listener cannot break a turn: events go through `notify`, which calls every listener and
+ *    turns a throw into a process warning.
  */
 
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
-import { CancelledError, checkFunction, checkId, checkMs, describe } from '../errors.js';
+import { CancelledError, checkFunction, checkId } from '../errors.js';
 import { runInTurn } from '../token/context.js';
-import { governStop, ownersOf } from '../token/owners.js';
-import { TurnRegistry, turns } from '../token/registry.js';
+import { governStop } from '../token/owners.js';
+import type { TurnRegistry } from '../token/registry.js';
 import type { TurnPool } from '../pool/pool.js';
-import { ActiveTurn, type PendingQuestion, type Turn, type TurnHost } from './active-turn.js';
-import { abortedToolText, Ledger, TURN_ABORTED_MARKER } from './ledger.js';
+import { ActiveTurn, type EntryBody, type PendingQuestion, type Turn, type TurnHost } from './active-turn.js';
+import type { Ledger } from './ledger.js';
+import { messageOf, renderSafely } from './render.js';
 import type { StopReport, TurnOutcome } from './report.js';
+import {
+  checkRunnerOptions, checkRunOptions, checkStopOptions, type RunOptions, type TurnRunnerOptions,
+} from './runner-options.js';
+import { hardStopLeft, isBodyAbandoned, StopHistory, waitForGrace } from './stop-steps.js';
 
-export interface TurnRunnerOptions {
-  /** @default turns (the default registry) */
-  registry?: TurnRegistry;
-  /** The pool the turn's tools run on; kept as `runner.pool` for them. */
-  pool?: TurnPool;
-  /** Where history goes; without one, nothing is written (events still are). */
-  ledger?: Ledger;
-  /** Default grace of `stop()`. @default 100 */
-  graceMs?: number;
-}
+export type { RunOptions, TurnRunnerOptions } from './runner-options.js';
 
-const DEFAULT_GRACE_MS = 100;
-/** Owner kinds the grace window waits for; questions only end by an answer or the hard stop. */
-const SETTLING_KINDS = new Set(['task', 'process', 'call']);
+/** The `type` of the warnings a throwing event listener raises (`process.on('warning')`). */
+export const LISTENER_WARNING = 'FullstopListenerWarning';
 
 /**
  * @example
@@ -40,78 +47,93 @@ const SETTLING_KINDS = new Set(['task', 'process', 'call']);
  * stopButton.onclick = () => runner.stop('s1');
  */
 export class TurnRunner extends EventEmitter implements TurnHost {
+  /** Where the turns' tokens come from. */
   readonly registry: TurnRegistry;
+  /** The pool given to the constructor, for the turns' tools; `undefined` when none was. */
   readonly pool: TurnPool | undefined;
+  /** Where the history goes; `undefined`: nothing is written (events still fire). */
   readonly ledger: Ledger | undefined;
+  /** The default grace of a stop, in ms. */
   readonly graceMs: number;
   /** The running turn of each session; no entry between turns. */
   readonly #active = new Map<string, ActiveTurn>();
   readonly #questions = new Map<string, PendingQuestion>();
 
-  constructor(options: TurnRunnerOptions = {}) {
+  /** Throws a TypeError or RangeError naming the option for a bad one (see `TurnRunnerOptions`). */
+  constructor(options?: TurnRunnerOptions) {
+    const checked = checkRunnerOptions(options);
     super();
-    if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
-    const { registry = turns, pool, ledger, graceMs = DEFAULT_GRACE_MS } = options;
-    if (!(registry instanceof TurnRegistry)) throw new TypeError(`options.registry: expected a TurnRegistry, got ${describe(registry)}`);
-    if (ledger !== undefined && !(ledger instanceof Ledger)) throw new TypeError(`options.ledger: expected a Ledger, got ${describe(ledger)}`);
-    checkMs('options.graceMs', graceMs);
-    this.registry = registry;
-    this.pool = pool;
-    this.ledger = ledger;
-    this.graceMs = graceMs;
+    this.registry = checked.registry;
+    this.pool = checked.pool;
+    this.ledger = checked.ledger;
+    this.graceMs = checked.graceMs;
   }
 
-  /** Run one turn of `sessionId`. Resolves (never rejects for the body's sake) with the outcome. */
-  async run<T>(sessionId: string, body: (turn: Turn) => Promise<T>, options: { turnId?: string } = {}): Promise<TurnOutcome<T>> {
+  /**
+   * Run one turn of `sessionId`. Resolves with the outcome (never rejects for the body's sake, for
+   * a stop's, or for a ledger that fails once the body runs: see `ledgerError`). Rejects, starting
+   * nothing, for bad arguments, a session that already has a running turn, a `turnId` already used
+   * (running here, or in the ledger), or a ledger that cannot record `turn_started`.
+   */
+  async run<T>(sessionId: string, body: (turn: Turn) => Promise<T>, options?: RunOptions): Promise<TurnOutcome<T>> {
     checkId('sessionId', sessionId);
     checkFunction('body', body);
-    if (options?.turnId !== undefined) checkId('options.turnId', options.turnId);
+    const { turnId: given, signal } = checkRunOptions(options);
     if (this.#active.has(sessionId)) throw new Error(`TurnRunner.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`);
-    const turnId = options?.turnId ?? `turn-${randomUUID()}`;
+    const turnId = given ?? `turn-${randomUUID()}`;
+    this.#refuseUsedTurnId(turnId);
     const token = this.registry.beginTurn(sessionId, turnId);
+    // Rule 1: governed from its first moment; owners defer to this runner once the root is cancelled.
+    governStop(token);
     const turn = new ActiveTurn(this, sessionId, turnId, token);
     this.#active.set(sessionId, turn);
-    // A cancel from elsewhere (registry.markCancelled, cancelTurn() in a worker) is a stop too.
-    const onAbort = () => { if (!turn.finishing) void this.#beginStop(turn, this.graceMs, String(token.reason)); };
+    // Rule 1: before anything else can see the token.
+    const onAbort = () => {
+      if (!turn.finishing) void this.#beginStop(turn, this.graceMs, renderSafely(token.reason));
+    };
+    token.signal.addEventListener('abort', onAbort, { once: true });
+    const onCallerAbort = () => this.#cancelFor(turn, signal!.reason);
+    if (signal?.aborted) onCallerAbort();
+    else signal?.addEventListener('abort', onCallerAbort, { once: true });
     try {
-      await turn.write({ type: 'turn_started' }, 'turn_started', {});
-      token.signal.addEventListener('abort', onAbort, { once: true });
-      if (token.isCancelled()) onAbort();
-      const body$ = Promise.resolve().then(() => runInTurn(token, () => body(turn)));
-      const ended = await Promise.race([
-        body$.then((value) => ({ value }), (error: unknown) => ({ error, failed: true as const })),
-        turn.stopStarted.then(() => ({ stopped: true as const })),
-      ]);
-      if ('stopped' in ended || turn.stopping !== undefined) {
+      try {
+        await turn.write({ type: 'turn_started' }, 'turn_started', {});
+      } catch (error) {
+        if (turn.stopping === undefined) throw error; // a stop under way reports it as ledgerError
+      }
+      const body$ = turn.runBody(() => runInTurn(token, () => body(turn)));
+      const ended = body$ === undefined ? undefined : await Promise.race([body$, turn.stopStarted.then(() => undefined)]);
+      if (ended === undefined || turn.stopping !== undefined) {
         const report = await turn.stopping!;
         return { status: 'cancelled', turnId, report, error: new CancelledError(`turn ${turnId} was stopped`, { reason: report.reason, sessionId, turnId }) };
       }
       turn.finishing = true;
-      const error = turn.fatal ?? ('failed' in ended ? ended.error : undefined);
-      if (error !== undefined) {
-        await turn.write({ type: 'status', status: 'failed', reason: error instanceof Error ? error.message : String(error) }, 'turn_failed', { error });
-        return { status: 'failed', turnId, error };
+      if (!ended.ok || turn.fatal !== undefined) {
+        const error = turn.fatal ?? (ended as { error: unknown }).error;
+        const ledgerError = await this.#end(turn, { type: 'status', status: 'failed', reason: messageOf(error) }, 'turn_failed', { error });
+        return { status: 'failed', turnId, error, ...(ledgerError === undefined ? {} : { ledgerError }) };
       }
-      const value = (ended as { value: T }).value;
-      await turn.write({ type: 'status', status: 'completed' }, 'turn_completed', { value });
-      return { status: 'completed', turnId, value };
+      const ledgerError = await this.#end(turn, { type: 'status', status: 'completed' }, 'turn_completed', { value: ended.value });
+      return { status: 'completed', turnId, value: ended.value, ...(ledgerError === undefined ? {} : { ledgerError }) };
     } finally {
       turn.closed = true;
       token.signal.removeEventListener('abort', onAbort);
+      signal?.removeEventListener('abort', onCallerAbort);
       this.#active.delete(sessionId);
       this.registry.endTurn(sessionId, token);
     }
   }
 
-  /** Stop the session's running turn; `null` between turns. A repeat stop joins the first. */
-  stop(sessionId: string, options: { graceMs?: number; reason?: string } = {}): Promise<StopReport | null> {
+  /**
+   * Stop the session's running turn; `null` between turns. A repeat stop joins the first. Throws a
+   * TypeError or RangeError naming the option for a bad one, and then starts nothing.
+   */
+  stop(sessionId: string, options?: { graceMs?: number; reason?: string }): Promise<StopReport | null> {
     checkId('sessionId', sessionId);
-    if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
-    checkMs('options.graceMs', options.graceMs);
-    if (options.reason !== undefined) checkId('options.reason', options.reason);
+    const { graceMs = this.graceMs, reason = 'cancel.user' } = checkStopOptions(options);
     const turn = this.#active.get(sessionId);
     if (turn === undefined || turn.finishing) return Promise.resolve(null);
-    return this.#beginStop(turn, options.graceMs ?? this.graceMs, options.reason ?? 'cancel.user');
+    return this.#beginStop(turn, graceMs, reason);
   }
 
   /** Answer a pending question, once: false if it is unknown, answered or cancelled. */
@@ -123,14 +145,67 @@ export class TurnRunner extends EventEmitter implements TurnHost {
     return true;
   }
 
+  /** Pause every `checkpoint()` of the registry's tokens (a stop still wakes them): `registry.pause()`. */
   pause(): void { this.registry.pause(); }
+  /** Undo `pause()`. */
   resume(): void { this.registry.resume(); }
+  /** True between `pause()` and `resume()`. */
   get paused(): boolean { return this.registry.paused; }
+
+  /**
+   * @internal TurnHost: emit `event` to every listener. A listener that throws (or rejects) changes
+   * neither the history nor the outcome, and the listeners after it still get the event; the error
+   * is reported with `process.emitWarning` (type `LISTENER_WARNING`).
+   */
+  notify(event: string, payload: object): void {
+    for (const listener of this.rawListeners(event)) {
+      try {
+        const result: unknown = listener.call(this, payload);
+        if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') {
+          (result as PromiseLike<unknown>).then(undefined, (error: unknown) => listenerThrew(event, error));
+        }
+      } catch (error) {
+        listenerThrew(event, error);
+      }
+    }
+  }
 
   /** @internal TurnHost */
   addQuestion(questionId: string, question: PendingQuestion): void { this.#questions.set(questionId, question); }
   /** @internal TurnHost */
   removeQuestion(questionId: string): void { this.#questions.delete(questionId); }
+
+  #refuseUsedTurnId(turnId: string): void {
+    const running = [...this.#active.values()].some((t) => t.turnId === turnId);
+    if (running || this.ledger?.hasTurn(turnId)) {
+      throw new Error(`TurnRunner.run: turn id ${JSON.stringify(turnId)} is already used ${running ? 'by a running turn' : `in the ledger "${this.ledger!.path}"`}; a turn id is used once`);
+    }
+  }
+
+  /**
+   * Record the turn's terminal status and emit its event. The body's outcome stands whatever the
+   * ledger does: a failed write is returned (for `TurnOutcome.ledgerError`), and the event fires.
+   */
+  async #end(turn: ActiveTurn, entry: EntryBody, event: string, payload: object): Promise<unknown> {
+    let ledgerError: unknown;
+    try {
+      await turn.write(entry);
+    } catch (error) {
+      ledgerError = error;
+    }
+    this.notify(event, { sessionId: turn.sessionId, turnId: turn.turnId, ...payload });
+    return ledgerError;
+  }
+
+  /** A caller's signal aborted: cancel the token with its reason (rule 1 makes that the stop). */
+  #cancelFor(turn: ActiveTurn, reason: unknown): void {
+    try {
+      turn.token.cancel(reason ?? 'cancel.user');
+    } catch {
+      // A reason the token could not take still stops the turn.
+    }
+    if (!turn.finishing) void this.#beginStop(turn, this.graceMs, renderSafely(turn.token.reason ?? reason));
+  }
 
   #beginStop(turn: ActiveTurn, graceMs: number, reason: string): Promise<StopReport> {
     // 1. Already stopping → the stop under way (a repeat never resets the grace window).
@@ -142,10 +217,10 @@ export class TurnRunner extends EventEmitter implements TurnHost {
     const t0 = performance.now();
     const since = () => performance.now() - t0;
     const { sessionId, turnId, token } = turn;
+    const history = new StopHistory(turn, this.ledger);
 
-    // 2. Intent: `cancelling` is durable before any signal.
-    await turn.write({ type: 'status', status: 'cancelling', reason });
-    await this.ledger?.flush();
+    // 2. Intent: `cancelling` is durable before any signal (a failed write is kept, not fatal).
+    await history.intent(reason);
 
     // 3. Signal: the stop's grace governs every owner of the tree; then trip the token
     //    (slots + notify wake workers, `signal` unwinds awaits, exec groups get SIGTERM).
@@ -153,50 +228,40 @@ export class TurnRunner extends EventEmitter implements TurnHost {
     token.cancel(reason);
     const signalledAt = since();
 
-    // 4. Grace: up to graceMs for the owners to settle; ends as soon as they have.
-    const settling = ownersOf(token).filter((o) => SETTLING_KINDS.has(o.kind));
-    let timer: NodeJS.Timeout | undefined;
-    const settledCooperatively = await Promise.race([
-      Promise.all(settling.map((o) => o.settled)).then(() => true),
-      new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), graceMs); }),
-    ]);
-    clearTimeout(timer);
+    // 4. Grace: up to graceMs for the owners and the body to settle; ends as soon as they have.
+    const grace = await waitForGrace(turn, graceMs);
     const settledAt = since();
 
     // 5. Hard stop what is left: terminate workers, kill process groups, reject questions.
-    const left = ownersOf(token);
-    const hardStopped = {
-      workers: left.filter((o) => o.kind === 'task').length,
-      processGroups: left.filter((o) => o.kind === 'process').length,
-      questions: left.filter((o) => o.kind === 'question').length,
-    };
-    await Promise.allSettled(left.map((o) => o.hardStop()));
+    const hardStopped = await hardStopLeft(turn, grace);
+    const bodyAbandoned = await isBodyAbandoned(turn, grace);
     const hardStopAt = since();
 
-    // 6. History: an aborted output for each unfinished call (finished ones keep their real
-    //    output), then the marker; from here on nothing else of this turn is written.
-    const history: Promise<void>[] = [];
-    for (const [callId, call] of turn.calls) {
-      if (call.finished) continue;
-      const output = abortedToolText(performance.now() - call.recordedAt);
-      history.push(turn.write({ type: 'tool_aborted', callId, output }));
-    }
-    history.push(turn.write({ type: 'turn_aborted', text: TURN_ABORTED_MARKER }));
-    history.push(turn.write({ type: 'status', status: 'cancelled', reason }));
-    turn.closed = true;
-    await Promise.all(history);
+    // 6. History: aborted outputs for unfinished calls, the marker, `cancelled`; then nothing more.
+    await history.abortedTurn(reason);
     const markerAt = since();
 
     // 7. Flush (fdatasync).
-    await this.ledger?.flush();
+    await history.flush();
     const flushedAt = since();
 
     // 8. Emit; the turn is `cancelled` (a user cancel is never `error`/`failed`).
+    const settledCooperatively = grace.inTime && !bodyAbandoned && hardStopped.workers + hardStopped.processGroups === 0;
     const report: StopReport = {
-      sessionId, turnId, reason, graceMs, settledCooperatively,
-      signalledAt, settledAt, hardStopAt, markerAt, flushedAt, emittedAt: since(), hardStopped,
+      sessionId, turnId, reason, graceMs, settledCooperatively, bodyAbandoned,
+      signalledAt, settledAt, hardStopAt, markerAt, flushedAt, emittedAt: since(), hardStopped, ledgerError: history.error,
     };
-    this.emit('turn_aborted', { sessionId, turnId, report });
+    this.notify('turn_aborted', { sessionId, turnId, report });
     return report;
+  }
+}
+
+function listenerThrew(event: string, error: unknown): void {
+  try {
+    process.emitWarning(`TurnRunner: a "${event}" listener threw: ${renderSafely(error)}; the turn went on unchanged`, {
+      type: LISTENER_WARNING, code: 'FULLSTOP_LISTENER_THREW',
+    });
+  } catch {
+    // Reporting must not become the failure it reports.
   }
 }

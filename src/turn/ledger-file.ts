@@ -1,0 +1,47 @@
+/**
+ * The file-system side of the Ledger: reading and writing whole buffers through a handle, and the
+ * errors `Ledger.open` gives, which name the path, what failed and — on a full disk — how much room
+ * is left and what to free.
+ */
+
+import { statfs, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { renderSafely } from './render.js';
+
+/** True for the errors of a full disk or an exhausted quota. */
+export function isDiskFull(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
+
+/** `Ledger.open`'s error: the path, what failed and why; on a full disk, how much room is left and what to free. */
+export async function openError(path: string, what: string, cause: unknown): Promise<Error> {
+  let root = cause;
+  while (root instanceof Error && root.cause !== undefined && (root as NodeJS.ErrnoException).code === undefined) root = root.cause;
+  if (!isDiskFull(root)) return new Error(`Ledger.open: ${what}: ${renderSafely(root)}`, { cause });
+  const dir = dirname(path);
+  const free = await statfs(dir).then((s) => `${s.bavail * s.bsize} bytes`, () => 'an unknown number of bytes');
+  return new Error(`Ledger.open: ${what}: the disk is full (${(root as NodeJS.ErrnoException).code}; ` +
+    `${free} free on the file system holding "${dir}"). Free space there (delete or move other files; the ledger ` +
+    'itself must stay), then open it again: nothing of the ledger was lost', { cause });
+}
+
+/** `write` may take less than asked; loop so a batch is never cut short by us. */
+export async function writeAll(handle: FileHandle, buffer: Buffer): Promise<void> {
+  let offset = 0;
+  while (offset < buffer.length) {
+    const { bytesWritten } = await handle.write(buffer, offset, buffer.length - offset, null);
+    offset += bytesWritten;
+  }
+}
+
+export async function readAll(handle: FileHandle, size: number): Promise<Buffer> {
+  const buffer = Buffer.alloc(size);
+  let offset = 0;
+  while (offset < size) {
+    const { bytesRead } = await handle.read(buffer, offset, size - offset, offset);
+    if (bytesRead === 0) break;
+    offset += bytesRead;
+  }
+  return buffer.subarray(0, offset);
+}

@@ -1,0 +1,124 @@
+/**
+ * The steps of a runner stop that are more than one line (docs/design.md §2): the grace wait
+ * (step 4), the hard stop with its counts (step 5), and the history (steps 2, 6 and 7), whose
+ * every failure is kept for the report instead of ending the stop. The order itself lives in one
+ * place, `TurnRunner.#stopSequence`.
+ */
+
+import { ownersOf, type Owner } from '../token/owners.js';
+import type { ActiveTurn } from './active-turn.js';
+import { abortedToolText, TURN_ABORTED_MARKER, type Ledger } from './ledger.js';
+
+/** Owner kinds the grace window waits for; questions only end by an answer or the hard stop. */
+const SETTLING_KINDS = new Set(['task', 'process', 'call']);
+
+/** What the grace window saw. */
+export interface Grace {
+  /** The turn's owners when the grace began (nothing new can start once a stop began). */
+  readonly owners: readonly Owner[];
+  /** Every task, process tree and tool call settled, and the body too unless it waits on a question. */
+  readonly inTime: boolean;
+  /** The body had not settled when the grace ended, and was not waiting on a question. */
+  readonly bodyAbandoned: boolean;
+  /** A question was pending when the grace began: the body is given until the hard stop rejected it. */
+  readonly waitsOnUser: boolean;
+}
+
+/**
+ * Step 4: wait up to `graceMs` for the turn's owners and its body to settle; ends as soon as they
+ * have (latched promises: a settlement before the wait began is not missed). A body waiting on a
+ * question cannot settle before the hard stop rejects it, so then the body is not waited for.
+ */
+export async function waitForGrace(turn: ActiveTurn, graceMs: number): Promise<Grace> {
+  const owners = ownersOf(turn.token);
+  const waitsOnUser = owners.some((o) => o.kind === 'question');
+  const awaited: Promise<unknown>[] = owners.filter((o) => SETTLING_KINDS.has(o.kind)).map((o) => o.settled);
+  if (!waitsOnUser) awaited.push(turn.bodySettled);
+  let timer: NodeJS.Timeout | undefined;
+  const inTime = await Promise.race([
+    Promise.all(awaited).then(() => true),
+    new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), graceMs); }),
+  ]);
+  clearTimeout(timer);
+  return { owners, inTime, bodyAbandoned: !waitsOnUser && !turn.bodyOver, waitsOnUser };
+}
+
+/**
+ * After the hard stop: whether the body is abandoned. A body that was waiting on a question gets
+ * one turn of the event loop after the hard stop rejected the question to unwind; one that still
+ * has not settled then ignored the stop as surely as one that never listened.
+ */
+export async function isBodyAbandoned(turn: ActiveTurn, grace: Grace): Promise<boolean> {
+  if (!grace.waitsOnUser || turn.bodyOver) return grace.bodyAbandoned;
+  await Promise.race([turn.bodySettled, new Promise((resolve) => setImmediate(resolve))]);
+  return !turn.bodyOver;
+}
+
+/** Set by an owner that was hard-stopped, by whoever did it (a pool task's own grace timer, say). */
+function wasHardStopped(owner: Owner): boolean {
+  return (owner as { hard?: unknown }).hard === true;
+}
+
+/**
+ * Step 5: hard-stop what is left (terminate workers, kill process groups, reject questions) and
+ * count it, together with what an owner's own timer hard-stopped during the grace.
+ */
+export async function hardStopLeft(turn: ActiveTurn, grace: Grace): Promise<{ workers: number; processGroups: number; questions: number }> {
+  const left = ownersOf(turn.token);
+  const byOwnTimer = grace.owners.filter((o) => !left.includes(o) && wasHardStopped(o));
+  const counted = [...left, ...byOwnTimer];
+  const count = (kind: string) => counted.filter((o) => o.kind === kind).length;
+  const hardStopped = { workers: count('task'), processGroups: count('process'), questions: count('question') };
+  await Promise.allSettled(left.map(async (o) => o.hardStop()));
+  return hardStopped;
+}
+
+/**
+ * The stop's writes. A failed write or flush never ends the stop: the first error is kept for the
+ * report (`ledgerError`), and the ledger itself refuses everything after a failed write, so the
+ * next `Ledger.open` closes the turn from whatever reached the disk.
+ */
+export class StopHistory {
+  /** The first ledger failure of this stop; `undefined` while everything was written. */
+  error: unknown = undefined;
+  readonly #turn: ActiveTurn;
+  readonly #ledger: Ledger | undefined;
+
+  constructor(turn: ActiveTurn, ledger: Ledger | undefined) {
+    this.#turn = turn;
+    this.#ledger = ledger;
+  }
+
+  /** Step 2: the `cancelling` intent, durable. */
+  intent(reason: string): Promise<void> {
+    return this.#keep([this.#turn.write({ type: 'status', status: 'cancelling', reason }).then(() => this.#ledger?.flush())]);
+  }
+
+  /**
+   * Step 6: an aborted output for each unfinished call (finished ones keep their real output), the
+   * marker and `cancelled`, queued back to back; from here on nothing else of the turn is written.
+   */
+  abortedTurn(reason: string): Promise<void> {
+    const turn = this.#turn;
+    const writes: Promise<void>[] = [];
+    for (const [callId, call] of turn.calls) {
+      if (call.finished) continue;
+      writes.push(turn.write({ type: 'tool_aborted', callId, output: abortedToolText(performance.now() - call.recordedAt) }));
+    }
+    writes.push(turn.write({ type: 'turn_aborted', text: TURN_ABORTED_MARKER }));
+    writes.push(turn.write({ type: 'status', status: 'cancelled', reason }));
+    turn.closed = true;
+    return this.#keep(writes);
+  }
+
+  /** Step 7: fdatasync. */
+  flush(): Promise<void> {
+    return this.#keep([Promise.resolve().then(() => this.#ledger?.flush())]);
+  }
+
+  async #keep(writes: Promise<unknown>[]): Promise<void> {
+    for (const result of await Promise.allSettled(writes)) {
+      if (result.status === 'rejected') this.error ??= result.reason;
+    }
+  }
+}

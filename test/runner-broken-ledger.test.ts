@@ -1,0 +1,184 @@
+/**
+ * A failed ledger never cancels a stop: with the ledger closed or its disk full, the signal, the
+ * grace, the hard stop and the event still happen, `run()` resolves `cancelled`, the report carries
+ * `ledgerError`, and the next `Ledger.open` closes the turn.
+ */
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  exec, Ledger, TurnPool, TurnRegistry, TurnRunner, type LedgerEntry,
+} from '../dist/src/index.js';
+import { flags, started } from './support/handshake.js';
+import { eventually, isGone } from './support/leaks.js';
+
+const tasks = new URL('./fixtures/runner/tasks.mjs', import.meta.url).href;
+const registry = new TurnRegistry();
+// The pool's own grace is short on purpose: a runner's turn must never be cut by it.
+const pool = new TurnPool({ filename: tasks, minThreads: 1, maxThreads: 2, graceMs: 50 });
+let dir: string;
+let ledger: Ledger;
+let runner: TurnRunner;
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'fullstop-runner-ledger-'));
+  ledger = await Ledger.open(join(dir, 'history.jsonl'));
+  runner = new TurnRunner({ registry, pool, ledger, graceMs: 100 });
+});
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await ledger.close().catch(() => {});
+  rmSync(dir, { recursive: true, force: true });
+  expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
+  expect(pool.stats()).toMatchObject({ running: 0, queued: 0 });
+});
+
+afterAll(() => pool.destroy());
+
+const typeOf = (e: LedgerEntry) => (e.type === 'status' ? `status:${(e as { status: string }).status}` : e.type);
+
+/** A model stream bound to the turn's signal: resolves with how it ended. */
+function streamUntilAborted(signal: AbortSignal): Promise<'aborted'> {
+  return new Promise((resolve) => {
+    const timer = setInterval(() => {}, 10);
+    signal.addEventListener('abort', () => { clearInterval(timer); resolve('aborted'); }, { once: true });
+  });
+}
+
+describe('a failed ledger never cancels the stop', () => {
+  it('with the ledger closed mid-turn: signal, grace and hard stop happen, run() resolves cancelled with ledgerError, the event fires, and the next open closes the turn', async () => {
+    const f = flags();
+    let stream: Promise<string> | undefined;
+    const aborted: unknown[] = [];
+    runner.on('turn_aborted', (p) => aborted.push(p));
+    const outcome$ = runner.run('s', async (turn) => {
+      stream = streamUntilAborted(turn.signal);
+      await turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, name: 'spins' }));
+    }, { turnId: 't-closed' });
+    await started(f);
+    const hardStopsBefore = pool.stats().hardStops;
+    await ledger.close();
+    const report = await runner.stop('s', { graceMs: 200 });
+    const outcome = await outcome$;
+
+    expect(report!.ledgerError).toBeInstanceOf(Error);
+    expect(String((report!.ledgerError as Error).message)).toMatch(/closed/);
+    expect(await stream).toBe('aborted');
+    expect(report).toMatchObject({ settledCooperatively: false, hardStopped: { workers: 1, processGroups: 0, questions: 0 } });
+    expect(report!.settledAt).toBeGreaterThanOrEqual(195);
+    expect(pool.stats().hardStops).toBe(hardStopsBefore + 1);
+    expect(outcome).toMatchObject({ status: 'cancelled', report });
+    expect(aborted).toHaveLength(1);
+
+    const reopened = await Ledger.open(ledger.path);
+    try {
+      const entries = await reopened.entries({ turnId: 't-closed' });
+      expect(entries.map(typeOf)).toEqual(['turn_started', 'tool_call', 'tool_aborted', 'status:interrupted']);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('outside a stop: a body that completes after the ledger closed keeps its outcome, with ledgerError, and its event fires', async () => {
+    const completed: unknown[] = [];
+    runner.on('turn_completed', (p) => completed.push(p));
+    let close!: () => void;
+    const closedLedger = new Promise<void>((r) => { close = r; });
+    const outcome$ = runner.run('s', async () => { await closedLedger; return 42; }, { turnId: 't-late' });
+    await new Promise<void>((r) => runner.once('turn_started', () => r()));
+    await ledger.close();
+    close();
+    const outcome = await outcome$;
+    expect(outcome).toMatchObject({ status: 'completed', value: 42 });
+    expect(String((outcome.ledgerError as Error).message)).toMatch(/closed/);
+    expect(completed).toEqual([{ sessionId: 's', turnId: 't-late', value: 42 }]);
+  });
+
+  describe('on a full disk (a 64 KiB tmpfs)', () => {
+    let mnt: string;
+    let mounted = false;
+    let refused = '';
+
+    beforeEach(() => {
+      mnt = join(dir, 'small');
+      mkdirSync(mnt);
+      try {
+        execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt], { stdio: 'pipe' });
+        mounted = true;
+      } catch (e) {
+        mounted = false;
+        refused = String((e as { stderr?: Buffer }).stderr ?? e).trim();
+      }
+    });
+
+    afterEach(() => {
+      if (mounted) execFileSync('umount', ['-l', mnt]);
+      mounted = false;
+    });
+
+    it('stops the turn (worker, process tree, model stream), reports ENOSPC as ledgerError, and Ledger.open then says the disk is full and what to free', async (ctx) => {
+      if (!mounted) {
+        console.log(`skipped: cannot mount a tmpfs here (${refused})`);
+        ctx.skip();
+      }
+      const path = join(mnt, 'history.jsonl');
+      const small = await Ledger.open(path);
+      const r = new TurnRunner({ registry, pool, ledger: small, graceMs: 300 });
+      const f = flags();
+      const pidFile = join(dir, 'leader.pid');
+      let stream: Promise<string> | undefined;
+      let treePid = 0;
+      const outcome$ = r.run('disk', async (turn) => {
+        stream = streamUntilAborted(turn.signal);
+        await Promise.all([
+          turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, name: 'spins' })),
+          turn.tool('sh', {}, (token) => exec('sh', ['-c', `echo $$ > ${pidFile}; trap '' TERM; while :; do sleep 1; done`], { token })),
+        ]);
+      }, { turnId: 't-full' });
+      await started(f);
+      await eventually(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 5000, 'the shell to start');
+      treePid = Number(readFileSync(pidFile, 'utf8'));
+      // End the ledger exactly at a page boundary (tmpfs allocates pages), so its next byte needs a new page.
+      const seq = (await small.entries()).length + 1;
+      const overhead = JSON.stringify({ seq, at: Date.now(), sessionId: 'disk', turnId: 't-full', type: 'say', text: '' }).length + 1;
+      let pad = 4096 - (statSync(path).size % 4096);
+      if (pad < overhead) pad += 4096;
+      await small.append({ sessionId: 'disk', turnId: 't-full', type: 'say', text: 'x'.repeat(pad - overhead) });
+      await small.flush();
+      expect(statSync(path).size % 4096).toBe(0);
+      // Fill the file system to the last byte.
+      try { writeFileSync(join(mnt, 'filler'), Buffer.alloc(128 * 1024)); } catch (e) { expect((e as NodeJS.ErrnoException).code).toBe('ENOSPC'); }
+
+      const report = await r.stop('disk');
+      const outcome = await outcome$;
+      expect((report!.ledgerError as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException }).cause?.code).toBe('ENOSPC');
+      expect(String((report!.ledgerError as Error).message)).toMatch(/disk is full/);
+      expect(outcome).toMatchObject({ status: 'cancelled', report });
+      expect(await stream).toBe('aborted');
+      expect(report!.hardStopped).toMatchObject({ workers: 1, processGroups: 1 });
+      expect(isGone(treePid)).toBe(true);
+      await small.close().catch(() => {});
+
+      // Full: the open turn cannot be closed, and the error says why and what to do.
+      const opening = Ledger.open(path);
+      await expect(opening).rejects.toThrow(/disk is full \(ENOSPC; \d+ bytes free on the file system holding/);
+      await expect(opening).rejects.toThrow(/Free space there/);
+      rmSync(join(mnt, 'filler'));
+      const reopened = await Ledger.open(path);
+      try {
+        const entries = await reopened.entries({ turnId: 't-full' });
+        expect(entries.at(-1)).toMatchObject({ type: 'status' });
+        expect(['interrupted', 'cancelled']).toContain((entries.at(-1) as { status: string }).status);
+        const calls = entries.filter((e) => e.type === 'tool_call').map((e) => (e as { callId: string }).callId);
+        const closed = entries.filter((e) => e.type === 'tool_output' || e.type === 'tool_aborted').map((e) => (e as { callId: string }).callId);
+        expect(closed.sort()).toEqual(calls.sort());
+      } finally {
+        await reopened.close();
+      }
+    });
+  });
+});
+
