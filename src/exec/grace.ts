@@ -7,9 +7,9 @@
  * ends the window at once. The nudge is latched: one given while nobody waits is not lost.
  */
 
-import type { ProcessTree } from './group.js';
+import type { Tree } from './tree.js';
 
-/** Poll period. A poll is a syscall (`kill(-pgid, 0)`) while the leader lives; a /proc scan only at the end. */
+/** Poll period. A poll reads one small file (`cgroup.events`) or the stat of each recorded process. */
 const POLL_MS = 5;
 
 /** A latched wake-up for one waiter at a time. */
@@ -48,7 +48,7 @@ export class Wake {
  * True as soon as the tree is empty; false when `ms` (Infinity: no bound, for a stop whose grace a
  * runner governs) ran out or `abort` fired (the hard stop began).
  */
-export async function waitForEmpty(tree: ProcessTree, ms: number, abort: AbortSignal, wake: Wake): Promise<boolean> {
+export async function waitForEmpty(tree: Pick<Tree, 'isEmpty'>, ms: number, abort: AbortSignal, wake: Wake): Promise<boolean> {
   const deadline = performance.now() + ms;
   while (!tree.isEmpty()) {
     const left = deadline - performance.now();
