@@ -9,6 +9,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cgroupDirectory } from '../dist/src/exec/containment.js';
+import { exec } from '../dist/src/exec/index.js';
 import { TurnRegistry } from '../dist/src/index.js';
 import { eventually } from './support/leaks.js';
 import { allGone, closeScene, fixture, MODES, noneGone, openScene, type Scene } from './fixtures/exec/support.js';
@@ -56,6 +57,20 @@ async function expectNothingLeft(h: Host, pids: number[], reaper: number): Promi
   await eventually(() => allGone([reaper]), GONE_AFTER_HOST_MS, 'the reaper gone');
   await eventually(() => cgroupsOf(h.child.pid!).length === 0, GONE_AFTER_HOST_MS, 'no cgroup of the host left');
 }
+
+describe('the host\'s own signal behaviour', () => {
+  it('no signal listener of the library is installed while children run (only one for \'exit\')', async () => {
+    const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
+    const before = signals.map((s) => process.listenerCount(s));
+    const exitBefore = process.listenerCount('exit');
+    const controller = new AbortController();
+    const running = exec('sleep', ['1000'], { signal: controller.signal });
+    expect(signals.map((s) => process.listenerCount(s))).toEqual(before);
+    expect(process.listenerCount('exit')).toBe(exitBefore + 1);
+    controller.abort();
+    expect(await running).toMatchObject({ cancelled: true });
+  });
+});
 
 for (const { name, option } of MODES) {
   describe(`[${name}] a host that dies leaves no child behind`, () => {

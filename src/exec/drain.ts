@@ -4,7 +4,7 @@
  *
  * Why a bound: with piped stdio, the read end stays open while any process holds the write end,
  * and a grandchild that escaped every sweep (a double-forked daemon) may hold it forever. execa's
- * own promise hangs in exactly that case (measured, issue #4), so the output is not read through
+ * own promise hangs in exactly that case, so the output is not read through
  * it; after a stop the streams get `DRAIN_BOUND_MS` to close, then are destroyed.
  */
 
