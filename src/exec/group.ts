@@ -23,7 +23,7 @@
  *       a stranger's session P can only begin after the reap, and everything in it starts after it.
  *       Only the members a walk cannot reach (orphans left in the session when their parent died)
  *       need this, so the session is scanned only once the leader is reaped and its group still has
- *       a member, in slices, never on the signal path.
+ *       a member, off the main thread, never on the signal path.
  * Not guaranteed: a process that dies, and whose pid is reused, between the start-time check and the
  * kill (a few µs; the hard stop SIGSTOPs first, and a stopped process cannot die by itself); a
  * stranger that gets pid P within the same clock tick (10 ms) as the reap, when scanning (rule 3c).

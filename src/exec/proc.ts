@@ -7,12 +7,13 @@
  * re-checked before it is signalled.
  *
  * Cost: `readStat` and `childrenOf` touch one process each, so a walk costs O(the tree). Only
- * `scanSession` reads every process, and it does so in small slices between which the event loop
- * runs: no caller ever holds the main thread for a scan of the whole machine.
+ * `scanSession` reads every process, and it reads them off the main thread (libuv's pool): one
+ * stat read of a busy stranger can take tens of ms (the kernel may wait on that process's memory
+ * map lock), so not even a slice of the scan may run on the main thread.
  */
 
 import { readdirSync, readFileSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 
 /** The fields of /proc/<pid>/stat the library uses. */
 export interface ProcStat {
@@ -31,8 +32,8 @@ export interface ProcStat {
  * user space on every architecture Linux runs Node on, whatever its internal HZ.
  */
 const USER_HZ = 100;
-/** Stat reads per slice of a scan: small enough that one slice never holds the loop for long. */
-const SLICE = 32;
+/** Stat reads of a scan in flight at once (libuv's pool has four threads by default). */
+const SCAN_CONCURRENCY = 4;
 
 /** The stat of `pid`, or undefined when there is no such process. */
 export function readStat(pid: number): ProcStat | undefined {
@@ -42,6 +43,10 @@ export function readStat(pid: number): ProcStat | undefined {
   } catch {
     return undefined;
   }
+  return parseStat(pid, line);
+}
+
+function parseStat(pid: number, line: string): ProcStat {
   // The command name (field 2) may contain spaces and parentheses: parse from the last ')'.
   const f = line.slice(line.lastIndexOf(')') + 2).split(' ');
   return { pid, state: f[0]!, ppid: Number(f[1]), pgid: Number(f[2]), sid: Number(f[3]), start: Number(f[19]) };
@@ -86,9 +91,9 @@ export function childrenOf(pid: number): number[] {
 }
 
 /**
- * Every live process of session `sid`, read in slices with the event loop running between them.
- * `accept` is called right after each read, in the same synchronous slice, so what it decides
- * holds for the state of the world at that read.
+ * Every live process of session `sid`, read off the main thread. `accept` gets each one as read;
+ * a caller whose test depends on when the read happened must not use this (group.ts rule 3c does
+ * not: it scans only after the reap, and its test holds whenever the read happened after it).
  */
 export async function scanSession(sid: number, accept: (stat: ProcStat) => void): Promise<void> {
   let names: string[];
@@ -97,12 +102,20 @@ export async function scanSession(sid: number, accept: (stat: ProcStat) => void)
   } catch {
     return; // no /proc (not Linux): nothing to find
   }
-  for (let i = 0; i < names.length; i += SLICE) {
-    for (const name of names.slice(i, i + SLICE)) {
-      if (name.charCodeAt(0) > 57) continue; // not a digit: not a process
-      const stat = readStat(Number(name));
-      if (stat !== undefined && stat.sid === sid && !isDead(stat)) accept(stat);
+  const pids = names.filter((name) => name.charCodeAt(0) <= 57).map(Number); // digits: processes
+  let next = 0;
+  const reader = async () => {
+    while (next < pids.length) {
+      const pid = pids[next++]!;
+      let line: string;
+      try {
+        line = await readFile(`/proc/${pid}/stat`, 'latin1');
+      } catch {
+        continue; // gone meanwhile
+      }
+      const stat = parseStat(pid, line);
+      if (stat.sid === sid && !isDead(stat)) accept(stat);
     }
-    await new Promise((r) => setImmediate(r));
-  }
+  };
+  await Promise.all(Array.from({ length: SCAN_CONCURRENCY }, reader));
 }
