@@ -1,7 +1,7 @@
 /**
  * `Child`: the life of one spawned child, from spawn to result. The stop sequence of a child lives
  * here and only here (`stop` → `#sequence` → `hardStop`); each cause that can start it is one
- * file (cancel.ts, timeout.ts, the maxBuffer check in drain.ts, the token's retirement in exec.ts).
+ * file (abort.ts, timeout.ts, the maxBuffer check in drain.ts, the token's retirement in exec.ts).
  *
  * Order of a stop (docs/design.md §2, for one child), whatever the containment (tree.ts):
  * 1. SIGTERM the tree (`Tree.terminate`: synchronous and O(the tree), never a scan of the machine).

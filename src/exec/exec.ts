@@ -14,10 +14,12 @@ import { spawn } from './spawn.js';
  * new process group, and resolve with what it did.
  *
  * - A non-zero exit resolves (`exitCode`); only a spawn failure rejects, with a `ToolError` naming
- *   the command (ENOENT, EACCES), and a maxBuffer overflow, with a `ToolError` naming the option.
- * - A cancel (`token`, `signal`) or `timeoutMs` stops the tree: SIGTERM to the group; up to
- *   `graceMs` for it to end; then SIGKILL of the group and a tree-kill sweep of what left the group
- *   (setsid); then a bounded drain of the pipes. The result keeps the output written before it.
+ *   the command (ENOENT, EACCES), and an output overflow, with a `ToolError` naming the limit
+ *   (`maxBuffer`, or the longest string V8 holds) and carrying the output read so far.
+ * - A cancel (`token`, `signal`) or `timeoutMs` stops the tree: SIGTERM to all of it; up to
+ *   `graceMs` for it to end; then SIGKILL of all of it (`cgroup.kill`, or the group and every
+ *   recorded descendant); then a bounded drain of the pipes. The result keeps the output written
+ *   before it. A stop never signals a process the library did not start (docs/exec.md, "Safety").
  * - Without `token`, the ambient `activeToken()` (if any) binds the child. With a `signal` too, the
  *   child gets a child token of the ambient one: a stop of the turn still reaches it, and the
  *   signal is one more cause that stops this child alone.
