@@ -4,8 +4,11 @@
  * process-group method can (a double-forked daemon whose parent is gone), the command is still
  * exactly the command (pid, argv[0], exit code, signal), and no cgroup is left behind.
  */
-import { readFileSync } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { exec, execContainment } from '../dist/src/exec/index.js';
 import { cgroupDirectory } from '../dist/src/exec/containment.js';
@@ -24,6 +27,13 @@ function turn(): CancelToken {
   return token;
 }
 
+const run = promisify(execFile);
+const distExec = fileURLToPath(new URL('../dist/src/exec/index.js', import.meta.url));
+/** As root, with setpriv, a process of uid 65534 that can read the library (a checkout under a private home cannot). */
+const SETPRIV = ['--reuid=65534', '--regid=65534', '--clear-groups'];
+const nobodyCanRun = process.getuid?.() === 0 && existsSync('/usr/bin/setpriv')
+  && spawnSync('/usr/bin/setpriv', [...SETPRIV, 'test', '-r', distExec]).status === 0;
+if (!nobodyCanRun) console.log('exec-cgroup: the not-root fallback test is skipped (needs root, setpriv, and a checkout readable by uid 65534)');
 const cgroupOf = (pid: number) => /^0::(.*)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, 'utf8'))![1]!;
 const available = MODES.some((m) => m.name === 'cgroup');
 
@@ -33,6 +43,17 @@ describe('execContainment()', () => {
     expect(['cgroup', 'process-group']).toContain(mode);
     expect((await exec('true')).containment).toBe(mode);
     expect((await exec('true', [], { containment: 'process-group' })).containment).toBe('process-group');
+  });
+
+  it.runIf(nobodyCanRun)('a process that may not create cgroups (not root) falls back to process-group, and its stops still work', async () => {
+    const script = `const m = await import(${JSON.stringify(distExec)});
+      const c = new AbortController();
+      const running = m.exec('sleep', ['1000'], { signal: c.signal });
+      c.abort();
+      const r = await running;
+      console.log(JSON.stringify({ probe: m.execContainment(), containment: r.containment, cancelled: r.cancelled, uid: process.getuid() }));`;
+    const { stdout } = await run('/usr/bin/setpriv', [...SETPRIV, process.execPath, '--input-type=module', '-e', script], { timeout: 20_000 });
+    expect(JSON.parse(stdout.trim())).toEqual({ probe: 'process-group', containment: 'process-group', cancelled: true, uid: 65534 });
   });
 
   it('an unknown containment option is a TypeError naming it', async () => {
