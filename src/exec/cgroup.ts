@@ -16,7 +16,7 @@
  */
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, watch, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDead, readStat } from './proc.js';
 import { until } from './sweep.js';
@@ -173,6 +173,17 @@ export class CgroupTree implements Tree {
       return /^populated 0$/m.test(readFileSync(join(this.path, 'cgroup.events'), 'latin1'));
     } catch {
       return true; // no such cgroup any more
+    }
+  }
+
+  /** The kernel reports each change of `cgroup.events` (`populated 1` → `0`) as a file modification. */
+  watch(nudge: () => void): () => void {
+    try {
+      const watcher = watch(join(this.path, 'cgroup.events'), { persistent: false }, () => nudge());
+      watcher.on('error', () => {}); // the cgroup was removed: the poll covers the rest
+      return () => watcher.close();
+    } catch {
+      return () => {}; // no inotify watch left: the grace polls
     }
   }
 

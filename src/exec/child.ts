@@ -70,6 +70,8 @@ export class Child {
       this.#wake.nudge();
       resolve({ code, signal });
     }));
+    const unwatch = tree.watch(() => this.#wake.nudge());
+    this.#lifetime.signal.addEventListener('abort', unwatch, { once: true });
     const stop = (cause: StopCause, governed?: boolean) => this.stop(cause, governed);
     onAbort(o.signal, this.#lifetime.signal, stop);
     onTimeout(o.timeoutMs, this.#lifetime.signal, stop);

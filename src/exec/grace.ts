@@ -2,9 +2,10 @@
  * The grace window: after the SIGTERM, wait up to `graceMs` for the tree to be empty, and not a
  * moment longer than it takes to get there.
  *
- * Emptiness of a group cannot be awaited as an event (only the leader's exit is one), so it is
- * polled; the leader's exit nudges the poll so the common case ("the child exits on SIGTERM")
- * ends the window at once. The nudge is latched: one given while nobody waits is not lost.
+ * Emptiness of a process group cannot be awaited as an event (only the leader's exit is one), so
+ * it is polled; the leader's exit nudges the poll so the common case ("the child exits on
+ * SIGTERM") ends the window at once. A cgroup's emptiness is an event (`Tree.watch`), which nudges
+ * the poll too. The nudge is latched: one given while nobody waits is not lost.
  */
 
 import type { Tree } from './tree.js';

@@ -94,6 +94,10 @@ export class ProcessGroupTree implements Tree {
     return this.live().length === 0;
   }
 
+  watch(): () => void {
+    return () => {}; // no event says a group emptied: the grace polls (the leader's exit nudges it)
+  }
+
   async kill(): Promise<boolean> {
     await this.ready();
     return sweep(this);

@@ -24,6 +24,11 @@ export interface Tree {
   terminate(): Promise<void>;
   /** Nothing of the tree is alive. Cheap: the grace window polls it. */
   isEmpty(): boolean;
+  /**
+   * Call `nudge` when the tree may have become empty, so the grace window ends without waiting for
+   * its next poll; returns the unsubscribe. A tree with no such event returns a no-op.
+   */
+  watch(nudge: () => void): () => void;
   /** The hard stop: SIGKILL all of it; resolves whether anything was alive (`forced`) once it is gone. */
   kill(): Promise<boolean>;
   /** Synchronous last resort at process exit: SIGKILL what can be reached now. */
