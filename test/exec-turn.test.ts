@@ -35,7 +35,7 @@ describe('exec with a signal inside a turn', () => {
     expect((await outcome).status).toBe('cancelled');
   });
 
-  it('the signal alone stops only its child: the turn's token stays uncancelled, the child token is retired', async () => {
+  it('the signal alone stops only its child: the turn token stays uncancelled, the child token is retired', async () => {
     const token = registry.beginTurn('s');
     scene.tokens.push(token);
     const ready = join(scene.dir, 'ready');
