@@ -8,6 +8,7 @@ import { Child } from './child.js';
 import { refuseCancelled } from './exec.js';
 import { check, type ExecOptions } from './options.js';
 import type { ExecResult } from './result.js';
+import type { Containment } from './tree.js';
 import { failedToSpawn, probeSpawnError, spawn } from './spawn.js';
 
 /**
@@ -21,6 +22,8 @@ import { failedToSpawn, probeSpawnError, spawn } from './spawn.js';
 export interface BackgroundProcess {
   /** Pid of the child, which is also its process group id. */
   readonly pid: number;
+  /** How its tree is contained (see `ExecResult.containment`). */
+  readonly containment: Containment;
   /** Resolves when the child has exited and its output is drained (`cancelled: true` after `kill()`). */
   readonly exited: Promise<ExecResult>;
   /** Stop the tree (SIGTERM, `graceMs`, SIGKILL and sweep); resolves once it is gone. Idempotent. */
@@ -48,17 +51,18 @@ export function spawnBackground(file: string, args?: readonly string[], options?
   const o = { ...check(file, args, options), token: undefined };
   refuseCancelled(o);
   const startedAt = performance.now();
-  const { subprocess, failure } = spawn(o);
+  const { subprocess, tree, failure } = spawn(o);
   if (failure !== undefined) {
-    void failure; // the real errno arrives a tick later; the probe gives it now
+    void failure.catch(() => {}); // the real errno arrives a tick later; the probe gives it now
     throw failedToSpawn(o, probeSpawnError(o));
   }
-  const child = new Child(subprocess, o, startedAt);
+  const child = new Child(subprocess, tree, o, startedAt);
   running.add(child);
   void child.settled.then(() => running.delete(child));
   child.result.catch(() => {}); // a maxBuffer overflow nobody awaits must not crash the host
   return {
     pid: child.pid,
+    containment: tree.mode,
     exited: child.result,
     kill: () => {
       child.stop('cancel');

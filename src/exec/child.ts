@@ -1,29 +1,26 @@
 /**
  * `Child`: the life of one spawned child, from spawn to result. The stop sequence of a child lives
  * here and only here (`stop` → `#sequence` → `hardStop`); each cause that can start it is one
- * file (cancel.ts, timeout.ts, the maxBuffer check in drain.ts, the token's retirement in exec.ts).
+ * file (abort.ts, timeout.ts, the maxBuffer check in drain.ts, the token's retirement in exec.ts).
  *
- * Order of a stop (docs/design.md §2, for one child):
- * 1. Walk the tree (signal time, before anyone dies and hands children to init), SIGTERM the group
- *    and every recorded escapee.
+ * Order of a stop (docs/design.md §2, for one child), whatever the containment (tree.ts):
+ * 1. SIGTERM the tree (`Tree.terminate`: synchronous and O(the tree), never a scan of the machine).
  * 2. Grace: up to `graceMs` for the tree to be empty; ends as soon as it is. A runner stop governs
  *    the grace instead (no timer here: the runner calls `hardStop()` when its own grace ends).
- * 3. Hard stop: SIGKILL the group, tree-kill the escapees, wait until every recorded pid is gone.
+ * 3. Hard stop (`Tree.kill`): `cgroup.kill`, or freeze, walk and SIGKILL; wait until it is gone.
  * 4. Drain the pipes, bounded, and resolve with the output read so far.
  */
 
-import { ToolError } from '../errors.js';
 import { isStopGoverned } from '../token/owners.js';
-import { onAbort } from './cancel.js';
+import { onAbort } from './abort.js';
 import { track } from './cleanup.js';
-import { allClosed, drain, DRAIN_BOUND_MS, Output } from './drain.js';
+import { allClosed, drain, DRAIN_BOUND_MS, Output, outputError } from './drain.js';
 import { waitForEmpty, Wake } from './grace.js';
-import { ProcessTree } from './group.js';
 import type { Checked } from './options.js';
 import { toResult, type ExecResult, type Outcome, type StopCause } from './result.js';
 import type { Subprocess } from './spawn.js';
-import { sweep } from './sweep.js';
 import { onTimeout } from './timeout.js';
+import type { Tree } from './tree.js';
 
 interface Exit {
   readonly code: number | null;
@@ -32,13 +29,13 @@ interface Exit {
 
 export class Child {
   readonly pid: number;
-  /** The result; rejects only with the `ToolError` of a maxBuffer overflow. */
+  /** The result; rejects only with the `ToolError` of an output overflow (maxBuffer, or the longest string). */
   readonly result: Promise<ExecResult>;
   /** Resolves (never rejects) once the child has exited and its output is drained. */
   readonly settled: Promise<void>;
 
   readonly #o: Checked;
-  readonly #tree: ProcessTree;
+  readonly #tree: Tree;
   readonly #outcome: Outcome = { cause: undefined, forced: false };
   /** One per child: aborted when it settles, which removes every timer and listener of every cause. */
   readonly #lifetime = new AbortController();
@@ -60,19 +57,21 @@ export class Child {
   /** Run when the child settles, before `result` and `settled` resolve (owner disposers). */
   readonly #onDone: Array<() => void> = [];
 
-  constructor(subprocess: Subprocess, o: Checked, startedAt: number) {
+  constructor(subprocess: Subprocess, tree: Tree, o: Checked, startedAt: number) {
     this.pid = subprocess.pid!;
     this.#o = o;
-    this.#tree = new ProcessTree(this.pid);
+    this.#tree = tree;
     this.#stopBegan = new Promise((open) => { this.#openStop = open; });
     const untrack = track(this.#tree);
     const overflow = () => this.stop('maxBuffer');
     const outputs = [new Output(subprocess.stdout!, o.maxBuffer, overflow), new Output(subprocess.stderr!, o.maxBuffer, overflow)];
     const exited = new Promise<Exit>((resolve) => subprocess.once('exit', (code, signal) => {
-      this.#tree.leaderExited = true;
+      this.#tree.leaderReaped();
       this.#wake.nudge();
       resolve({ code, signal });
     }));
+    const unwatch = tree.watch(() => this.#wake.nudge());
+    this.#lifetime.signal.addEventListener('abort', unwatch, { once: true });
     const stop = (cause: StopCause, governed?: boolean) => this.stop(cause, governed);
     onAbort(o.signal, this.#lifetime.signal, stop);
     onTimeout(o.timeoutMs, this.#lifetime.signal, stop);
@@ -80,6 +79,7 @@ export class Child {
       this.#done = true;
       this.#lifetime.abort();
       untrack();
+      this.#tree.dispose();
       for (const fn of this.#onDone) fn();
     });
     this.settled = this.result.then(() => undefined, () => undefined);
@@ -102,7 +102,7 @@ export class Child {
     this.#openStop();
   }
 
-  /** SIGKILL the group, sweep the escapees; resolves once every recorded pid is gone. */
+  /** SIGKILL the whole tree; resolves once it is gone. */
   hardStop(): Promise<void> {
     if (this.#done) return Promise.resolve();
     if (this.#stopping === undefined) this.stop('cancel', true);
@@ -118,9 +118,7 @@ export class Child {
   }
 
   async #sequence(): Promise<void> {
-    this.#tree.walkAll();
-    this.#tree.signalGroup('SIGTERM');
-    for (const stat of this.#tree.escapees()) this.#tree.signalPid(stat.pid, 'SIGTERM');
+    void this.#tree.terminate();
     const graceMs = this.#governed ? Infinity : this.#o.graceMs;
     if (await waitForEmpty(this.#tree, graceMs, this.#hard.signal, this.#wake)) return;
     // A runner stop that began during this child's own grace governs from then on (docs/design.md §2).
@@ -133,24 +131,24 @@ export class Child {
 
   async #hardSequence(): Promise<void> {
     this.#hard.abort();
-    if (await sweep(this.#tree)) this.#outcome.forced = true;
+    if (await this.#tree.kill()) this.#outcome.forced = true;
   }
 
   async #run(exited: Promise<Exit>, outputs: Output[], startedAt: number): Promise<ExecResult> {
     const exit = await exited;
     // With no stop, the output is what the caller waits for, as with execa: however long it takes.
     await Promise.race([allClosed(outputs), this.#stopBegan]);
+    await this.#tree.ready();
     if (this.#stopping === undefined && !this.#tree.isEmpty()) this.stop('leftover');
     if (this.#stopping !== undefined) {
       await this.#stopping;
       await drain(outputs, DRAIN_BOUND_MS);
     }
-    if (this.#outcome.cause === 'maxBuffer') {
-      throw new ToolError(`${JSON.stringify(this.#o.file)}: output exceeded options.maxBuffer (${this.#o.maxBuffer} characters); the process tree was stopped`);
-    }
     const [stdout, stderr] = outputs.map((o) => o.text) as [string, string];
+    if (this.#outcome.cause === 'maxBuffer') throw outputError(this.#o, outputs);
     return toResult(this.#outcome, {
       exitCode: exit.code, signal: exit.signal, stdout, stderr, pid: this.pid, wallMs: performance.now() - startedAt,
+      containment: this.#tree.mode,
     });
   }
 }

@@ -3,59 +3,41 @@
  *
  * execa kills its children on exit through signal-exit, but not detached ones (`cleanup` is
  * ignored with `detached: true`), and every fullstop child is detached: it must lead its own
- * group. So this module does it, for foreground and background children alike:
- * - on 'exit', SIGKILL every live group (and recorded escapee) synchronously: an exit handler
- *   cannot await anything;
- * - on SIGINT/SIGTERM, the same, then, only if no other listener of that signal exists, remove
- *   our listeners and re-raise the signal, so the host dies of it exactly as it would have without
- *   us (exit status 128+n). A host with its own handler keeps control: we never exit for it.
- * The listeners are installed with the first live child and removed with the last one, so a host
- * with no child running has none of ours (no listener leak, no changed signal behaviour).
+ * group. So this module does it, for foreground and background children alike, in two ways:
+ * - on 'exit' (`process.exit()`, the end of the event loop), SIGKILL every live tree synchronously:
+ *   an exit handler cannot await anything;
+ * - for deaths without an 'exit' event (SIGKILL, SIGHUP, SIGQUIT, SIGTERM with no handler), the
+ *   reaper (reaper.ts) notices that the host is gone and kills what is still registered.
+ * No signal handler of ours, ever: a host without one dies of SIGTERM/SIGINT exactly as Node would,
+ * and a host with one keeps full control (its background children live on until it really exits).
+ * The 'exit' listener is installed with the first live child and removed with the last one.
  */
 
-import type { ProcessTree } from './group.js';
-
-const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+import { register } from './reaper.js';
+import type { Tree } from './tree.js';
 
 /** Trees of children that have not settled yet. */
-const live = new Set<ProcessTree>();
+const live = new Set<Tree>();
 let installed = false;
 
 /** Track `tree` until the returned function is called. */
-export function track(tree: ProcessTree): () => void {
+export function track(tree: Tree): () => void {
   live.add(tree);
-  install();
+  const unregister = register(tree.reaperEntry);
+  if (!installed) {
+    installed = true;
+    process.on('exit', onExit);
+  }
   return () => {
-    live.delete(tree);
-    if (live.size === 0) uninstall();
+    if (!live.delete(tree)) return;
+    unregister();
+    if (live.size === 0 && installed) {
+      installed = false;
+      process.removeListener('exit', onExit);
+    }
   };
 }
 
-function killAll(): void {
-  for (const tree of live) tree.killNow();
-}
-
 function onExit(): void {
-  killAll();
-}
-
-function onSignal(signal: NodeJS.Signals): void {
-  killAll();
-  if (process.listenerCount(signal) > 1) return; // the host handles it
-  uninstall();
-  process.kill(process.pid, signal);
-}
-
-function install(): void {
-  if (installed) return;
-  installed = true;
-  process.on('exit', onExit);
-  for (const signal of SIGNALS) process.on(signal, onSignal);
-}
-
-function uninstall(): void {
-  if (!installed) return;
-  installed = false;
-  process.removeListener('exit', onExit);
-  for (const signal of SIGNALS) process.removeListener(signal, onSignal);
+  for (const tree of live) tree.killNow();
 }

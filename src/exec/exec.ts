@@ -14,18 +14,24 @@ import { spawn } from './spawn.js';
  * new process group, and resolve with what it did.
  *
  * - A non-zero exit resolves (`exitCode`); only a spawn failure rejects, with a `ToolError` naming
- *   the command (ENOENT, EACCES), and a maxBuffer overflow, with a `ToolError` naming the option.
- * - A cancel (`token`, `signal`) or `timeoutMs` stops the tree: SIGTERM to the group; up to
- *   `graceMs` for it to end; then SIGKILL of the group and a tree-kill sweep of what left the group
- *   (setsid); then a bounded drain of the pipes. The result keeps the output written before it.
- * - Without `token` and `signal`, the ambient `activeToken()` (if any) binds the child.
+ *   the command (ENOENT, EACCES), and an output overflow, with a `ToolError` naming the limit
+ *   (`maxBuffer`, or the longest string V8 holds) and carrying the output read so far.
+ * - A cancel (`token`, `signal`) or `timeoutMs` stops the tree: SIGTERM to all of it; up to
+ *   `graceMs` for it to end; then SIGKILL of all of it (`cgroup.kill`, or the group and every
+ *   recorded descendant); then a bounded drain of the pipes. The result keeps the output written
+ *   before it. A stop never signals a process the library did not start (docs/exec.md, "Safety").
+ * - Without `token`, the ambient `activeToken()` (if any) binds the child. With a `signal` too, the
+ *   child gets a child token of the ambient one: a stop of the turn still reaches it, and the
+ *   signal is one more cause that stops this child alone.
  * - A `token` or `signal` already cancelled spawns nothing: the call rejects with `CancelledError`.
  *   So does a retired token (its turn has ended; a child started now would belong to no turn).
  * - Processes the child leaves behind once it has exited and closed its output are stopped the same
  *   way: a foreground child does not outlive its call. Use `spawnBackground` for those that should.
  *
- * Not guaranteed: a process that left the tree before the walk at signal time, with its parent
- * already gone (a double-forked daemon), cannot be found by its ancestry and survives.
+ * Containment (`result.containment`, `execContainment()`): a cgroup of its own where the host allows
+ * it, which a stop empties whatever its processes did; else the process group plus the descendants
+ * found by walking /proc, where a double-forked daemon whose parent died before the stop is not
+ * found and survives (docs/exec.md).
  *
  * @example
  * const token = turns.beginTurn('s1');
@@ -35,17 +41,32 @@ import { spawn } from './spawn.js';
 export async function exec(file: string, args?: readonly string[], options?: ExecOptions): Promise<ExecResult> {
   let o = check(file, args, options);
   // Like TurnPool.run: inside a turn (runInTurn, a TurnRunner body or tool) the ambient token
-  // binds the child, so every layer of the turn checks the same token (docs/design.md §1, invariant 1).
-  if (o.token === undefined && o.signal === undefined) {
+  // binds the child, so every layer of the turn checks the same token (docs/design.md §1,
+  // invariant 1). A signal adds a cause; it never cuts the child off from its turn.
+  let ownToken: CancelToken | undefined;
+  if (o.token === undefined) {
     const ambient = activeToken();
-    if (ambient !== undefined) o = { ...o, token: ambient };
+    if (ambient !== undefined) {
+      refuseCancelled({ token: ambient, signal: undefined });
+      if (o.signal !== undefined) ownToken = ambient.child();
+      o = { ...o, token: ownToken ?? ambient };
+    }
   }
-  refuseCancelled(o);
+  try {
+    refuseCancelled(o);
+  } catch (e) {
+    ownToken?.retire();
+    throw e;
+  }
   const startedAt = performance.now();
-  const { subprocess, failure } = spawn(o);
-  if (failure !== undefined) throw await failure;
-  const child = new Child(subprocess, o, startedAt);
+  const { subprocess, tree, failure } = spawn(o);
+  if (failure !== undefined) {
+    ownToken?.retire();
+    throw await failure;
+  }
+  const child = new Child(subprocess, tree, o, startedAt);
   if (o.token !== undefined) child.onDone(own(o.token, child));
+  if (ownToken !== undefined) child.onDone(() => ownToken.retire());
   return child.result;
 }
 

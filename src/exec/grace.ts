@@ -2,14 +2,15 @@
  * The grace window: after the SIGTERM, wait up to `graceMs` for the tree to be empty, and not a
  * moment longer than it takes to get there.
  *
- * Emptiness of a group cannot be awaited as an event (only the leader's exit is one), so it is
- * polled; the leader's exit nudges the poll so the common case ("the child exits on SIGTERM")
- * ends the window at once. The nudge is latched: one given while nobody waits is not lost.
+ * Emptiness of a process group cannot be awaited as an event (only the leader's exit is one), so
+ * it is polled; the leader's exit nudges the poll so the common case ("the child exits on
+ * SIGTERM") ends the window at once. A cgroup's emptiness is an event (`Tree.watch`), which nudges
+ * the poll too. The nudge is latched: one given while nobody waits is not lost.
  */
 
-import type { ProcessTree } from './group.js';
+import type { Tree } from './tree.js';
 
-/** Poll period. A poll is a syscall (`kill(-pgid, 0)`) while the leader lives; a /proc scan only at the end. */
+/** Poll period. A poll reads one small file (`cgroup.events`) or the stat of each recorded process. */
 const POLL_MS = 5;
 
 /** A latched wake-up for one waiter at a time. */
@@ -48,7 +49,7 @@ export class Wake {
  * True as soon as the tree is empty; false when `ms` (Infinity: no bound, for a stop whose grace a
  * runner governs) ran out or `abort` fired (the hard stop began).
  */
-export async function waitForEmpty(tree: ProcessTree, ms: number, abort: AbortSignal, wake: Wake): Promise<boolean> {
+export async function waitForEmpty(tree: Pick<Tree, 'isEmpty'>, ms: number, abort: AbortSignal, wake: Wake): Promise<boolean> {
   const deadline = performance.now() + ms;
   while (!tree.isEmpty()) {
     const left = deadline - performance.now();

@@ -1,57 +1,127 @@
 /**
- * `ProcessTree`: one child's process group plus every descendant seen in or out of it, and the
- * only place that sends a signal to any of them.
+ * `ProcessGroupTree`: the containment of one child where no cgroup can be made (containment.ts):
+ * its process group plus every descendant recorded by identity, and the only place in this mode
+ * that sends a signal to any of them.
  *
  * The child leads its group: execa's `detached: true` makes it call setsid() before exec, so its
- * pid is also its group and session id. Processes leave the group (setsid, setpgid), and a parent
- * killed by SIGTERM hands its children to init, where no ppid link finds them any more; so the tree
- * is walked at signal time and the pids are recorded, each with its start time.
+ * pid P is also its group and session id.
  *
- * Safety rules (issue #4), enforced here and nowhere else:
+ * Identity rule (never signal a process the library did not start), enforced here and nowhere else:
  * 1. Never signal a pid <= 1: `kill(-1)` means every process we may signal, `kill(0)` our group.
- * 2. Never signal a group the library did not create: the only group ever signalled is `pgid`,
- *    the pid of a child it spawned detached.
- * 3. Never signal the group once it is known empty. While the group has a member, even a zombie,
- *    the kernel keeps its number reserved, so a group signal cannot reach a stranger; once it is
- *    empty the number can be reused. `#groupEmpty` latches the first time emptiness is seen.
- * 4. Never signal a recorded pid whose start time has changed: that number now names another
- *    process. Not guaranteed: a pid that dies and is reused between the check and the kill (a
- *    few µs). The hard stop narrows that further by SIGSTOPping first: a stopped process cannot
- *    die by itself, so its pid cannot be reused before the SIGKILL.
+ * 2. Signal the group -P only while Node has not reaped the leader. Until then the leader, alive or
+ *    a zombie, holds the number P, so no other process can have it, and every member of group P is
+ *    in session P, hence forked from the child. Node reaps only on the main thread, between two
+ *    callbacks, so "not reaped" cannot change under a synchronous signal. Once the leader is reaped,
+ *    P can be handed to a stranger who then leads a group P of its own: a pgid proves nothing.
+ * 3. Otherwise signal only recorded processes, and only while their start time still matches (a
+ *    pid whose start time changed names another process). A process is recorded when it is:
+ *    a. the leader, at spawn;
+ *    b. listed in /proc/<X>/task/<tid>/children of a recorded X that is still itself after the read
+ *       and whose child's stat still names X as its parent (the walk, O(the tree));
+ *    c. a live member of session P (sid = P) that started no earlier than the leader and no later than
+ *       the tick in which the leader was reaped. Until then P named our session and nothing else;
+ *       a stranger's session P can only begin after the reap, and everything in it starts after it.
+ *       Only the members a walk cannot reach (orphans left in the session when their parent died)
+ *       need this, so the session is scanned only once the leader is reaped and its group still has
+ *       a member, off the main thread, never on the signal path.
+ * Not guaranteed: a process that dies, and whose pid is reused, between the start-time check and the
+ * kill (a few µs; the hard stop SIGSTOPs first, and a stopped process cannot die by itself); a
+ * stranger that gets pid P within the same clock tick (10 ms) as the reap, when scanning (rule 3c).
  */
 
-import { childrenOf, isDead, readStat, scanAll, type ProcStat } from './proc.js';
+import { childrenOf, isDead, nowTicks, readStat, scanSession, type ProcStat } from './proc.js';
+import type { Tree } from './tree.js';
+import { sweep } from './sweep.js';
 
-export class ProcessTree {
-  /** The group (and session) the child leads: its pid. */
-  readonly pgid: number;
-  /** Every process seen in the tree, pid → start time. Grows at each walk; the dead stay (rule 4 filters them). */
-  readonly #known = new Map<number, string>();
-  /** Latched by rule 3. */
-  #groupEmpty = false;
-  /** `false` until Node has reaped the leader (its 'exit' event): until then the group is not empty. */
-  leaderExited = false;
+export class ProcessGroupTree implements Tree {
+  readonly mode = 'process-group' as const;
+  readonly pid: number;
+  /** Start time of the leader; `undefined` when /proc cannot be read (then only rule 2 applies). */
+  readonly #leaderStart: number | undefined;
+  /** Every process recorded (rule 3), pid → start time. The dead stay: the start time filters them. */
+  readonly #known = new Map<number, number>();
+  /** `false` until Node has reaped the leader (rule 2). */
+  #reaped = false;
+  /** The tick in which the leader was reaped (rule 3c); `undefined` before, or without /proc. */
+  #reapedAt: number | undefined;
+  /** The session scan of rule 3c; `undefined` when none runs. */
+  #scan: Promise<void> | undefined;
 
   constructor(pid: number) {
     if (!Number.isInteger(pid) || pid <= 1) throw new RangeError(`pid: expected a child pid > 1, got ${pid}`);
-    this.pgid = pid;
+    this.pid = pid;
     // The leader is not reaped before the event loop runs again, so it is readable here.
-    this.#record(readStat(pid));
+    const stat = readStat(pid);
+    this.#leaderStart = stat?.start;
+    this.#record(stat);
   }
 
-  /** Signal the whole group (rules 1–3). False when nothing was signalled. */
-  signalGroup(signal: NodeJS.Signals | 0): boolean {
-    if (this.#groupEmpty) return false;
+  get reaperEntry(): string {
+    return `pg ${this.pid} ${this.#leaderStart ?? 0}`;
+  }
+
+  leaderReaped(): void {
+    this.#reaped = true;
+    this.#reapedAt = nowTicks();
+    // Signal 0 delivers nothing; it only says whether the group still had a member at the reap,
+    // that is whether orphans may be left that no walk can reach (rule 3c).
+    if (this.#leaderStart !== undefined && this.#reapedAt !== undefined && probeGroup(this.pid)) this.#scanSession();
+  }
+
+  ready(): Promise<void> {
+    return this.#scan ?? Promise.resolve();
+  }
+
+  terminate(): Promise<void> {
+    // Walk before anyone dies of the SIGTERM: a parent that dies hands its children to init, where
+    // no walk finds them any more.
+    this.walk();
+    this.signalGroup('SIGTERM');
+    const signalled = new Set<number>();
+    const termOutsiders = () => {
+      for (const stat of this.#outsideGroupSignal()) {
+        if (!signalled.has(stat.pid)) this.signalPid(stat.pid, 'SIGTERM');
+        signalled.add(stat.pid);
+      }
+    };
+    termOutsiders();
+    return this.#scan === undefined ? Promise.resolve() : this.#scan.then(termOutsiders);
+  }
+
+  isEmpty(): boolean {
+    if (!this.#reaped || this.#scan !== undefined) return false;
+    this.walk();
+    return this.live().length === 0;
+  }
+
+  watch(): () => void {
+    return () => {}; // no event says a group emptied: the grace polls (the leader's exit nudges it)
+  }
+
+  async kill(): Promise<boolean> {
+    await this.ready();
+    return sweep(this);
+  }
+
+  killNow(): void {
+    this.signalGroup('SIGKILL');
+    for (const stat of this.#outsideGroupSignal()) this.signalPid(stat.pid, 'SIGKILL');
+  }
+
+  dispose(): void {}
+
+  /** Signal the whole group, while rule 2 allows it. False when nothing was signalled. */
+  signalGroup(signal: NodeJS.Signals): boolean {
+    if (this.#reaped) return false;
     try {
-      process.kill(-this.pgid, signal);
+      process.kill(-this.pid, signal);
       return true;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ESRCH') this.#groupEmpty = true;
+    } catch {
       return false;
     }
   }
 
-  /** Signal one recorded process, if it is still the one recorded (rules 1 and 4). */
+  /** Signal one recorded process, if it is still the one recorded (rules 1 and 3). */
   signalPid(pid: number, signal: NodeJS.Signals): boolean {
     if (pid <= 1 || this.#identify(readStat(pid)) === undefined) return false;
     try {
@@ -62,35 +132,16 @@ export class ProcessTree {
     }
   }
 
-  /**
-   * The signal-time walk, over the whole process table: everything in the group or the session,
-   * every recorded process still alive, and all their descendants by ppid.
-   */
-  walkAll(): void {
-    const stats = scanAll();
-    const byParent = new Map<number, ProcStat[]>();
-    const pending: ProcStat[] = [];
-    for (const stat of stats) {
-      if (isDead(stat)) continue;
-      (byParent.get(stat.ppid) ?? byParent.set(stat.ppid, []).get(stat.ppid)!).push(stat);
-      if (stat.pgid === this.pgid || stat.sid === this.pgid || this.#identify(stat) !== undefined) pending.push(stat);
-    }
-    const seen = new Set<number>();
-    for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-      if (seen.has(next.pid)) continue;
-      seen.add(next.pid);
-      this.#record(next);
-      pending.push(...(byParent.get(next.pid) ?? []));
-    }
-  }
-
-  /** A cheaper walk for the hard stop: the children of every recorded live process, recursively. */
-  walkChildren(): void {
+  /** Record the descendants of every live recorded process (rule 3b), recursively: O(the tree). */
+  walk(): void {
     const queue = this.live().map((s) => s.pid);
     for (let pid = queue.pop(); pid !== undefined; pid = queue.pop()) {
-      for (const child of childrenOf(pid)) {
+      const children = childrenOf(pid);
+      // The list is X's only if X is still itself after reading it.
+      if (this.#identify(readStat(pid)) === undefined) continue;
+      for (const child of children) {
         const stat = readStat(child);
-        if (isDead(stat) || this.#known.get(child) === stat!.start) continue;
+        if (isDead(stat) || stat!.ppid !== pid || this.#known.get(child) === stat!.start) continue;
         this.#record(stat);
         queue.push(child);
       }
@@ -107,36 +158,16 @@ export class ProcessTree {
     return out;
   }
 
-  /** Live recorded processes outside the group: a group signal does not reach them. */
-  escapees(): ProcStat[] {
-    return this.live().filter((s) => s.pgid !== this.pgid);
+  /** Live recorded processes a group signal does not reach: outside the group, or all once it is off limits. */
+  #outsideGroupSignal(): ProcStat[] {
+    return this.live().filter((s) => this.#reaped || s.pgid !== this.pid);
   }
 
-  /** True once no live process is left in the group (latches, rule 3). */
-  groupIsEmpty(): boolean {
-    if (this.#groupEmpty) return true;
-    if (!this.leaderExited) return false;
-    if (!this.signalGroup(0)) return this.#groupEmpty;
-    // Signal 0 reached someone, maybe only zombies nobody reaps (PID 1 here does not).
-    if (this.live().some((s) => s.pgid === this.pgid)) return false;
-    const member = scanAll().find((s) => s.pgid === this.pgid && !isDead(s));
-    if (member !== undefined) {
-      this.#record(member);
-      return false;
-    }
-    this.#groupEmpty = true;
-    return true;
-  }
-
-  /** Nothing of the tree is alive: the group is empty and no recorded escapee lives. */
-  isEmpty(): boolean {
-    return this.groupIsEmpty() && this.escapees().length === 0;
-  }
-
-  /** Synchronous last resort (process exit): SIGKILL the group and every live recorded escapee. */
-  killNow(): void {
-    this.signalGroup('SIGKILL');
-    for (const stat of this.escapees()) this.signalPid(stat.pid, 'SIGKILL');
+  #scanSession(): void {
+    const scan: Promise<void> = scanSession(this.pid, (stat) => {
+      if (stat.start >= this.#leaderStart! && stat.start <= this.#reapedAt!) this.#record(stat);
+    }).finally(() => { if (this.#scan === scan) this.#scan = undefined; });
+    this.#scan = scan;
   }
 
   #record(stat: ProcStat | undefined): void {
@@ -146,5 +177,15 @@ export class ProcessTree {
   /** `stat` if it is alive and is the process recorded under its pid, else undefined. */
   #identify(stat: ProcStat | undefined): ProcStat | undefined {
     return !isDead(stat) && this.#known.get(stat!.pid) === stat!.start ? stat : undefined;
+  }
+}
+
+/** Whether group `pgid` has a member (zombies count); signal 0 delivers nothing. */
+function probeGroup(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }

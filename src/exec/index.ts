@@ -1,14 +1,18 @@
 /**
- * `exec`: subprocess trees that really die (issue #4). Each child leads its own process group; a
- * stop sends SIGTERM to the group, SIGKILL after the grace window plus a tree-kill sweep of what
- * left it, then drains the pipes with a bound. See docs/exec.md.
+ * `exec`: subprocess trees that really die. Each child is contained in a cgroup of its own where
+ * the host allows it, else in its own process group with the identity rule; a stop sends SIGTERM,
+ * SIGKILL after the grace window, then drains the pipes with a bound. See docs/exec.md.
  *
- * Files, one termination concern each: group.ts (the tree and every signal sent to it), proc.ts
- * (/proc), grace.ts, sweep.ts, drain.ts, cleanup.ts (host exit), cancel.ts and timeout.ts (causes),
- * child.ts (the stop sequence), spawn.ts (execa), exec.ts and background.ts (the public calls).
+ * Files, one concern each: tree.ts (what a stop needs of a containment), containment.ts (which
+ * one), cgroup.ts and group.ts (the two, and every signal each sends), proc.ts (/proc), sweep.ts
+ * (the process-group hard stop), grace.ts, drain.ts, cleanup.ts (host exit) and reaper.ts (host
+ * death), abort.ts and timeout.ts (causes), child.ts (the stop sequence), spawn.ts (execa), exec.ts
+ * and background.ts (the public calls).
  */
 
 export { exec } from './exec.js';
 export { spawnBackground, killAllBackground, type BackgroundProcess } from './background.js';
+export { execContainment, type Containment } from './containment.js';
 export type { ExecOptions } from './options.js';
 export type { ExecResult } from './result.js';
+export type { OutputError } from './drain.js';

@@ -48,10 +48,19 @@ export interface ExecOptions {
   timeoutMs?: number;
   /**
    * Most characters kept of stdout and of stderr, each. Past it the tree is stopped and the call
-   * rejects with `ToolError` (as execa does).
+   * rejects with a `ToolError` (as execa does) whose `stdout` and `stderr` hold the output read so
+   * far. Capped at the longest string V8 holds (`buffer.constants.MAX_STRING_LENGTH`): past that
+   * the same happens, and the message names that limit.
    * @default 100_000_000
    */
   maxBuffer?: number;
+  /**
+   * `'auto'`: a cgroup of its own where this host allows it, else the process group
+   * (`execContainment()` says which). `'process-group'`: the process group even where cgroups work.
+   * `FULLSTOP_CONTAINMENT=process-group` in the environment makes `'auto'` mean the same.
+   * @default 'auto'
+   */
+  containment?: 'auto' | 'process-group';
 }
 
 export const DEFAULT_GRACE_MS = 100;
@@ -69,6 +78,7 @@ export interface Checked {
   readonly cwd: string | undefined;
   readonly env: Record<string, string> | undefined;
   readonly input: string | undefined;
+  readonly containment: 'auto' | 'process-group';
 }
 
 /** Validate every argument; throws `TypeError`/`RangeError` before anything happens. */
@@ -89,6 +99,10 @@ export function check(file: unknown, args: unknown, options: unknown): Checked {
   checkMs('options.timeoutMs', o.timeoutMs);
   checkMaxBuffer(o.maxBuffer);
   checkOptionalString('options.cwd', o.cwd);
+  if (typeof o.cwd === 'string' && o.cwd.includes('\0')) throw new TypeError(`options.cwd: expected a path without NUL bytes, got ${describe(o.cwd)}`);
+  if (o.containment !== undefined && o.containment !== 'auto' && o.containment !== 'process-group') {
+    throw new TypeError(`options.containment: expected 'auto' or 'process-group', got ${describe(o.containment)}`);
+  }
   checkOptionalString('options.input', o.input);
   checkEnv(o.env);
   return {
@@ -101,6 +115,7 @@ export function check(file: unknown, args: unknown, options: unknown): Checked {
     cwd: o.cwd as string | undefined,
     env: o.env as Record<string, string> | undefined,
     input: o.input as string | undefined,
+    containment: (o.containment as 'auto' | 'process-group' | undefined) ?? 'auto',
   };
 }
 
@@ -113,11 +128,15 @@ function checkFile(file: unknown): asserts file is string {
 function checkArgs(args: unknown): readonly string[] {
   if (args === undefined) return [];
   if (!Array.isArray(args)) throw new TypeError(`args: expected an array of strings, got ${describe(args)}`);
-  args.forEach((arg: unknown, i) => {
+  // A plain loop, not forEach: forEach skips the holes of a sparse array, which would then reach
+  // the child as the string "undefined".
+  for (let i = 0; i < args.length; i++) {
+    if (!(i in args)) throw new TypeError(`args[${i}]: expected a string, got a hole (a sparse array)`);
+    const arg: unknown = args[i];
     if (typeof arg !== 'string' || arg.includes('\0')) {
       throw new TypeError(`args[${i}]: expected a string without NUL bytes, got ${describe(arg)}`);
     }
-  });
+  }
   return [...(args as string[])];
 }
 
@@ -141,6 +160,9 @@ function checkEnv(env: unknown): void {
     throw new TypeError(`options.env: expected an object of strings, got ${describe(env)}`);
   }
   for (const [key, value] of Object.entries(env)) {
-    if (typeof value !== 'string') throw new TypeError(`options.env.${key}: expected a string, got ${describe(value)}`);
+    if (key.includes('\0')) throw new TypeError(`options.env: expected variable names without NUL bytes, got ${describe(key)}`);
+    if (typeof value !== 'string' || value.includes('\0')) {
+      throw new TypeError(`options.env.${key}: expected a string without NUL bytes, got ${describe(value)}`);
+    }
   }
 }

@@ -3,6 +3,8 @@
  * wins, `cause ??= ...`, and every public flag is read off it, so no two flags can disagree).
  */
 
+import type { Containment } from './tree.js';
+
 /**
  * What a child did. Resolved for every exit, zero or not, and for every stop.
  *
@@ -30,6 +32,12 @@ export interface ExecResult {
   forced: boolean;
   /** Pid of the child, which is also its process group id. */
   pid: number;
+  /**
+   * How the child's tree was contained: `'cgroup'` (a cgroup v2 of its own: a stop reaches every
+   * descendant, daemons included) or `'process-group'` (its group plus the descendants found by
+   * walking /proc). See `execContainment()` and docs/exec.md.
+   */
+  containment: Containment;
 }
 
 /**
@@ -53,6 +61,7 @@ export interface Facts {
   readonly stderr: string;
   readonly wallMs: number;
   readonly pid: number;
+  readonly containment: Containment;
 }
 
 export function toResult(outcome: Outcome, facts: Facts): ExecResult {

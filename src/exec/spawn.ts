@@ -1,24 +1,49 @@
 /**
- * Spawning through execa: each child detached (leader of its own group), no shell, output read by
- * us (drain.ts) rather than buffered by execa, and every execa termination feature off, because
- * the stop sequence here replaces them (execa's kill reaches only the leader).
+ * Spawning through execa: each child detached (leader of its own group and session), no shell of
+ * the caller's, output read by us (drain.ts) rather than buffered by execa, and every execa
+ * termination feature off, because the stop sequence here replaces them (execa's kill reaches
+ * only the leader). In cgroup mode the child first joins its own cgroup (cgroup.ts).
  */
 
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, statSync, writeFileSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { execa, type Options, type ResultPromise } from 'execa';
 import { ToolError } from '../errors.js';
+import { CgroupTree, createCgroup, joinScript, removeCgroup } from './cgroup.js';
+import { cgroupDirectory } from './containment.js';
+import { ProcessGroupTree } from './group.js';
 import type { Checked } from './options.js';
+import type { Tree } from './tree.js';
 
 export type Subprocess = ResultPromise<Options>;
 
-/** The spawned subprocess, or the `ToolError` of a spawn that failed (ENOENT, EACCES, ...). */
-export type Spawned = { subprocess: Subprocess; failure?: undefined } | { subprocess?: undefined; failure: Promise<ToolError> };
+/** The spawned subprocess and its tree, or the `ToolError` of a spawn that failed (ENOENT, EACCES, ...). */
+export type Spawned = { subprocess: Subprocess; tree: Tree; failure?: undefined }
+  | { subprocess?: undefined; tree?: undefined; failure: Promise<ToolError> };
 
 export function spawn(o: Checked): Spawned {
+  const base = o.containment === 'process-group' ? undefined : cgroupDirectory();
+  if (base === undefined) return spawnIn(o, undefined);
+  // The command runs through `sh`, whose own "not found" would be an exit code: find out first,
+  // so a missing or non-executable command is the same ToolError in both modes.
+  const problem = executableProblem(o);
+  if (problem !== undefined) return { failure: Promise.resolve(failedToSpawn(o, problem)) };
+  let cgroup: string;
+  try {
+    cgroup = createCgroup(base);
+  } catch {
+    return spawnIn(o, undefined); // the hierarchy went away since the probe: contain as we can
+  }
+  const spawned = spawnIn(o, cgroup);
+  if (spawned.failure !== undefined) removeCgroup(cgroup);
+  return spawned;
+}
+
+function spawnIn(o: Checked, cgroup: string | undefined): Spawned {
   let subprocess: Subprocess;
   try {
-    subprocess = execa(o.file, o.args, execaOptions(o));
+    subprocess = cgroup === undefined ? execa(o.file, o.args, execaOptions(o))
+      : execa('/bin/sh', ['-c', joinScript(cgroup), o.file, ...o.args], execaOptions(o));
   } catch (e) {
     return { failure: Promise.resolve(spawnError(o, e)) };
   }
@@ -27,7 +52,11 @@ export function spawn(o: Checked): Spawned {
   const failure = subprocess.then((r: unknown) => r, (e: unknown) => e);
   if (subprocess.pid === undefined) return { failure: failure.then((e) => spawnError(o, e)) };
   subprocess.stdin?.on('error', () => {}); // EPIPE: the child exited before reading `input`
-  return { subprocess };
+  if (cgroup === undefined) return { subprocess, tree: new ProcessGroupTree(subprocess.pid) };
+  // The child joins by itself before it execs the command; joining it from here as well makes it a
+  // member before any stop can run, even if its shell has not been scheduled yet.
+  try { writeFileSync(join(cgroup, 'cgroup.procs'), String(subprocess.pid)); } catch { /* exited already */ }
+  return { subprocess, tree: new CgroupTree(subprocess.pid, cgroup) };
 }
 
 function execaOptions(o: Checked): Options {
@@ -62,18 +91,24 @@ export function failedToSpawn(o: Checked, code: string, cause?: unknown): ToolEr
  * spawn only on the next tick, and `spawnBackground` must throw synchronously.
  */
 export function probeSpawnError(o: Checked): string {
+  return executableProblem(o) ?? 'EACCES';
+}
+
+/** ENOENT or EACCES as execvp would find them (same PATH, same cwd), or `undefined` when it would run. */
+function executableProblem(o: Checked): string | undefined {
   const cwd = o.cwd ?? process.cwd();
   if (!isDirectory(cwd)) return 'ENOENT';
   const candidates = o.file.includes('/') ? [resolve(cwd, o.file)]
-    : (o.env?.PATH ?? process.env.PATH ?? '').split(delimiter).filter(Boolean)
+    : (o.env?.PATH ?? process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter).filter(Boolean)
       .map((dir) => join(isAbsolute(dir) ? dir : resolve(cwd, dir), o.file));
-  return candidates.some(exists) ? 'EACCES' : 'ENOENT';
+  if (candidates.some((path) => !isDirectory(path) && can(path, constants.X_OK))) return undefined;
+  return candidates.some((path) => can(path, constants.F_OK)) ? 'EACCES' : 'ENOENT';
 }
 
 function isDirectory(path: string): boolean {
   try { return statSync(path).isDirectory(); } catch { return false; }
 }
 
-function exists(path: string): boolean {
-  try { accessSync(path, constants.F_OK); return true; } catch { return false; }
+function can(path: string, mode: number): boolean {
+  try { accessSync(path, mode); return true; } catch { return false; }
 }

@@ -1,11 +1,17 @@
 /**
- * The hard stop of one tree: SIGKILL the group, then sweep with tree-kill the descendants that
- * left it, then wait until every recorded pid is gone.
+ * The hard stop of a process-group tree (group.ts): freeze, walk, SIGKILL, wait until every recorded
+ * process is gone. (A cgroup's hard stop is one write to `cgroup.kill`, cgroup.ts.)
  */
 
-import treeKill from 'tree-kill';
-import type { ProcessTree } from './group.js';
 import type { ProcStat } from './proc.js';
+
+/** What the sweep needs of a process-group tree (group.ts implements it). */
+export interface Sweepable {
+  signalGroup(signal: NodeJS.Signals): boolean;
+  signalPid(pid: number, signal: NodeJS.Signals): boolean;
+  walk(): void;
+  live(): ProcStat[];
+}
 
 /** A process in uninterruptible sleep (D) dies only when its I/O returns: do not wait forever. */
 const GONE_BOUND_MS = 2000;
@@ -13,48 +19,32 @@ const GONE_BOUND_MS = 2000;
 const SPIN_MS = 5;
 
 /** SIGKILL what is left of the tree. Resolves whether anything was alive to kill (`forced`). */
-export async function sweep(tree: ProcessTree): Promise<boolean> {
-  // Freeze first: a stopped process cannot fork, setsid or exit, so the walk sees all of it
-  // and none of its pids can be reused before the SIGKILL (group.ts, rule 4).
-  tree.signalGroup('SIGSTOP');
-  tree.walkChildren();
-  const forced = !tree.isEmpty();
+export async function sweep(tree: Sweepable): Promise<boolean> {
+  freeze(tree);
+  const forced = tree.live().length > 0;
   tree.signalGroup('SIGKILL');
-  await sweepEscapees(tree);
+  for (const stat of tree.live()) tree.signalPid(stat.pid, 'SIGKILL');
   await until(() => tree.live().length === 0, GONE_BOUND_MS);
   return forced;
 }
 
-/** Escapees are out of reach of the group signal: freeze them, then tree-kill each escaped subtree. */
-async function sweepEscapees(tree: ProcessTree): Promise<void> {
-  if (!freezeEscapees(tree)) return;
-  await Promise.all(subtreeRoots(tree.escapees()).map((stat) => killSubtree(stat.pid)));
-  // Whatever tree-kill's ppid walk could not link (a parent already dead) is still recorded.
-  for (const stat of tree.live()) tree.signalPid(stat.pid, 'SIGKILL');
-}
-
-/** SIGSTOP every escapee, then the children that the walk finds under them, until no new one. */
-function freezeEscapees(tree: ProcessTree): boolean {
+/**
+ * SIGSTOP the group and every recorded process, then the children the walk finds under them, until
+ * no new one: a stopped process can neither fork, nor escape, nor die and free its pid while it is
+ * looked at.
+ */
+function freeze(tree: Sweepable): void {
+  tree.signalGroup('SIGSTOP');
   const frozen = new Set<number>();
-  for (let fresh = tree.escapees(); fresh.length > 0; fresh = tree.escapees().filter((s) => !frozen.has(s.pid))) {
+  for (;;) {
+    tree.walk();
+    const fresh = tree.live().filter((s) => !frozen.has(s.pid));
+    if (fresh.length === 0) return;
     for (const stat of fresh) {
       tree.signalPid(stat.pid, 'SIGSTOP');
       frozen.add(stat.pid);
     }
-    tree.walkChildren();
   }
-  return frozen.size > 0;
-}
-
-/** The escapees whose parent is not itself an escapee: one tree-kill each covers the rest. */
-function subtreeRoots(escapees: ProcStat[]): ProcStat[] {
-  const pids = new Set(escapees.map((s) => s.pid));
-  return escapees.filter((s) => !pids.has(s.ppid));
-}
-
-/** tree-kill never rejects here: a failed `ps` walk is covered by the direct SIGKILLs after it. */
-function killSubtree(pid: number): Promise<void> {
-  return new Promise((resolve) => treeKill(pid, 'SIGKILL', () => resolve()));
 }
 
 /** Resolves once `predicate` holds or `boundMs` passed. */

@@ -1,6 +1,7 @@
 /**
- * The cancel cause of a plain signal: its abort. (A token's cancel and retirement reach the child
- * through its owner, see exec.ts, the same way they reach a pool task.)
+ * The abort cause: a plain `AbortSignal` given as `options.signal` stops the child when it aborts.
+ * (A token's cancel and retirement reach the child through its owner, see exec.ts, the same way
+ * they reach a pool task.)
  */
 
 import type { StopCause } from './result.js';

@@ -1,0 +1,224 @@
+/**
+ * cgroup v2 containment: each child in a cgroup of its own, joined before it can fork.
+ *
+ * The kernel tracks cgroup membership exactly and for ever: whatever a process does (setsid,
+ * double fork, its parent's death), it and everything it forks stay in the cgroup, and nothing else
+ * is ever in it. So the hard stop is one write of "1" to `cgroup.kill` (SIGKILL to every member,
+ * descendant cgroups included), it can never reach a stranger, and `cgroup.events` saying
+ * `populated 0` is proof that the tree is gone, without reading /proc. This is how systemd's
+ * `KillMode=control-group` contains a service.
+ *
+ * Joining: Node cannot move a child into a cgroup between fork and exec, so the child starts as
+ * `/bin/sh -c 'echo $$ > <cgroup>/cgroup.procs && exec "$0" "$@"' file args...`: the shell joins
+ * (a builtin, no fork), then execs the command in the same process, so the pid, argv[0], exit code
+ * and signal are the command's own. Node also writes the pid right after the spawn returns, so the
+ * child is a member before any stop can run.
+ */
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, watch, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isDead, readStat } from './proc.js';
+import { until } from './sweep.js';
+import type { Tree } from './tree.js';
+
+/** A process in uninterruptible sleep (D) dies only when its I/O returns: do not wait forever. */
+const GONE_BOUND_MS = 2000;
+/** How long a cgroup whose last member is stuck in D state is retried for removal. */
+const REMOVE_RETRY_MS = 10_000;
+
+/**
+ * The `sh -c` script that joins `cgroup`, then becomes the command (`$0` and `$@`). A join that
+ * fails (it passed the probe, so it should not) exits 125 with a message rather than run the
+ * command uncontained.
+ */
+export function joinScript(cgroup: string): string {
+  return `${joinLine(cgroup)}; exec "$0" "$@"`;
+}
+
+function joinLine(cgroup: string): string {
+  const procs = shellQuote(join(cgroup, 'cgroup.procs'));
+  return `echo $$ 2>/dev/null > ${procs} || { echo "fullstop: cannot join the cgroup of this child" >&2; exit 125; }`;
+}
+
+function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The directory under which this process may create cgroups: its own cgroup in the cgroup v2
+ * hierarchy, found from /proc/self/mountinfo and /proc/self/cgroup (the mount point differs between
+ * unified and hybrid hosts). `undefined` where there is none.
+ */
+export function cgroupBase(): string | undefined {
+  let own: string | undefined;
+  let mounts: string;
+  try {
+    own = /^0::(.*)$/m.exec(readFileSync('/proc/self/cgroup', 'utf8'))?.[1];
+    mounts = readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return undefined;
+  }
+  if (own === undefined) return undefined;
+  for (const line of mounts.split('\n')) {
+    const [left, right] = line.split(' - ');
+    if (right?.split(' ')[0] !== 'cgroup2') continue;
+    const fields = left!.split(' ');
+    const root = unescapeMount(fields[3]!);
+    const mountPoint = unescapeMount(fields[4]!);
+    if (root === '/') return join(mountPoint, own);
+    if (own === root || own.startsWith(`${root}/`)) return join(mountPoint, own.slice(root.length));
+  }
+  return undefined;
+}
+
+/** mountinfo escapes space, tab, newline and backslash as octal. */
+function unescapeMount(text: string): string {
+  return text.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+}
+
+let sequence = 0;
+
+/** Create a fresh cgroup for one child; throws when it cannot. */
+export function createCgroup(base: string): string {
+  for (;;) {
+    const path = join(base, `fullstop-${process.pid}-${++sequence}`);
+    try {
+      mkdirSync(path);
+      return path;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+  }
+}
+
+/**
+ * Whether children can be contained in cgroups under `base`: a cgroup can be made there, it has
+ * `cgroup.kill` (Linux 5.14+) and `cgroup.events`, and a process can join it. Costs one short
+ * `sh` run, once per process (containment.ts caches the answer).
+ */
+export function cgroupsWork(base: string): boolean {
+  let path: string;
+  try {
+    path = createCgroup(base);
+  } catch {
+    return false;
+  }
+  try {
+    if (!existsSync(join(path, 'cgroup.kill')) || !existsSync(join(path, 'cgroup.events'))) return false;
+    const joined = spawnSync('/bin/sh', ['-c', joinLine(path)], { stdio: 'ignore', timeout: 5000 });
+    return joined.status === 0;
+  } finally {
+    removeCgroup(path);
+  }
+}
+
+/** Remove `path` and any cgroup below it (a nested host may have made some); false while busy. */
+export function removeCgroup(path: string): boolean {
+  try {
+    for (const entry of readdirSync(path, { withFileTypes: true })) {
+      if (entry.isDirectory()) removeCgroup(join(path, entry.name));
+    }
+    rmdirSync(path);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
+
+export class CgroupTree implements Tree {
+  readonly mode = 'cgroup' as const;
+  readonly pid: number;
+  /** The child's cgroup directory. */
+  readonly path: string;
+  /** `false` until Node has reaped the leader: until then the group -pid is certainly the child's. */
+  #reaped = false;
+
+  constructor(pid: number, path: string) {
+    this.pid = pid;
+    this.path = path;
+  }
+
+  get reaperEntry(): string {
+    return `cg ${this.path}`;
+  }
+
+  leaderReaped(): void {
+    this.#reaped = true;
+  }
+
+  ready(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /**
+   * SIGTERM the group while the leader is unreaped (see group.ts, rule 2), and each member of the
+   * cgroup outside it. A member read from `cgroup.procs` could die and its pid be reused in the few
+   * µs before the kill; the hard stop (`cgroup.kill`) has no such window.
+   */
+  terminate(): Promise<void> {
+    if (!this.#reaped) {
+      try { process.kill(-this.pid, 'SIGTERM'); } catch { /* already gone */ }
+    }
+    for (const pid of members(this.path)) {
+      const stat = readStat(pid);
+      if (isDead(stat) || (!this.#reaped && stat!.pgid === this.pid)) continue;
+      try { process.kill(pid, 'SIGTERM'); } catch { /* already gone */ }
+    }
+    return Promise.resolve();
+  }
+
+  isEmpty(): boolean {
+    try {
+      return /^populated 0$/m.test(readFileSync(join(this.path, 'cgroup.events'), 'latin1'));
+    } catch {
+      return true; // no such cgroup any more
+    }
+  }
+
+  /** The kernel reports each change of `cgroup.events` (`populated 1` → `0`) as a file modification. */
+  watch(nudge: () => void): () => void {
+    try {
+      const watcher = watch(join(this.path, 'cgroup.events'), { persistent: false }, () => nudge());
+      watcher.on('error', () => {}); // the cgroup was removed: the poll covers the rest
+      return () => watcher.close();
+    } catch {
+      return () => {}; // no inotify watch left: the grace polls
+    }
+  }
+
+  async kill(): Promise<boolean> {
+    const forced = !this.isEmpty();
+    this.killNow();
+    await until(() => this.isEmpty(), GONE_BOUND_MS);
+    return forced;
+  }
+
+  killNow(): void {
+    try { writeFileSync(join(this.path, 'cgroup.kill'), '1'); } catch { /* removed: nothing to kill */ }
+  }
+
+  dispose(): void {
+    if (removeCgroup(this.path)) return;
+    // A member still in uninterruptible sleep keeps the cgroup busy: retry, without holding the host.
+    const deadline = performance.now() + REMOVE_RETRY_MS;
+    const retry = setInterval(() => {
+      if (removeCgroup(this.path) || performance.now() > deadline) clearInterval(retry);
+    }, 100);
+    retry.unref();
+  }
+}
+
+/** Pids in `path` and every cgroup below it. */
+function members(path: string): number[] {
+  const out: number[] = [];
+  try {
+    for (const word of readFileSync(join(path, 'cgroup.procs'), 'latin1').split('\n')) if (word !== '') out.push(Number(word));
+    for (const entry of readdirSync(path, { withFileTypes: true })) {
+      if (entry.isDirectory()) out.push(...members(join(path, entry.name)));
+    }
+  } catch {
+    // removed under us: no members
+  }
+  return out;
+}

@@ -1,0 +1,66 @@
+/**
+ * No input crashes, hangs or corrupts exec: an output past the longest string V8 holds, sparse
+ * `args`, NUL bytes in `env` or `cwd`, timers past the longest Node honours. Each is refused at the
+ * call with an error naming the argument (nothing spawned), or, for the output, a ToolError that
+ * keeps what was read.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { exec, spawnBackground } from '../dist/src/exec/index.js';
+import { TurnRegistry } from '../dist/src/index.js';
+import { closeScene, fixture, openScene, type Scene } from './fixtures/exec/support.js';
+
+const run = promisify(execFile);
+let scene: Scene;
+beforeEach(() => { scene = openScene(new TurnRegistry()); });
+afterEach(() => closeScene(scene));
+
+describe('exec: output past the longest string V8 can hold', () => {
+  it('700 MB with maxBuffer 1e9: a ToolError naming the limit, the output kept up to it, the host alive', async () => {
+    // In a process of its own, so the half-gigabyte string does not stay in this runner's heap.
+    const { stdout } = await run(process.execPath, [fixture('huge-output.mjs'), '700000000', '1000000000'], { timeout: 60_000, maxBuffer: 1 << 20 });
+    const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+    expect(r).toMatchObject({ resolved: false, name: 'ToolError', stdoutLength: r.maxString, stderrLength: 0 });
+    expect(r.message).toMatch(/output exceeded the longest string this JavaScript engine can hold \(\d+ characters; options\.maxBuffer is 1000000000\)/);
+  }, 60_000);
+
+  it('a maxBuffer overflow keeps the output read so far on the error', async () => {
+    const running = exec('sh', ['-c', 'printf 0123456789; echo err >&2; while :; do printf 0123456789; done'], { maxBuffer: 25 });
+    const error = await running.catch((e: unknown) => e) as Error & { stdout: string; stderr: string };
+    expect(error.message).toMatch(/options\.maxBuffer \(25 characters\)/);
+    expect(error.stdout).toBe('0123456789012345678901234');
+    expect(error.stderr).toBe('err\n');
+  });
+});
+
+describe('exec: bad arguments are refused at the call, nothing spawned', () => {
+  const marker = () => join(scene.dir, 'touched');
+  const cases: Array<[string, () => [unknown, unknown], RegExp, ErrorConstructor]> = [
+    // eslint-disable-next-line no-sparse-arrays
+    ['sparse args (a hole)', () => [[marker(), , 'x'], undefined], /args\[1\]: expected a string, got a hole/, TypeError],
+    ['args of length 3 with no elements', () => [new Array(3), undefined], /args\[0\]: expected a string, got a hole/, TypeError],
+    ['NUL in an env value', () => [[marker()], { env: { A: 'x\0y' } }], /options\.env\.A: expected a string without NUL bytes/, TypeError],
+    ['NUL in an env name', () => [[marker()], { env: { 'A\0B': 'x' } }], /options\.env: expected variable names without NUL bytes/, TypeError],
+    ['NUL in cwd', () => [[marker()], { cwd: '/tmp\0/x' }], /options\.cwd: expected a path without NUL bytes/, TypeError],
+    ['timeoutMs past 2^31-1', () => [[marker()], { timeoutMs: 2 ** 31 }], /options\.timeoutMs: .*2147483647.*got 2147483648/, RangeError],
+    ['graceMs past 2^31-1', () => [[marker()], { graceMs: 2 ** 32 }], /options\.graceMs: .*2147483647.*got 4294967296/, RangeError],
+    ['timeoutMs Infinity', () => [[marker()], { timeoutMs: Infinity }], /options\.timeoutMs/, RangeError],
+  ];
+  for (const [what, make, message, type] of cases) {
+    it(`${what} → ${type.name}`, async () => {
+      const [args, options] = make();
+      const refused = (e: unknown) => e instanceof type && message.test((e as Error).message);
+      await expect(exec('touch', args as string[], options as never)).rejects.toSatisfy(refused);
+      expect(() => spawnBackground('touch', args as string[], options as never)).toThrow(message);
+      expect(existsSync(marker())).toBe(false);
+    });
+  }
+
+  it('the longest timer Node honours is accepted, and does not fire early', async () => {
+    const r = await exec('sh', ['-c', 'exit 0'], { timeoutMs: 2 ** 31 - 1, graceMs: 2 ** 31 - 1 });
+    expect(r).toMatchObject({ exitCode: 0, timedOut: false });
+  });
+});
