@@ -260,7 +260,7 @@ export class Fleet {
     const r = JSON.parse(raw) as FleetTurn;
     return {
       sessionId: r.sessionId, turnId: r.turnId, epoch: r.epoch, node: r.node, status: r.status,
-      stopRequested: r.stopRequested === true, reason: r.reason, leaseUntil: r.leaseUntil,
+      stopRequested: r.stopRequested === true, reason: r.reason, requester: r.requester, leaseUntil: r.leaseUntil,
     };
   }
 
