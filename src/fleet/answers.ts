@@ -9,12 +9,15 @@ export type FleetTurnStatus = 'running' | 'cancelling' | 'completed' | 'failed' 
 
 /** A session's latest fleet turn, as its Redis record has it. */
 export interface FleetTurn {
+  /** The session the turn belongs to. */
   sessionId: string;
+  /** The turn's id (the runner's `turnId`). */
   turnId: string;
   /** The session's turn counter at registration: fences every write about this turn. */
   epoch: number;
   /** The owner: the `nodeId` of the instance that runs (or ran) the turn. */
   node: string;
+  /** As recorded in Redis; a turn past its lease reads `running` until a script or sweep looks at it. */
   status: FleetTurnStatus;
   /** A stop has been recorded for the turn. */
   stopRequested: boolean;
