@@ -48,18 +48,23 @@ describe.skipIf(!up)('fleet across two processes', () => {
   });
 
   afterEach(async () => {
-    await host?.kill();
-    host = undefined;
-    await proxy?.close();
-    proxy = undefined;
-    await fleetB.close();
-    expect(fleetB.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0, timers: 0 });
-    await until(() => clientIdByName(raw, fleetB.subscriberName), (id) => id === undefined, 5000, 'the subscriber to go');
-    expect(runnerB.registry.stats()).toMatchObject({ liveTokens: 0, liveSlots: 0, liveBridges: 0 });
-    await dropKeys(raw, prefix);
-    await redisB.close();
-    await raw.close();
-    rmSync(dir, { recursive: true, force: true });
+    // The keys go whatever the checks find, so a failed check never leaves them on the shared server.
+    try {
+      await host?.kill();
+      await fleetB.close();
+      expect(fleetB.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0, timers: 0 });
+      await until(() => clientIdByName(raw, fleetB.subscriberName), (id) => id === undefined, 5000, 'the subscriber to go');
+      expect(runnerB.registry.stats()).toMatchObject({ liveTokens: 0, liveSlots: 0, liveBridges: 0 });
+    } finally {
+      await host?.kill();
+      host = undefined;
+      await proxy?.close();
+      proxy = undefined;
+      await dropKeys(raw, prefix);
+      await redisB.close();
+      await raw.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   async function startHost(config: Record<string, unknown>): Promise<{ host: Host; ledger: string; ready: Record<string, any> }> {
