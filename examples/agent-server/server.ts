@@ -1,0 +1,316 @@
+/**
+ * The agent server: an HTTP API over one `TurnRunner` (and, with `--redis`, a `Fleet`), plus the
+ * page in public/. Routes, in the order a page uses them:
+ *
+ *   GET  /                                   the page (public/index.html, app.js, style.css)
+ *   GET  /api/sessions/:sessionId/events     Server-Sent Events; `Last-Event-ID` replays what was missed
+ *   POST /api/sessions/:sessionId/turns      { prompt } → 202 { turnId } (409 while a turn runs)
+ *   POST /api/sessions/:sessionId/stop       { reason? } → the stop's answer
+ *   POST /api/questions/:questionId/answer   { answer } → { accepted }
+ *   GET  /api/sessions/:sessionId/history    the session's ledger entries
+ *   GET  /healthz                            { ok, nodeId, stats }
+ *
+ * Every refusal is a 4xx `{ error }` whose message names the field at fault; nothing a client
+ * sends can take the server down.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Ledger, StopReport, TurnOutcome, TurnPool, TurnRunner } from '../../src/index.js';
+import { agentTurn } from './agent.js';
+import { HttpError, idParam, readJson, sendJson, stringField } from './http.js';
+import type { Model } from './model.js';
+import { Session, Sessions, type EventType } from './sessions.js';
+
+/** Longest prompt accepted, in characters. */
+export const MAX_PROMPT_CHARS = 4000;
+/** Longest answer to a question, in characters. */
+const MAX_ANSWER_CHARS = 4000;
+/** A comment line this often keeps idle SSE connections open through proxies. */
+const HEARTBEAT_MS = 15_000;
+
+/**
+ * The part of `Fleet` (`fullstop/fleet`) the server uses: turns run through it are registered in
+ * Redis, so a stop sent to any instance reaches the one running the turn.
+ */
+export interface FleetLike {
+  readonly nodeId: string;
+  run<T>(sessionId: string, body: Parameters<TurnRunner['run']>[1], options?: { turnId?: string }): Promise<TurnOutcome<T>>;
+  stop(sessionId: string, options?: { reason?: string }): Promise<{ outcome: string; error?: Error } & Record<string, unknown>>;
+}
+
+export interface AgentServerOptions {
+  runner: TurnRunner;
+  pool: TurnPool;
+  ledger: Ledger;
+  model: Model;
+  nodeId: string;
+  /** Where index.html, app.js and style.css are read from (on every request: edit and reload). */
+  publicDir: string;
+  /** With a fleet, turns run through it and a stop goes through it. */
+  fleet?: FleetLike;
+}
+
+/** The stop's answer when there is no fleet: the shape of the fleet's `StopAnswer`. */
+type LocalStopAnswer =
+  | { outcome: 'stopped'; sessionId: string; turnId: string; node: string; report: StopReport }
+  | { outcome: 'not_found'; sessionId: string };
+
+const STATIC: Record<string, [file: string, type: string]> = {
+  '/': ['index.html', 'text/html; charset=utf-8'],
+  '/index.html': ['index.html', 'text/html; charset=utf-8'],
+  '/app.js': ['app.js', 'text/javascript; charset=utf-8'],
+  '/style.css': ['style.css', 'text/css; charset=utf-8'],
+};
+
+export class AgentServer {
+  readonly http: Server;
+  readonly nodeId: string;
+  readonly #options: AgentServerOptions;
+  readonly #sessions = new Sessions();
+  /** Each turn this server started, until its outcome is in (shutdown waits for them). */
+  readonly #running = new Map<string, Promise<void>>();
+  /** The prompt of each turn until its `turn_started` carries it to the page. */
+  readonly #prompts = new Map<string, string>();
+  readonly #heartbeat: NodeJS.Timeout;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: AgentServerOptions) {
+    this.#options = options;
+    this.nodeId = options.nodeId;
+    this.http = createServer((req, res) => { void this.#handle(req, res); });
+    this.#heartbeat = setInterval(() => this.#ping(), HEARTBEAT_MS).unref();
+    this.#forwardRunnerEvents();
+  }
+
+  /** Listens; resolves with the page's URL. */
+  listen(port: number, host: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.http.once('error', reject);
+      this.http.listen(port, host, () => {
+        this.http.off('error', reject);
+        const address = this.http.address();
+        const actual = typeof address === 'object' && address !== null ? address.port : port;
+        resolve(`http://${host.includes(':') ? `[${host}]` : host}:${actual}/`);
+      });
+    });
+  }
+
+  /** What /healthz reports. */
+  stats(): Record<string, unknown> {
+    const sessions = [...this.#sessions];
+    return {
+      registry: this.#options.runner.registry.stats(),
+      pool: this.#options.pool.stats(),
+      sessions: sessions.length,
+      runningTurns: this.#running.size,
+      sseClients: sessions.reduce((n, s) => n + s.clients, 0),
+    };
+  }
+
+  /**
+   * Stops accepting requests, stops every running turn (reason `shutdown`: history gets its
+   * aborted outputs, marker and flush), waits for their outcomes, then ends every connection.
+   * The pool, ledger and fleet belong to the caller, who closes them after this.
+   */
+  shutdown(): Promise<void> {
+    this.#closing ??= (async () => {
+      clearInterval(this.#heartbeat);
+      const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+      const busy = [...this.#sessions].filter((s) => s.turnId !== undefined);
+      await Promise.allSettled(busy.map((s) => this.#options.runner.stop(s.id, { reason: 'shutdown' })));
+      await Promise.allSettled(this.#running.values());
+      for (const session of this.#sessions) session.endClients();
+      this.http.closeAllConnections();
+      await closed;
+    })();
+    return this.#closing;
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      await this.#route(req, res);
+    } catch (error) {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (error instanceof HttpError) {
+        // An unread body (413 refuses before reading it) must not be parsed as the next request.
+        if (error.status === 413) res.setHeader('connection', 'close');
+        sendJson(res, error.status, { error: error.message });
+      } else {
+        console.error(`agent-server: ${req.method} ${req.url}:`, error);
+        sendJson(res, 500, { error: `internal error: ${(error as Error)?.message ?? String(error)}` });
+      }
+    }
+  }
+
+  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    const method = req.method ?? 'GET';
+    const asset = STATIC[path];
+    if (asset !== undefined) return this.#static(method, res, ...asset);
+    if (path === '/healthz') {
+      only(method, 'GET', path);
+      return sendJson(res, 200, { ok: this.#closing === undefined, nodeId: this.nodeId, stats: this.stats() });
+    }
+    let match = /^\/api\/sessions\/([^/]+)\/(turns|events|stop|history)$/.exec(path);
+    if (match !== null) {
+      const sessionId = idParam('sessionId', match[1]);
+      switch (match[2]) {
+        case 'turns': only(method, 'POST', path); return this.#startTurn(sessionId, req, res);
+        case 'events': only(method, 'GET', path); return this.#events(sessionId, req, res);
+        case 'stop': only(method, 'POST', path); return this.#stop(sessionId, req, res);
+        default: only(method, 'GET', path); return this.#history(sessionId, res);
+      }
+    }
+    match = /^\/api\/questions\/([^/]+)\/answer$/.exec(path);
+    if (match !== null) {
+      only(method, 'POST', path);
+      return this.#answer(idParam('questionId', match[1]), req, res);
+    }
+    throw new HttpError(404, `path: no route for ${method} ${path}`);
+  }
+
+  async #static(method: string, res: ServerResponse, file: string, type: string): Promise<void> {
+    only(method, 'GET', `/${file}`);
+    const body = await readFile(join(this.#options.publicDir, file));
+    res.writeHead(200, { 'content-type': type, 'content-length': body.length, 'cache-control': 'no-store' });
+    res.end(body);
+  }
+
+  async #startTurn(sessionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJson(req);
+    const prompt = stringField(body, 'prompt', MAX_PROMPT_CHARS, true)!;
+    if (this.#closing !== undefined) throw new HttpError(503, 'server: shutting down');
+    const session = this.#session(sessionId);
+    if (session.turnId !== undefined) {
+      throw new HttpError(409, `sessionId: session ${JSON.stringify(sessionId)} already has a running turn (${session.turnId}); stop it first`);
+    }
+    const turnId = `turn-${randomUUID()}`;
+    session.turnId = turnId;
+    this.#prompts.set(turnId, prompt);
+    const { runner, fleet, model, pool } = this.#options;
+    const body$ = agentTurn(model, pool, prompt, (id, callId, call) => {
+      session.publish('tool_call', { turnId: id, callId, name: call.name, args: call.args });
+    });
+    const run = fleet === undefined ? runner.run(sessionId, body$, { turnId }) : fleet.run<string>(sessionId, body$, { turnId });
+    const done = run.then(
+      (outcome) => this.#settled(session, turnId, outcome),
+      (error: unknown) => this.#settled(session, turnId, { status: 'failed', turnId, error }),
+    ).finally(() => this.#running.delete(turnId));
+    this.#running.set(turnId, done);
+    sendJson(res, 202, { turnId });
+  }
+
+  /**
+   * A turn's outcome is in. Its terminal event normally came from the runner already; a turn that
+   * ended without one (refused before it started, e.g. by the fleet) gets it here, so the page
+   * never waits for ever.
+   */
+  #settled(session: Session, turnId: string, outcome: TurnOutcome<unknown>): void {
+    this.#prompts.delete(turnId);
+    if (session.turnId !== turnId) return;
+    session.turnId = undefined;
+    if (outcome.status === 'completed') session.publish('turn_completed', { turnId, value: outcome.value });
+    else if (outcome.status === 'cancelled') session.publish('turn_aborted', { turnId, report: outcome.report ?? null });
+    else session.publish('turn_failed', { turnId, error: errorText(outcome.error) });
+  }
+
+  #events(sessionId: string, req: IncomingMessage, res: ServerResponse): void {
+    const raw = req.headers['last-event-id'];
+    let lastEventId: number | undefined;
+    if (raw !== undefined && raw !== '') {
+      lastEventId = Number(raw);
+      if (!Number.isSafeInteger(lastEventId) || lastEventId < 0) {
+        throw new HttpError(400, `Last-Event-ID: expected an event id (an integer >= 0), got ${JSON.stringify(String(raw).slice(0, 40))}`);
+      }
+    }
+    const session = this.#session(sessionId);
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    // retry: how soon a dropped EventSource reconnects (it then sends Last-Event-ID by itself).
+    res.write(`retry: 1000\n: session ${sessionId} on ${this.nodeId}\n\n`);
+    session.follow(res, lastEventId);
+  }
+
+  async #stop(sessionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJson(req);
+    const reason = stringField(body, 'reason', 100, false);
+    const { fleet, runner } = this.#options;
+    if (fleet !== undefined) {
+      // Any instance can stop any turn of the fleet: the answer says where it ran and how it ended.
+      const answer = await fleet.stop(sessionId, { reason });
+      const status = answer.outcome === 'relay_unavailable' ? 503 : 200;
+      return sendJson(res, status, answer.error === undefined ? answer : { ...answer, error: errorText(answer.error) });
+    }
+    if (this.#sessions.get(sessionId) === undefined) throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
+    const report = await runner.stop(sessionId, { reason });
+    const answer: LocalStopAnswer = report === null
+      ? { outcome: 'not_found', sessionId }
+      : { outcome: 'stopped', sessionId, turnId: report.turnId, node: this.nodeId, report };
+    sendJson(res, 200, answer);
+  }
+
+  async #answer(questionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJson(req);
+    const answer = stringField(body, 'answer', MAX_ANSWER_CHARS, true);
+    sendJson(res, 200, { accepted: this.#options.runner.answer(questionId, answer) });
+  }
+
+  async #history(sessionId: string, res: ServerResponse): Promise<void> {
+    const entries = await this.#options.ledger.entries({ sessionId });
+    if (entries.length === 0 && this.#sessions.get(sessionId) === undefined) {
+      throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} in this server's history`);
+    }
+    sendJson(res, 200, { sessionId, entries });
+  }
+
+  #session(sessionId: string): Session {
+    const session = this.#sessions.getOrCreate(sessionId);
+    if (session === undefined) throw new HttpError(503, 'sessionId: too many sessions in use; try again later');
+    return session;
+  }
+
+  /** The runner's events, as the page reads them, into the session's stream. */
+  #forwardRunnerEvents(): void {
+    const { runner } = this.#options;
+    const on = (type: EventType, shape: (p: Record<string, unknown>) => Record<string, unknown>) => {
+      runner.on(type, (payload: { sessionId: string; turnId: string } & Record<string, unknown>) => {
+        const session = this.#sessions.getOrCreate(payload.sessionId);
+        if (session === undefined) return;
+        session.publish(type, { turnId: payload.turnId, ...shape(payload) });
+        // The terminal event frees the session at once, so a Send right after it is not a 409.
+        if (type === 'turn_completed' || type === 'turn_failed' || type === 'turn_aborted') {
+          if (session.turnId === payload.turnId) session.turnId = undefined;
+          this.#prompts.delete(payload.turnId);
+        }
+      });
+    };
+    on('turn_started', (p) => ({ prompt: this.#prompts.get(p.turnId as string) ?? null, node: this.nodeId }));
+    on('say', (p) => ({ text: p.text }));
+    on('tool_output', (p) => ({ callId: p.callId, name: p.name, output: p.output, success: p.success }));
+    on('question', (p) => ({ questionId: p.questionId, question: p.question }));
+    on('turn_completed', (p) => ({ value: p.value }));
+    on('turn_failed', (p) => ({ error: errorText(p.error) }));
+    on('turn_aborted', (p) => ({ report: p.report }));
+  }
+
+  #ping(): void {
+    for (const session of this.#sessions) session.ping();
+  }
+}
+
+function only(method: string, allowed: string, path: string): void {
+  if (method !== allowed) throw new HttpError(405, `method: ${path} takes ${allowed}, not ${method}`);
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
