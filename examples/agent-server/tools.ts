@@ -31,6 +31,9 @@ export function runTool(turn: Turn, pool: TurnPool, call: ToolCall): Promise<unk
     case 'shell':
       return turn.tool('shell', { command: `sh -c '${SHELL_SCRIPT}'` }, async (token): Promise<ShellOutput> => {
         const { exitCode, signal, stdout, stderr, wallMs, pid } = await exec('sh', ['-c', SHELL_SCRIPT], { token });
+        // exec resolves a stopped run with its partial output; for the agent a stopped command is
+        // an aborted call, so the stop writes its aborted output instead of this one.
+        token.throwIfCancelled();
         return { exitCode, signal, stdout, stderr, wallMs, pid };
       });
     case 'ask':
