@@ -1,0 +1,52 @@
+/**
+ * What the fleet answers: a session's turn as Redis has it (`FleetTurn`), a stop's answer
+ * (`StopAnswer`) and a fleet turn's outcome (`FleetOutcome`).
+ */
+import type { StopReport, TurnOutcome } from '../turn/report.js';
+
+/** Statuses of a fleet turn record; the last four are terminal and never change. */
+export type FleetTurnStatus = 'running' | 'cancelling' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
+
+/** A session's latest fleet turn, as its Redis record has it. */
+export interface FleetTurn {
+  sessionId: string;
+  turnId: string;
+  /** The session's turn counter at registration: fences every write about this turn. */
+  epoch: number;
+  /** The owner: the `nodeId` of the instance that runs (or ran) the turn. */
+  node: string;
+  status: FleetTurnStatus;
+  /** A stop has been recorded for the turn. */
+  stopRequested: boolean;
+  /** The stop's reason code, or the terminal reason (`lease.expired`, `lease.lost`, ...). */
+  reason?: string;
+  /** Lease deadline, Redis server time in ms since the epoch. */
+  leaseUntil: number;
+}
+
+/**
+ * The answer of `Fleet.stop`:
+ * - `stopped`: the owner stopped the turn and sent its `StopReport` (also a stop that joined one under way);
+ * - `cancelling`: the stop is recorded in Redis but no acknowledgement came within `timeoutMs`
+ *   (or `wait: false`); the owner will still act on it (publish, or its next lease renewal);
+ * - `already_finished`: the addressed turn had ended; `status` is its terminal status;
+ * - `not_found`: no such turn (or the session has no fleet turn);
+ * - `interrupted`: the owner's lease ran out (it died or lost Redis); the turn is over;
+ * - `relay_unavailable`: Redis could not be reached within `timeoutMs`; nothing was recorded
+ *   as far as this instance knows.
+ */
+export type StopAnswer =
+  | { outcome: 'stopped'; sessionId: string; turnId: string; epoch: number; node: string; report: StopReport }
+  | { outcome: 'cancelling'; sessionId: string; turnId: string; epoch: number; node: string }
+  | { outcome: 'already_finished'; sessionId: string; turnId: string; status: string }
+  | { outcome: 'not_found'; sessionId: string; turnId?: string }
+  | { outcome: 'interrupted'; sessionId: string; turnId: string; epoch: number; node: string }
+  | { outcome: 'relay_unavailable'; sessionId: string; error: Error };
+
+/** `TurnRunner.run`'s outcome, plus the fleet's facts about the turn. */
+export type FleetOutcome<T> = TurnOutcome<T> & {
+  /** Redis could not be reached and `onUnavailable: 'local'` ran the turn anyway, with no record. */
+  unregistered?: true;
+  /** The turn's epoch (absent when unregistered). */
+  epoch?: number;
+};

@@ -1,0 +1,305 @@
+/**
+ * `Fleet`: stop a turn from any server instance, over Redis. The facade: it checks arguments,
+ * runs the scripts (src/fleet/scripts.ts, one per decision) and hands the owner's side to
+ * `Leases` and the sweep to `Sweep`. docs/fleet.md has the key schema and the failure table.
+ */
+import { randomUUID } from 'node:crypto';
+import { checkFunction, checkId, checkMs, describe } from '../errors.js';
+import type { Turn } from '../turn/active-turn.js';
+import type { StopReport } from '../turn/report.js';
+import type { TurnRunner } from '../turn/runner.js';
+import type { FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
+import { ensureConnecting, type FleetRedisClient } from './client.js';
+import { FleetTurnRefusedError, FleetUnavailableError } from './errors.js';
+import { fleetKeys, leaseMember, type FleetKeys } from './keys.js';
+import { Leases, type OwnedTurn } from './leases.js';
+import { parseMessage } from './messages.js';
+import { resolveFleetOptions, type FleetOptions, type ResolvedFleetOptions } from './options.js';
+import { StopRequests } from './requests.js';
+import { runScript, SCRIPTS } from './scripts.js';
+import { Sweep } from './sweep.js';
+
+/** Options of `Fleet.stop`. */
+export interface FleetStopOptions {
+  /** Stop this turn only (fenced by its epoch); without it, the session's turn running when the stop is recorded. */
+  turnId?: string;
+  /** Reason code passed to the owner's `runner.stop`. @default 'cancel.user' */
+  reason?: string;
+  /** Grace the owner gives the turn's owners. @default the owner runner's graceMs */
+  graceMs?: number;
+  /** Wait for the owner's acknowledgement (its StopReport). @default true */
+  wait?: boolean;
+  /** Bound on the whole call: Redis reply plus the acknowledgement. @default 2000 */
+  timeoutMs?: number;
+}
+
+const DEFAULT_STOP_TIMEOUT_MS = 2000;
+
+/**
+ * One instance's membership of the fleet. Turns started with `fleet.run` are registered in Redis,
+ * so `fleet.stop` on any instance reaches them.
+ *
+ * @example
+ * const redis = createClient({ url: process.env.REDIS_URL });
+ * const fleet = await Fleet.start({ redis, runner });
+ * app.post('/turn', (req) => fleet.run(req.sessionId, body));
+ * app.post('/stop', async (req) => (await fleet.stop(req.sessionId)).outcome);
+ */
+export class Fleet {
+  /** This instance's name in Redis (`options.nodeId`). */
+  readonly nodeId: string;
+  /** `CLIENT SETNAME` of the subscriber connection, to find it in `CLIENT LIST`. */
+  readonly subscriberName: string;
+  readonly #o: ResolvedFleetOptions;
+  readonly #keys: FleetKeys;
+  readonly #sub: FleetRedisClient;
+  readonly #leases: Leases;
+  readonly #sweep: Sweep;
+  readonly #requests = new StopRequests();
+  /** Terminal writes that failed and are retried until their lease ends. */
+  readonly #retries = new Set<NodeJS.Timeout>();
+  readonly #onClientError = () => { /* the client reconnects by itself; a request meanwhile fails fast */ };
+  readonly #onMessage = (raw: string) => {
+    const msg = parseMessage(raw);
+    if (msg?.kind === 'stop') this.#leases.onStop(msg);
+    else if (msg?.kind === 'ended') this.#requests.onEnded(msg);
+  };
+  #subscribed: Promise<unknown>;
+  #closed: Promise<void> | undefined;
+
+  private constructor(o: ResolvedFleetOptions) {
+    this.#o = o;
+    this.nodeId = o.nodeId;
+    this.subscriberName = `fullstop-fleet:${o.nodeId}`;
+    this.#keys = fleetKeys(o.prefix);
+    o.redis.on('error', this.#onClientError);
+    ensureConnecting(o.redis);
+    this.#sub = o.redis.duplicate({ name: this.subscriberName });
+    this.#sub.on('error', this.#onClientError);
+    this.#subscribed = this.#sub.connect().then(() => this.#sub.subscribe(this.#keys.nodeChannel(o.nodeId), this.#onMessage));
+    this.#subscribed.catch(() => { /* closed before Redis came back */ });
+    this.#leases = new Leases({ ...o, keys: this.#keys });
+    this.#sweep = new Sweep({ ...o, keys: this.#keys });
+  }
+
+  /**
+   * Join the fleet: subscribe to this node's channel, start renewing and sweeping. Resolves once
+   * subscribed, or — while Redis is unreachable — after the first connection error or
+   * `commandTimeoutMs`; the fleet keeps reconnecting (node-redis's reconnect strategy) meanwhile.
+   */
+  static async start(options: FleetOptions): Promise<Fleet> {
+    const fleet = new Fleet(resolveFleetOptions(options));
+    let timer: NodeJS.Timeout | undefined;
+    let onError: (() => void) | undefined;
+    await Promise.race([
+      fleet.#subscribed.catch(() => {}),
+      new Promise<void>((resolve) => { onError = resolve; fleet.#sub.on('error', resolve); }),
+      new Promise<void>((resolve) => { timer = setTimeout(resolve, fleet.#o.commandTimeoutMs); }),
+    ]);
+    clearTimeout(timer);
+    fleet.#sub.off('error', onError!);
+    return fleet;
+  }
+
+  /**
+   * Run one turn of `sessionId` on this instance's runner, registered in Redis first: the record
+   * `{ sessionId, turnId, epoch, node }` is what any instance's `stop` reaches. Records the
+   * terminal status when the turn ends. Rejects with `FleetUnavailableError` when Redis cannot be
+   * reached (unless `onUnavailable: 'local'`), `FleetTurnRefusedError` when the session already has
+   * a live fleet turn or the turn id is taken.
+   */
+  async run<T>(sessionId: string, body: (turn: Turn) => Promise<T>, options: { turnId?: string } = {}): Promise<FleetOutcome<T>> {
+    checkId('sessionId', sessionId);
+    checkFunction('body', body);
+    if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
+    if (options.turnId !== undefined) checkId('options.turnId', options.turnId);
+    if (this.#closed !== undefined) throw new Error('Fleet.run: the fleet is closed');
+    const { runner, redis } = this.#o;
+    if (runner.registry.currentToken(sessionId) !== undefined) {
+      throw new Error(`Fleet.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`);
+    }
+    const turnId = options.turnId ?? `turn-${randomUUID()}`;
+    const owned = this.#leases.claim(sessionId, turnId);
+    let epoch: number;
+    try {
+      epoch = await this.#register(owned);
+    } catch (error) {
+      this.#leases.release(owned);
+      if (error instanceof FleetUnavailableError && this.#o.onUnavailable === 'local') {
+        return { ...(await runner.run(sessionId, body, { turnId })), unregistered: true };
+      }
+      throw error;
+    }
+    // runner.run begins the turn synchronously (its token is current before it first awaits), so
+    // a stop applied right after it reaches this turn.
+    const outcome$ = runner.run(sessionId, body, { turnId });
+    this.#leases.started(owned);
+    redis.sendCommand(['ZADD', this.#keys.leases, String(owned.leaseUntil), leaseMember(sessionId, turnId)]).catch(() => {});
+    let outcome: Awaited<typeof outcome$>;
+    try {
+      outcome = await outcome$;
+    } catch (error) {
+      await this.#recordEnd(owned, 'failed', error instanceof Error ? error.message : String(error), undefined);
+      throw error;
+    }
+    const reason = outcome.status === 'cancelled' ? outcome.report?.reason
+      : outcome.status === 'failed' ? (outcome.error instanceof Error ? outcome.error.message : String(outcome.error)) : undefined;
+    await this.#recordEnd(owned, outcome.status, reason, outcome.report);
+    return { ...outcome, epoch };
+  }
+
+  async #register(owned: OwnedTurn): Promise<number> {
+    const { redis, nodeId, leaseMs, finishedTtlMs, commandTimeoutMs } = this.#o;
+    if (!redis.isReady) throw new FleetUnavailableError('Fleet.run: Redis is not reachable, so the turn cannot be registered');
+    const sentAt = performance.now();
+    let reply: string[];
+    try {
+      reply = await runScript(redis, SCRIPTS.register, [this.#keys.turns(owned.sessionId), this.#keys.finished(owned.sessionId)],
+        [owned.sessionId, owned.turnId, nodeId, String(Math.ceil(leaseMs)), String(finishedTtlMs), this.#keys.channelPrefix],
+        commandTimeoutMs) as string[];
+    } catch (cause) {
+      throw new FleetUnavailableError(`Fleet.run: registering the turn in Redis failed (${cause instanceof Error ? cause.message : String(cause)})`, { cause });
+    }
+    if (reply[0] === 'exists') throw new FleetTurnRefusedError(`Fleet.run: turn ${JSON.stringify(owned.turnId)} is already recorded for session ${JSON.stringify(owned.sessionId)}`);
+    if (reply[0] === 'busy') {
+      throw new FleetTurnRefusedError(`Fleet.run: session ${JSON.stringify(owned.sessionId)} already runs turn ${JSON.stringify(reply[1])} on node ${JSON.stringify(reply[2])}; stop it first`);
+    }
+    const epoch = Number(reply[1]);
+    owned.leaseUntil = Number(reply[2]);
+    this.#leases.registered(owned, epoch, sentAt);
+    return epoch;
+  }
+
+  /**
+   * Record the turn's terminal status (and StopReport), which acknowledges every stop requester.
+   * Refused by the script when the lease has run out (the record says `interrupted`). If Redis
+   * does not answer, retried every `renewMs` while the lease lasts.
+   */
+  async #recordEnd(owned: OwnedTurn, status: string, reason: string | undefined, report: StopReport | undefined): Promise<void> {
+    owned.ending = true;
+    const { redis, nodeId, finishedTtlMs, commandTimeoutMs, renewMs } = this.#o;
+    const attempt = async (): Promise<boolean> => {
+      if (!redis.isReady) return false;
+      try {
+        await runScript(redis, SCRIPTS.recordEnd, [this.#keys.turns(owned.sessionId), this.#keys.finished(owned.sessionId)],
+          [owned.turnId, String(owned.epoch), nodeId, status, reason ?? '', report === undefined ? '' : JSON.stringify(report),
+            String(finishedTtlMs), this.#keys.channelPrefix], commandTimeoutMs);
+      } catch {
+        return false;
+      }
+      redis.sendCommand(['ZREM', this.#keys.leases, leaseMember(owned.sessionId, owned.turnId)]).catch(() => {});
+      return true;
+    };
+    const retry = () => {
+      if (this.#closed !== undefined || performance.now() >= owned.confirmedUntil) return this.#leases.release(owned);
+      const timer = setTimeout(() => {
+        this.#retries.delete(timer);
+        void attempt().then((done) => (done ? this.#leases.release(owned) : retry()));
+      }, renewMs).unref();
+      this.#retries.add(timer);
+    };
+    if (await attempt()) this.#leases.release(owned);
+    else retry();
+  }
+
+  /**
+   * Stop a session's turn wherever it runs. The stop is recorded in Redis (status `cancelling`)
+   * before it is published to the owner; with `wait` (the default) the answer is the owner's
+   * acknowledgement (`stopped`, with its StopReport) or, after `timeoutMs`, `cancelling`. Never
+   * rejects for Redis's sake: `relay_unavailable` says Redis could not be reached.
+   */
+  async stop(sessionId: string, options: FleetStopOptions = {}): Promise<StopAnswer> {
+    checkId('sessionId', sessionId);
+    if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
+    const { turnId, reason = 'cancel.user', graceMs, wait = true, timeoutMs = DEFAULT_STOP_TIMEOUT_MS } = options;
+    if (turnId !== undefined) checkId('options.turnId', turnId);
+    checkId('options.reason', reason);
+    checkMs('options.graceMs', graceMs);
+    if (typeof wait !== 'boolean') throw new TypeError(`options.wait: expected a boolean, got ${describe(wait)}`);
+    checkMs('options.timeoutMs', timeoutMs);
+    const { redis, nodeId, finishedTtlMs } = this.#o;
+    if (this.#closed !== undefined) return { outcome: 'relay_unavailable', sessionId, error: new FleetUnavailableError('Fleet.stop: the fleet is closed') };
+    if (!redis.isReady) return { outcome: 'relay_unavailable', sessionId, error: new FleetUnavailableError('Fleet.stop: Redis is not reachable') };
+    const deadline = performance.now() + timeoutMs;
+    const waiting = wait ? this.#requests.wait(sessionId) : undefined;
+    let reply: string[];
+    try {
+      reply = await runScript(redis, SCRIPTS.requestStop, [this.#keys.turns(sessionId), this.#keys.finished(sessionId)],
+        [sessionId, turnId ?? '', nodeId, reason, graceMs === undefined ? '' : String(graceMs), String(finishedTtlMs),
+          this.#keys.channelPrefix, wait ? '1' : '0'], Math.max(1, timeoutMs)) as string[];
+    } catch (cause) {
+      waiting?.cancel();
+      return { outcome: 'relay_unavailable', sessionId, error: new FleetUnavailableError(`Fleet.stop: Redis did not answer (${cause instanceof Error ? cause.message : String(cause)})`, { cause }) };
+    }
+    const [kind, id, third, fourth] = reply;
+    if (kind !== 'cancelling') waiting?.cancel();
+    if (kind === 'not_found') return turnId === undefined ? { outcome: 'not_found', sessionId } : { outcome: 'not_found', sessionId, turnId };
+    if (kind === 'finished') return { outcome: 'already_finished', sessionId, turnId: id!, status: third! };
+    const epoch = Number(third);
+    const node = fourth!;
+    if (kind === 'interrupted') return { outcome: 'interrupted', sessionId, turnId: id!, epoch, node };
+    const cancelling = { outcome: 'cancelling' as const, sessionId, turnId: id!, epoch, node };
+    if (waiting === undefined) return cancelling;
+    waiting.address(id!, epoch, Math.max(0, deadline - performance.now()));
+    const ended = await waiting.ended;
+    if (ended === undefined) return cancelling;
+    if (ended.status === 'interrupted') return { outcome: 'interrupted', sessionId, turnId: id!, epoch, node };
+    if (ended.status === 'cancelled' && ended.report !== undefined) {
+      return { outcome: 'stopped', sessionId, turnId: id!, epoch, node, report: JSON.parse(ended.report) as StopReport };
+    }
+    return { outcome: 'already_finished', sessionId, turnId: id!, status: ended.status };
+  }
+
+  /** The session's latest fleet turn as Redis has it; null when there is none (or Redis is unreachable: rejects). */
+  async turn(sessionId: string): Promise<FleetTurn | null> {
+    checkId('sessionId', sessionId);
+    const { redis, commandTimeoutMs } = this.#o;
+    if (!redis.isReady) throw new FleetUnavailableError('Fleet.turn: Redis is not reachable');
+    const raw = await runScript(redis, SCRIPTS.readLatest, [this.#keys.turns(sessionId), this.#keys.finished(sessionId)], [], commandTimeoutMs);
+    if (typeof raw !== 'string') return null;
+    const r = JSON.parse(raw) as FleetTurn;
+    return {
+      sessionId: r.sessionId, turnId: r.turnId, epoch: r.epoch, node: r.node, status: r.status,
+      stopRequested: r.stopRequested === true, reason: r.reason, leaseUntil: r.leaseUntil,
+    };
+  }
+
+  /** Run one sweep now (the timer runs one every `sweepMs`); resolves with the turns it marked `interrupted`. */
+  sweep(): Promise<number> {
+    return this.#sweep.run();
+  }
+
+  /**
+   * Leave the fleet: stop renewing and sweeping, unsubscribe and close the subscriber. Turns this
+   * node still runs are released: their records become `interrupted` (reason `fleet.closed`); they
+   * keep running locally, where `runner.stop` still reaches them. Waiting stops answer `cancelling`.
+   * The caller's client is left open.
+   */
+  close(): Promise<void> {
+    this.#closed ??= this.#close();
+    return this.#closed;
+  }
+
+  async #close(): Promise<void> {
+    this.#leases.close();
+    this.#sweep.close();
+    for (const timer of this.#retries) clearTimeout(timer);
+    this.#retries.clear();
+    this.#requests.cancelAll();
+    await Promise.allSettled(this.#leases.turns().map(async (owned) => {
+      if (owned.epoch === undefined || owned.ending) return;
+      await this.#recordEnd(owned, 'interrupted', 'fleet.closed', undefined);
+    }));
+    if (this.#sub.isReady) {
+      await Promise.race([this.#sub.unsubscribe().catch(() => {}), new Promise((r) => setTimeout(r, this.#o.commandTimeoutMs).unref())]);
+    }
+    this.#sub.destroy();
+    this.#sub.off('error', this.#onClientError);
+    this.#o.redis.off('error', this.#onClientError);
+  }
+
+  /** @internal for leak checks: live owned turns, waiting stops, pending retries. */
+  stats(): { ownedTurns: number; waitingStops: number; retries: number } {
+    return { ownedTurns: this.#leases.size, waitingStops: this.#requests.size, retries: this.#retries.size };
+  }
+}

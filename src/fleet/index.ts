@@ -1,0 +1,11 @@
+/**
+ * `fullstop/fleet`: stop a turn from any server instance, over Redis (node-redis, an optional
+ * peer dependency: only this entry point needs it, and it only uses the client it is given).
+ * See docs/fleet.md.
+ */
+
+export { Fleet, type FleetStopOptions } from './fleet.js';
+export type { FleetOptions } from './options.js';
+export type { FleetRedisClient, FleetMessageListener } from './client.js';
+export type { FleetTurn, FleetTurnStatus, StopAnswer, FleetOutcome } from './answers.js';
+export { FleetUnavailableError, FleetTurnRefusedError } from './errors.js';

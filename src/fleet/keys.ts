@@ -1,0 +1,54 @@
+/**
+ * Every Redis key and channel name of the fleet, built here from one prefix (and nowhere else).
+ *
+ * A session's keys share the hash tag `{sessionId}`, so every script, which touches the keys of
+ * one session only, runs unchanged on Redis Cluster (all of its keys hash to one slot). The lease
+ * index is the one key outside any session: no script touches it; it is only a hint for the sweep
+ * (see docs/fleet.md, "Key schema").
+ */
+
+export interface FleetKeys {
+  /** Hash of one session: `latest` (turn id), `epoch` (counter), `t:<turnId>` (JSON turn record). */
+  turns(sessionId: string): string;
+  /** Sorted set of one session's finished turn ids by finish time (server ms), for pruning. */
+  finished(sessionId: string): string;
+  /** Sorted set of running turns (`JSON [sessionId, turnId]`) by lease deadline: the sweep's hint. */
+  readonly leases: string;
+  /** Prefix of the node channels: a node subscribes to `nodeChannel(nodeId)` and nothing else. */
+  readonly channelPrefix: string;
+  nodeChannel(nodeId: string): string;
+}
+
+/**
+ * Hash tags end at the first `}`; a session id holding one would split its keys across slots, so
+ * `%`, `{` and `}` are percent-encoded (one-to-one: two ids never share keys). The exact id is
+ * stored inside the records.
+ */
+function tag(sessionId: string): string {
+  return `{${sessionId.replaceAll('%', '%25').replaceAll('{', '%7B').replaceAll('}', '%7D')}}`;
+}
+
+export function fleetKeys(prefix: string): FleetKeys {
+  return {
+    turns: (sessionId) => `${prefix}:${tag(sessionId)}:turns`,
+    finished: (sessionId) => `${prefix}:${tag(sessionId)}:finished`,
+    leases: `${prefix}:leases`,
+    channelPrefix: `${prefix}:node:`,
+    nodeChannel: (nodeId) => `${prefix}:node:${nodeId}`,
+  };
+}
+
+/** The lease index member of one turn. */
+export function leaseMember(sessionId: string, turnId: string): string {
+  return JSON.stringify([sessionId, turnId]);
+}
+
+export function parseLeaseMember(member: string): [sessionId: string, turnId: string] | undefined {
+  try {
+    const value: unknown = JSON.parse(member);
+    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'string') {
+      return [value[0], value[1]];
+    }
+  } catch { /* a foreign member: the caller drops it */ }
+  return undefined;
+}

@@ -1,0 +1,168 @@
+/**
+ * The turns this node owns, and their leases: renewal every `renewMs` (which also reads each
+ * turn's pending stop, so a missed publish costs at most one renewal), self-fencing when a lease
+ * could not be renewed in time, and applying stops to the local runner.
+ *
+ * Rules:
+ * 1. A stop reaches the local turn only if the session's current token is that turn's
+ *    (`registry.currentToken(sessionId)?.turnId`) and the stop names this registration's epoch.
+ * 2. `confirmedUntil` is when the lease ends by this process's clock, counted from when the last
+ *    successful renewal was *sent* (so it is never later than Redis's deadline). Past it, the
+ *    node no longer owns the turn and stops it itself with reason `lease.lost`.
+ */
+import type { TurnRunner } from '../turn/runner.js';
+import type { FleetRedisClient } from './client.js';
+import type { FleetKeys } from './keys.js';
+import { leaseMember } from './keys.js';
+import type { StopMessage } from './messages.js';
+import { runScript, SCRIPTS } from './scripts.js';
+
+export interface OwnedTurn {
+  readonly sessionId: string;
+  readonly turnId: string;
+  /** Undefined until the register script has answered. */
+  epoch: number | undefined;
+  /** The lease deadline Redis last gave (server ms): the lease index's score. */
+  leaseUntil: number;
+  /** performance.now() at which the lease is lost (rule 2). */
+  confirmedUntil: number;
+  /** A stop that arrived before the registration's reply (applied once the turn runs). */
+  early: StopMessage | undefined;
+  /** The local runner has begun the turn. */
+  running: boolean;
+  /** Stopped by this node for lease.lost. */
+  fenced: boolean;
+  /** The terminal write is under way or done: no more renewals. */
+  ending: boolean;
+}
+
+export interface LeaseContext {
+  redis: FleetRedisClient; runner: TurnRunner; keys: FleetKeys; nodeId: string;
+  leaseMs: number; renewMs: number; finishedTtlMs: number;
+}
+
+export class Leases {
+  readonly #ctx: LeaseContext;
+  /** Owned turns by session (a session has at most one running turn on a runner). */
+  readonly #owned = new Map<string, OwnedTurn>();
+  #renewTimer: NodeJS.Timeout | undefined;
+  #fenceTimer: NodeJS.Timeout | undefined;
+  #renewing = false;
+
+  constructor(ctx: LeaseContext) {
+    this.#ctx = ctx;
+    this.#renewTimer = setInterval(() => void this.renew(), ctx.renewMs).unref();
+  }
+
+  get size(): number { return this.#owned.size; }
+  turns(): OwnedTurn[] { return [...this.#owned.values()]; }
+
+  /** Claim a turn before its registration is sent, so a stop that overtakes the reply is kept. */
+  claim(sessionId: string, turnId: string): OwnedTurn {
+    const owned: OwnedTurn = {
+      sessionId, turnId, epoch: undefined, leaseUntil: 0, confirmedUntil: Infinity, early: undefined, running: false, fenced: false, ending: false,
+    };
+    this.#owned.set(sessionId, owned);
+    return owned;
+  }
+
+  /** The registration answered: the lease runs from `sentAt` (rule 2). */
+  registered(owned: OwnedTurn, epoch: number, sentAt: number): void {
+    owned.epoch = epoch;
+    owned.confirmedUntil = sentAt + this.#ctx.leaseMs;
+    this.#armFence();
+  }
+
+  /** The runner has begun the turn: apply a stop that came early. */
+  started(owned: OwnedTurn): void {
+    owned.running = true;
+    if (owned.early !== undefined && owned.early.epoch === owned.epoch) this.#stopLocal(owned, owned.early.reason, owned.early.graceMs);
+    owned.early = undefined;
+  }
+
+  release(owned: OwnedTurn): void {
+    if (this.#owned.get(owned.sessionId) === owned) this.#owned.delete(owned.sessionId);
+    this.#armFence();
+  }
+
+  /** A `stop` message for one of this node's turns (rule 1). */
+  onStop(msg: StopMessage): void {
+    const owned = this.#owned.get(msg.sessionId);
+    if (owned === undefined || owned.turnId !== msg.turnId) return;
+    if (owned.epoch === undefined) { owned.early = msg; return; }
+    if (owned.epoch !== msg.epoch || !owned.running) return;
+    this.#stopLocal(owned, msg.reason, msg.graceMs);
+  }
+
+  #stopLocal(owned: OwnedTurn, reason: string | undefined, graceMs: number | undefined): void {
+    const { runner } = this.#ctx;
+    if (runner.registry.currentToken(owned.sessionId)?.turnId !== owned.turnId) return;
+    runner.stop(owned.sessionId, { reason: reason || 'cancel.user', graceMs }).catch(() => { /* the outcome reports it */ });
+  }
+
+  /** Rule 2: stop every owned turn whose lease has run out by this clock. */
+  #fence(): void {
+    const now = performance.now();
+    for (const owned of this.#owned.values()) {
+      if (owned.fenced || owned.ending || !owned.running || now < owned.confirmedUntil) continue;
+      owned.fenced = true;
+      this.#stopLocal(owned, 'lease.lost', undefined);
+    }
+    this.#armFence();
+  }
+
+  /** One timer for the earliest lease end, re-armed on every change. */
+  #armFence(): void {
+    clearTimeout(this.#fenceTimer);
+    this.#fenceTimer = undefined;
+    let earliest = Infinity;
+    for (const owned of this.#owned.values()) {
+      if (!owned.fenced && !owned.ending && owned.confirmedUntil < earliest) earliest = owned.confirmedUntil;
+    }
+    if (earliest === Infinity) return;
+    this.#fenceTimer = setTimeout(() => this.#fence(), Math.max(0, earliest - performance.now())).unref();
+  }
+
+  /**
+   * Renew every owned lease (one script each, sent in one go); a reply with a pending stop applies
+   * it (the lost wake-up path); a `lost` reply fences the turn.
+   */
+  async renew(): Promise<void> {
+    const { redis, keys, nodeId, leaseMs, renewMs, finishedTtlMs } = this.#ctx;
+    if (this.#renewing || !redis.isReady) return;
+    const due = [...this.#owned.values()].filter((o) => o.epoch !== undefined && !o.ending && !o.fenced);
+    if (due.length === 0) return;
+    this.#renewing = true;
+    const sentAt = performance.now();
+    try {
+      const replies = await Promise.allSettled(due.map((o) => runScript(redis, SCRIPTS.renewLease,
+        [keys.turns(o.sessionId), keys.finished(o.sessionId)],
+        [o.turnId, String(o.epoch), nodeId, String(Math.ceil(leaseMs)), String(finishedTtlMs), keys.channelPrefix], renewMs)));
+      const index: string[] = [];
+      due.forEach((owned, i) => {
+        const r = replies[i]!;
+        if (r.status === 'rejected' || owned.ending) return;
+        const reply = r.value as string[];
+        if (reply[0] === 'ok') {
+          owned.confirmedUntil = sentAt + leaseMs;
+          owned.leaseUntil = Number(reply[1]);
+          index.push(reply[1]!, leaseMember(owned.sessionId, owned.turnId));
+          if (reply[2] === '1' && owned.running) this.#stopLocal(owned, reply[3], reply[4] === '' ? undefined : Number(reply[4]));
+        } else {
+          owned.confirmedUntil = -Infinity;
+        }
+      });
+      if (index.length > 0) redis.sendCommand(['ZADD', keys.leases, ...index]).catch(() => { /* a hint; the next renewal writes it again */ });
+    } finally {
+      this.#renewing = false;
+      this.#fence();
+    }
+  }
+
+  close(): void {
+    clearInterval(this.#renewTimer);
+    clearTimeout(this.#fenceTimer);
+    this.#renewTimer = undefined;
+    this.#fenceTimer = undefined;
+  }
+}

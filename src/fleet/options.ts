@@ -1,0 +1,81 @@
+/**
+ * `Fleet.start`'s options: each documented once with its default, checked once at the boundary.
+ */
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { checkId, checkMs, describe } from '../errors.js';
+import { TurnRunner } from '../turn/runner.js';
+import { checkRedisClient, type FleetRedisClient } from './client.js';
+
+export interface FleetOptions {
+  /**
+   * A node-redis client (`createClient()` of `redis`), connected or not. The caller owns it and
+   * its connection options (reconnect strategy, TLS, auth); the fleet never closes it and
+   * `duplicate()`s it once for its subscriber.
+   */
+  redis: FleetRedisClient;
+  /** This instance's runner: its fleet turns are registered, renewed and stopped through it. */
+  runner: TurnRunner;
+  /**
+   * This instance's name in Redis; unique among live instances (no spaces or newlines).
+   * @default `${hostname}:${pid}:${random}`
+   */
+  nodeId?: string;
+  /** Prefix of every key and channel. @default 'fullstop' */
+  prefix?: string;
+  /** How long a turn stays owned without a renewal. @default 15000 */
+  leaseMs?: number;
+  /** How often the owner renews its turns' leases (and reads their pending stops). @default leaseMs / 3 */
+  renewMs?: number;
+  /** How often this instance reaps expired leases (any instance's turns). @default leaseMs / 3 */
+  sweepMs?: number;
+  /** How long a finished turn's record answers `already_finished`. @default 86400000 (24 h) */
+  finishedTtlMs?: number;
+  /**
+   * What `run` does when Redis cannot be reached: `'refuse'` rejects with
+   * `FleetUnavailableError`; `'local'` runs the turn unregistered (`unregistered: true`): only a
+   * local `runner.stop` reaches it. @default 'refuse'
+   */
+  onUnavailable?: 'refuse' | 'local';
+  /** Longest wait for a Redis reply when registering or recording a turn. @default 2000 */
+  commandTimeoutMs?: number;
+}
+
+export interface ResolvedFleetOptions {
+  redis: FleetRedisClient; runner: TurnRunner; nodeId: string; prefix: string; leaseMs: number;
+  renewMs: number; sweepMs: number; finishedTtlMs: number; onUnavailable: 'refuse' | 'local';
+  commandTimeoutMs: number;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+function checkPositive(name: string, value: number | undefined): void {
+  checkMs(name, value);
+  if (value === 0) throw new RangeError(`${name}: expected more than 0 ms, got 0`);
+}
+
+export function resolveFleetOptions(options: FleetOptions): ResolvedFleetOptions {
+  if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
+  checkRedisClient('options.redis', options.redis);
+  if (!(options.runner instanceof TurnRunner)) throw new TypeError(`options.runner: expected a TurnRunner, got ${describe(options.runner)}`);
+  const { nodeId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`, prefix = 'fullstop' } = options;
+  checkId('options.nodeId', nodeId);
+  if (/\s/.test(nodeId)) throw new TypeError(`options.nodeId: expected no whitespace (it names a connection), got ${describe(nodeId)}`);
+  checkId('options.prefix', prefix);
+  const leaseMs = options.leaseMs ?? 15_000;
+  checkPositive('options.leaseMs', leaseMs);
+  const { renewMs = leaseMs / 3, sweepMs = leaseMs / 3, finishedTtlMs = DAY_MS, commandTimeoutMs = 2000 } = options;
+  checkPositive('options.renewMs', renewMs);
+  if (renewMs >= leaseMs) throw new RangeError(`options.renewMs: expected less than leaseMs (${leaseMs}), got ${renewMs}`);
+  checkPositive('options.sweepMs', sweepMs);
+  checkPositive('options.finishedTtlMs', finishedTtlMs);
+  checkPositive('options.commandTimeoutMs', commandTimeoutMs);
+  const onUnavailable = options.onUnavailable ?? 'refuse';
+  if (onUnavailable !== 'refuse' && onUnavailable !== 'local') {
+    throw new TypeError(`options.onUnavailable: expected 'refuse' or 'local', got ${describe(onUnavailable)}`);
+  }
+  return {
+    redis: options.redis, runner: options.runner, nodeId, prefix, leaseMs, renewMs, sweepMs,
+    finishedTtlMs: Math.round(finishedTtlMs), onUnavailable, commandTimeoutMs,
+  };
+}
