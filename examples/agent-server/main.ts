@@ -1,5 +1,5 @@
 /**
- * `npm run serve -- [--port 3000] [--host 127.0.0.1] [--redis URL] [--node-id ID] [--data DIR]`:
+ * `npm run serve -- [--port 3000] [--host 127.0.0.1] [--redis URL [--fleet-prefix P]] [--node-id ID] [--data DIR] [--grace MS]`:
  * the agent server. Prints the page's URL on its first line. With `--redis` it joins the fleet
  * (a stop sent to any instance reaches the turn wherever it runs); without, it runs alone.
  * `--data` holds its ledger (default: a fresh folder under the OS temp dir, printed).
@@ -15,11 +15,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Ledger, TurnPool, TurnRegistry, TurnRunner } from '../../src/index.js';
+import { Fleet } from '../../src/fleet/index.js';
 import { ScriptedModel, type Model } from './model.js';
 import { openAIModelFromEnv } from './openai-model.js';
 import { AgentServer } from './server.js';
 
-interface Options { port: number; host: string; redis?: string; nodeId: string; data?: string; grace: number }
+interface Options { port: number; host: string; redis?: string; prefix?: string; nodeId: string; data?: string; grace: number }
 
 function parse(): Options {
   const { values } = parseArgs({
@@ -27,6 +28,7 @@ function parse(): Options {
       port: { type: 'string', default: '3000' },
       host: { type: 'string', default: '127.0.0.1' },
       redis: { type: 'string' },
+      'fleet-prefix': { type: 'string' },
       'node-id': { type: 'string' },
       data: { type: 'string' },
       grace: { type: 'string', default: '100' },
@@ -39,7 +41,10 @@ function parse(): Options {
   const nodeId = values['node-id'] ?? `${hostname()}:${process.pid}`;
   if (!/^[\w.:-]{1,64}$/.test(nodeId)) throw new RangeError(`--node-id: expected 1-64 letters, digits, '-', '_', '.' or ':', got ${JSON.stringify(nodeId)}`);
   if (values.redis !== undefined && !/^rediss?:\/\//.test(values.redis)) throw new RangeError(`--redis: expected a redis:// or rediss:// URL, got ${JSON.stringify(values.redis)}`);
-  return { port, host: values.host!, redis: values.redis, nodeId, data: values.data, grace };
+  const prefix = values['fleet-prefix'];
+  if (prefix !== undefined && values.redis === undefined) throw new RangeError('--fleet-prefix: only with --redis');
+  if (prefix !== undefined && !/^[\w.:-]{1,64}$/.test(prefix)) throw new RangeError(`--fleet-prefix: expected 1-64 letters, digits, '-', '_', '.' or ':', got ${JSON.stringify(prefix)}`);
+  return { port, host: values.host!, redis: values.redis, prefix, nodeId, data: values.data, grace };
 }
 
 /** public/ next to the source file; from dist/ (tsc does not copy it) the same folder in the sources. */
@@ -52,7 +57,7 @@ let options: Options;
 try {
   options = parse();
 } catch (error) {
-  console.error(`agent-server: ${(error as Error).message}\nusage: npm run serve -- [--port 3000] [--host 127.0.0.1] [--redis redis://127.0.0.1:6379] [--node-id ID] [--data DIR] [--grace MS]`);
+  console.error(`agent-server: ${(error as Error).message}\nusage: npm run serve -- [--port 3000] [--host 127.0.0.1] [--redis redis://127.0.0.1:6379 [--fleet-prefix P]] [--node-id ID] [--data DIR] [--grace MS]`);
   process.exit(2);
 }
 
@@ -63,7 +68,7 @@ const registry = new TurnRegistry();
 const pool = new TurnPool({ filename: new URL('./crunch-task.js', import.meta.url).href, minThreads: 1, maxThreads: 2 });
 const runner = new TurnRunner({ registry, pool, ledger, graceMs: options.grace });
 const model: Model = process.env.OPENAI_BASE_URL ? await openAIModelFromEnv() : new ScriptedModel();
-const fleet = options.redis === undefined ? undefined : await joinFleet(options.redis, options.nodeId, runner);
+const fleet = options.redis === undefined ? undefined : await joinFleet(options.redis, options.nodeId, options.prefix, runner);
 const server = new AgentServer({ runner, pool, ledger, model, nodeId: options.nodeId, publicDir: publicDir(), fleet: fleet?.fleet });
 const url = await server.listen(options.port, options.host);
 console.log(`fullstop agent server: ${url}`);
@@ -96,7 +101,28 @@ async function shutdown(signal: string): Promise<void> {
   process.exit(code);
 }
 
-/** Joins the fleet over Redis; filled in below once fullstop/fleet is available. */
-async function joinFleet(_url: string, _nodeId: string, _runner: TurnRunner): Promise<{ fleet: import('./server.js').FleetLike; close(): Promise<void> } | undefined> {
-  throw new Error('--redis: the fleet is not available in this build');
+/**
+ * Joins the fleet over Redis. The server owns the node-redis client (its URL, its reconnects) and
+ * hands it to the fleet, which duplicates it once to subscribe. `redis` is an optional peer
+ * dependency, so it is imported only here.
+ */
+async function joinFleet(url: string, nodeId: string, prefix: string | undefined, runner: TurnRunner): Promise<{ fleet: Fleet; close(): Promise<void> }> {
+  const { createClient } = await import('redis');
+  const redis = createClient({ url });
+  // Without a listener node-redis would throw its connection errors; the fleet reports Redis
+  // being away through its answers (`relay_unavailable`) and keeps reconnecting.
+  let reported = false;
+  redis.on('error', (error: Error) => {
+    if (!reported) console.error(`agent-server: redis ${url}: ${error.message} (retrying)`);
+    reported = true;
+  });
+  redis.on('ready', () => { reported = false; });
+  const fleet = await Fleet.start({ redis, runner, nodeId, ...(prefix === undefined ? {} : { prefix }) });
+  return {
+    fleet,
+    async close() {
+      await fleet.close();
+      redis.destroy();
+    },
+  };
 }

@@ -18,6 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Ledger, StopReport, TurnOutcome, TurnPool, TurnRunner } from '../../src/index.js';
+import type { Fleet } from '../../src/fleet/index.js';
 import { agentTurn } from './agent.js';
 import { HttpError, idParam, readJson, sendJson, stringField } from './http.js';
 import type { Model } from './model.js';
@@ -30,16 +31,6 @@ const MAX_ANSWER_CHARS = 4000;
 /** A comment line this often keeps idle SSE connections open through proxies. */
 const HEARTBEAT_MS = 15_000;
 
-/**
- * The part of `Fleet` (`fullstop/fleet`) the server uses: turns run through it are registered in
- * Redis, so a stop sent to any instance reaches the one running the turn.
- */
-export interface FleetLike {
-  readonly nodeId: string;
-  run<T>(sessionId: string, body: Parameters<TurnRunner['run']>[1], options?: { turnId?: string }): Promise<TurnOutcome<T>>;
-  stop(sessionId: string, options?: { reason?: string }): Promise<{ outcome: string; error?: Error } & Record<string, unknown>>;
-}
-
 export interface AgentServerOptions {
   runner: TurnRunner;
   pool: TurnPool;
@@ -48,8 +39,11 @@ export interface AgentServerOptions {
   nodeId: string;
   /** Where index.html, app.js and style.css are read from (on every request: edit and reload). */
   publicDir: string;
-  /** With a fleet, turns run through it and a stop goes through it. */
-  fleet?: FleetLike;
+  /**
+   * With a fleet, turns run through it (registered in Redis) and a stop goes through it, so a
+   * stop sent to any instance reaches the one running the turn.
+   */
+  fleet?: Fleet;
 }
 
 /** The stop's answer when there is no fleet: the shape of the fleet's `StopAnswer`. */
@@ -186,13 +180,25 @@ export class AgentServer {
     const prompt = stringField(body, 'prompt', MAX_PROMPT_CHARS, true)!;
     if (this.#closing !== undefined) throw new HttpError(503, 'server: shutting down');
     const session = this.#session(sessionId);
-    if (session.turnId !== undefined) {
-      throw new HttpError(409, `sessionId: session ${JSON.stringify(sessionId)} already has a running turn (${session.turnId}); stop it first`);
+    const { runner, fleet, model, pool } = this.#options;
+    refuseIfBusy(session);
+    if (fleet !== undefined) {
+      // The session's turn may run on another instance: ask Redis (the fleet also refuses a second
+      // live turn itself, but only after this answer has gone out as a 202).
+      let live: Awaited<ReturnType<Fleet['turn']>>;
+      try {
+        live = await fleet.turn(sessionId);
+      } catch (error) {
+        throw new HttpError(503, `fleet: Redis cannot be reached (${errorText(error)}); try again`);
+      }
+      if (live !== null && (live.status === 'running' || live.status === 'cancelling')) {
+        throw new HttpError(409, `sessionId: session ${JSON.stringify(sessionId)} already has a running turn (${live.turnId}) on node ${live.node}; stop it first`);
+      }
+      refuseIfBusy(session);
     }
     const turnId = `turn-${randomUUID()}`;
     session.turnId = turnId;
     this.#prompts.set(turnId, prompt);
-    const { runner, fleet, model, pool } = this.#options;
     const body$ = agentTurn(model, pool, prompt, (id, callId, call) => {
       session.publish('tool_call', { turnId: id, callId, name: call.name, args: call.args });
     });
@@ -247,8 +253,8 @@ export class AgentServer {
     if (fleet !== undefined) {
       // Any instance can stop any turn of the fleet: the answer says where it ran and how it ended.
       const answer = await fleet.stop(sessionId, { reason });
-      const status = answer.outcome === 'relay_unavailable' ? 503 : 200;
-      return sendJson(res, status, answer.error === undefined ? answer : { ...answer, error: errorText(answer.error) });
+      if (answer.outcome === 'relay_unavailable') return sendJson(res, 503, { ...answer, error: errorText(answer.error) });
+      return sendJson(res, 200, answer);
     }
     if (this.#sessions.get(sessionId) === undefined) throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
     const report = await runner.stop(sessionId, { reason });
@@ -304,6 +310,12 @@ export class AgentServer {
 
   #ping(): void {
     for (const session of this.#sessions) session.ping();
+  }
+}
+
+function refuseIfBusy(session: Session): void {
+  if (session.turnId !== undefined) {
+    throw new HttpError(409, `sessionId: session ${JSON.stringify(session.id)} already has a running turn (${session.turnId}); stop it first`);
   }
 }
 
