@@ -88,7 +88,7 @@ const handlers = {
     const started = performance.now();
     const state = row.querySelector('.state');
     const timer = setInterval(() => { state.textContent = `running ${((performance.now() - started) / 1000).toFixed(1)} s`; }, 100);
-    view.tools.set(callId, { row, timer });
+    view.tools.set(callId, { row, timer, started });
     view.root.append(row);
   },
   tool_output({ turnId, callId, output, success }) {
@@ -131,7 +131,7 @@ const handlers = {
 
 function finishTool(tool, state, output) {
   clearInterval(tool.timer);
-  tool.row.className = `tool ${state}`;
+  tool.row.className = `tool ${state.split(' ')[0]}`;
   tool.row.querySelector('.state').textContent = state;
   if (output) tool.row.append(el('span', 'output', output.length > 300 ? `${output.slice(0, 300)}…` : output));
 }
@@ -146,7 +146,11 @@ function closeQuestion(box, text) {
 function endTurn(turnId, status, text) {
   ended.add(turnId);
   const view = turnView(turnId);
-  for (const tool of view.tools.values()) if (tool.row.classList.contains('running')) finishTool(tool, status === 'cancelled' ? 'aborted' : 'failed', '');
+  for (const tool of view.tools.values()) {
+    if (!tool.row.classList.contains('running')) continue;
+    const after = `after ${((performance.now() - tool.started) / 1000).toFixed(1)} s`;
+    finishTool(tool, status === 'cancelled' ? `aborted ${after}` : 'failed', '');
+  }
   for (const box of view.questions.values()) if (box.querySelector('form')) closeQuestion(box, status);
   view.root.append(el('p', `end ${status}`, text));
   if (turnId === current || current === undefined) setStatus(status);

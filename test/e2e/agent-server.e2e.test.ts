@@ -1,0 +1,107 @@
+/**
+ * The agent server's page in a real browser: type a prompt, Send, watch the reply stream, Stop,
+ * see `cancelled` and the stop's timeline within a second, Send again and see `completed`.
+ * Writes a screenshot of the stopped page to the output folder (see browser.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { launch, outputDir, type Browser } from './browser.js';
+import { ServerProcess } from './server-process.js';
+
+let server: ServerProcess;
+let browser: Browser;
+
+beforeAll(async () => {
+  [server, browser] = await Promise.all([ServerProcess.start(), launch()]);
+});
+afterAll(async () => {
+  await browser?.close();
+  if (server !== undefined) expect((await server.terminate()).code).toBe(0);
+});
+
+const text = (page: Page, id: string) => page.getByTestId(id).textContent();
+
+async function waitForStatus(page: Page, status: string, ms: number): Promise<void> {
+  await page.waitForFunction((s) => document.querySelector('[data-testid="status"]')?.textContent === s, status, { timeout: ms });
+}
+
+describe('the agent page', () => {
+  it('sends, streams, stops (cancelled and the timeline within 1 s), then completes a new turn', async () => {
+    const page = await browser.context.newPage();
+    await page.goto(server.url);
+    const sessionId = await text(page, 'session');
+    expect(sessionId).toMatch(/^s-[0-9a-f]{12}$/);
+    expect(new URL(page.url()).searchParams.get('session')).toBe(sessionId);
+    expect(await text(page, 'status')).toBe('idle');
+    expect(await page.getByTestId('stop').isDisabled()).toBe(true);
+
+    // Every length the streamed reply passes through, as the page renders it.
+    await page.evaluate(() => {
+      const w = window as unknown as { lengths: number[] };
+      w.lengths = [];
+      new MutationObserver(() => w.lengths.push(document.querySelector('.say')?.textContent?.length ?? 0))
+        .observe(document.querySelector('[data-testid="transcript"]')!, { subtree: true, childList: true, characterData: true });
+    });
+    await page.getByTestId('prompt').fill('crunch the numbers please');
+    await page.getByTestId('send').click();
+    await waitForStatus(page, 'running', 10_000);
+    await page.waitForFunction(() => document.querySelector('.say')?.textContent?.includes('about ten seconds'), null, { timeout: 10_000 });
+    // Tokens streamed: the reply grew a word at a time, not in one piece.
+    const lengths = await page.evaluate(() => (window as unknown as { lengths: number[] }).lengths);
+    expect(new Set(lengths.filter((n) => n > 0)).size, JSON.stringify(lengths)).toBeGreaterThanOrEqual(8);
+    // The crunch runs in its worker: the tool row shows it live.
+    await page.waitForFunction(() => document.querySelector('.tool.running .state')?.textContent?.startsWith('running'), null, { timeout: 10_000 });
+    expect(await page.getByTestId('stop').isEnabled()).toBe(true);
+    expect(await page.getByTestId('send').isDisabled()).toBe(true);
+
+    const clicked = Date.now();
+    await page.getByTestId('stop').click();
+    await waitForStatus(page, 'cancelled', 1000);
+    await page.getByTestId('report').waitFor({ state: 'visible', timeout: 1000 });
+    const stoppedIn = Date.now() - clicked;
+    expect(stoppedIn).toBeLessThan(1000);
+    const phases = await page.locator('[data-testid="report"] .phase').evaluateAll((rows) => rows.map((r) => [
+      (r as HTMLElement).dataset.phase, r.querySelector('.time')!.textContent,
+    ]));
+    expect(phases.map(([name]) => name)).toEqual(['signal', 'settle', 'hard stop', 'history', 'flush', 'emit']);
+    for (const [, time] of phases) expect(time).toMatch(/^\d+(\.\d)? (ms|µs) → \+\d+(\.\d)? (ms|µs)$/);
+    expect(await text(page, 'report')).toMatch(/reason cancel\.user/);
+    expect(await page.locator('.tool.aborted').count()).toBe(1);
+    expect(await page.getByTestId('stop').isDisabled()).toBe(true);
+    mkdirSync(outputDir(), { recursive: true });
+    const shot = join(outputDir(), 'agent-server-stopped.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    console.log(`screenshot of the stopped page: ${shot} (stop to cancelled on the page: ${stoppedIn} ms)`);
+
+    await page.getByTestId('prompt').fill('hello again');
+    await page.getByTestId('send').click();
+    await waitForStatus(page, 'completed', 20_000);
+    expect(await page.getByTestId('report').isHidden()).toBe(true);
+    expect(await page.getByTestId('stop').isDisabled()).toBe(true);
+    expect(await page.getByTestId('send').isEnabled()).toBe(true);
+
+    // A reload rejoins the same session and replays it to the same state.
+    await page.reload();
+    expect(await text(page, 'session')).toBe(sessionId);
+    await waitForStatus(page, 'completed', 5000);
+    expect(await text(page, 'transcript')).toContain('hello again');
+    await page.close();
+  });
+
+  it('shows a question with an answer box; the answer completes the turn', async () => {
+    const page = await browser.context.newPage();
+    await page.goto(`${server.url}?session=e2e-ask`);
+    expect(await text(page, 'session')).toBe('e2e-ask');
+    await page.getByTestId('prompt').fill('ask me');
+    await page.getByTestId('send').click();
+    await page.getByTestId('question').waitFor({ timeout: 10_000 });
+    expect(await text(page, 'question')).toContain('Shall I go on?');
+    await page.getByTestId('answer').fill('yes please');
+    await page.getByTestId('answer-send').click();
+    await waitForStatus(page, 'completed', 10_000);
+    expect(await text(page, 'transcript')).toContain('answered: yes please');
+    await page.close();
+  });
+});
