@@ -1,0 +1,69 @@
+/**
+ * Two agent server processes joined in one fleet over Redis (`--redis`): a stop sent to the
+ * instance that does not run the turn reaches the one that does.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, isGone, liveDescendants } from './support/leaks.js';
+import { ServerProcess } from './e2e/server-process.js';
+import { keysOf, REDIS_URL, removeKeys, uniquePrefix } from './e2e/fleet-keys.js';
+
+const prefix = uniquePrefix('server');
+let a: ServerProcess;
+let b: ServerProcess;
+
+beforeAll(async () => {
+  [a, b] = await Promise.all(['A', 'B'].map((node) => ServerProcess.start(['--redis', REDIS_URL, '--node-id', node, '--fleet-prefix', prefix])));
+});
+afterAll(async () => {
+  const exits = await Promise.all([a, b].filter(Boolean).map((s) => s.terminate()));
+  for (const exit of exits) expect(exit.code).toBe(0);
+  await removeKeys(prefix);
+});
+
+describe('agent server fleet', () => {
+  it('a stop posted to B stops the shell turn running on A: cancelled on A, its process tree gone', async () => {
+    const events = await a.events('fleet-1');
+    try {
+      const { status, body } = await a.post('/api/sessions/fleet-1/turns', { prompt: 'shell' });
+      expect(status).toBe(202);
+      await events.next('tool_call');
+      await eventually(() => liveDescendants(a.pid).length === 3, 10_000, 'sh and two sleeps on A');
+      const tree = liveDescendants(a.pid);
+      // The session's turn runs on A: B refuses a second one.
+      const busy = await b.post('/api/sessions/fleet-1/turns', { prompt: 'hi' });
+      expect(busy.status).toBe(409);
+      expect(busy.body.error).toMatch(/already has a running turn \(turn-.*\) on node A/);
+
+      const stop = await b.post('/api/sessions/fleet-1/stop', {});
+      expect(stop.status).toBe(200);
+      expect(stop.body).toMatchObject({ outcome: 'stopped', sessionId: 'fleet-1', turnId: body.turnId, node: 'A', report: { reason: 'cancel.user' } });
+      const aborted = await events.next('turn_aborted', (e) => e.data.turnId === body.turnId, 2000);
+      expect(aborted.data.report).toEqual(stop.body.report);
+      for (const pid of tree) expect(isGone(pid), `pid ${pid}`).toBe(true);
+      expect(liveDescendants(b.pid)).toEqual([]);
+
+      // The turn is over everywhere: a repeat stop says so, and either instance may run the next turn.
+      expect((await b.post('/api/sessions/fleet-1/stop', {})).body).toMatchObject({ outcome: 'already_finished', turnId: body.turnId, status: 'cancelled' });
+      const next = await b.post('/api/sessions/fleet-1/turns', { prompt: 'hello from B' });
+      expect(next.status).toBe(202);
+      const onB = await b.events('fleet-1');
+      try {
+        await onB.next('turn_completed', (e) => e.data.turnId === next.body.turnId);
+      } finally {
+        onB.close();
+      }
+      for (const server of [a, b]) {
+        const health = (await server.get('/healthz')).body;
+        expect(health.stats.registry).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
+        expect(health.stats.runningTurns).toBe(0);
+      }
+      expect((await keysOf(prefix)).length).toBeGreaterThan(0);
+    } finally {
+      events.close();
+    }
+  });
+
+  it('a stop for a session no instance knows answers not_found', async () => {
+    expect(await b.post('/api/sessions/fleet-nobody/stop', {})).toEqual({ status: 200, body: { outcome: 'not_found', sessionId: 'fleet-nobody' } });
+  });
+});
