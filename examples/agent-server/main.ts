@@ -71,8 +71,8 @@ const model: Model = process.env.OPENAI_BASE_URL ? await openAIModelFromEnv() : 
 const fleet = options.redis === undefined ? undefined : await joinFleet(options.redis, options.nodeId, options.prefix, runner);
 const server = new AgentServer({ runner, pool, ledger, model, nodeId: options.nodeId, publicDir: publicDir(), fleet: fleet?.fleet });
 const url = await server.listen(options.port, options.host);
-console.log(`fullstop agent server: ${url}`);
-console.log(`  node ${options.nodeId}, model ${model.name}, ledger ${ledger.path}${fleet ? `, fleet ${options.redis}` : ', alone (no --redis)'}`);
+// One write, so whoever reads the URL has the details too.
+console.log(`fullstop agent server: ${url}\n  node ${options.nodeId}, model ${model.name}, ledger ${ledger.path}${fleet ? `, fleet ${options.redis}` : ', alone (no --redis)'}`);
 
 let exiting = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
