@@ -102,7 +102,7 @@ describe('agent server: shutdown', () => {
       expect(entries.filter((e) => e.type === 'status')).toMatchObject([
         { status: 'cancelling', reason: 'shutdown' }, { status: 'cancelled', reason: 'shutdown' },
       ]);
-      expect(entries.some((e) => e.type === 'tool_aborted')).toBe(true);
+      expect(entries.some((e) => e.type === 'tool_aborted'), JSON.stringify(entries)).toBe(true);
       expect(entries.some((e) => e.type === 'turn_aborted')).toBe(true);
     } finally {
       rmSync(data, { recursive: true, force: true });

@@ -84,12 +84,14 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 }
 
 async function shutdown(signal: string): Promise<void> {
+  // First, before any await: shutdown() cancels the running turns synchronously (see there).
+  const stopped = server.shutdown();
+  console.log(`agent-server: ${signal}: stopping running turns`);
   // A shutdown that hangs must not leave the process up for ever.
   setTimeout(() => { console.error('agent-server: shutdown took over 10 s; exiting'); process.exit(1); }, 10_000).unref();
-  console.log(`agent-server: ${signal}: stopping running turns`);
   let code = 0;
   try {
-    await server.shutdown();
+    await stopped;
     await fleet?.close();
     await pool.destroy();
     await ledger.close();

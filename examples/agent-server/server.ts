@@ -22,7 +22,8 @@ import type { Fleet } from '../../src/fleet/index.js';
 import { agentTurn } from './agent.js';
 import { HttpError, idParam, readJson, sendJson, stringField } from './http.js';
 import type { Model } from './model.js';
-import { Session, Sessions, type EventType } from './sessions.js';
+import { errorText, forwardRunnerEvents } from './runner-events.js';
+import { Session, Sessions } from './sessions.js';
 
 /** Longest prompt accepted, in characters. */
 export const MAX_PROMPT_CHARS = 4000;
@@ -65,8 +66,6 @@ export class AgentServer {
   readonly #sessions = new Sessions();
   /** Each turn this server started, until its outcome is in (shutdown waits for them). */
   readonly #running = new Map<string, Promise<void>>();
-  /** The prompt of each turn until its `turn_started` carries it to the page. */
-  readonly #prompts = new Map<string, string>();
   readonly #heartbeat: NodeJS.Timeout;
   #closing: Promise<void> | undefined;
 
@@ -75,7 +74,7 @@ export class AgentServer {
     this.nodeId = options.nodeId;
     this.http = createServer((req, res) => { void this.#handle(req, res); });
     this.#heartbeat = setInterval(() => this.#ping(), HEARTBEAT_MS).unref();
-    this.#forwardRunnerEvents();
+    forwardRunnerEvents(options.runner, this.#sessions, this.nodeId);
   }
 
   /** Listens; resolves with the page's URL. */
@@ -107,13 +106,21 @@ export class AgentServer {
    * Stops accepting requests, stops every running turn (reason `shutdown`: history gets its
    * aborted outputs, marker and flush), waits for their outcomes, then ends every connection.
    * The pool, ledger and fleet belong to the caller, who closes them after this.
+   *
+   * Call it from the SIGTERM handler itself: the turns are cancelled before it returns. That
+   * matters because exec's exit clean-up SIGKILLs every child from its own SIGTERM listener, right
+   * after ours; a turn not yet cancelled by then would see its tool end by itself and record
+   * that as the tool's output instead of an aborted call.
    */
   shutdown(): Promise<void> {
+    const { runner } = this.#options;
+    const busy = [...this.#sessions].filter((s) => s.turnId !== undefined);
+    if (this.#closing === undefined) for (const s of busy) runner.registry.markCancelled(s.id, 'shutdown');
     this.#closing ??= (async () => {
       clearInterval(this.#heartbeat);
       const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
-      const busy = [...this.#sessions].filter((s) => s.turnId !== undefined);
-      await Promise.allSettled(busy.map((s) => this.#options.runner.stop(s.id, { reason: 'shutdown' })));
+      // Each joins the stop the cancel above began (a repeat stop never starts a second one).
+      await Promise.allSettled(busy.map((s) => runner.stop(s.id, { reason: 'shutdown' })));
       await Promise.allSettled(this.#running.values());
       for (const session of this.#sessions) session.endClients();
       this.http.closeAllConnections();
@@ -197,8 +204,7 @@ export class AgentServer {
       refuseIfBusy(session);
     }
     const turnId = `turn-${randomUUID()}`;
-    session.turnId = turnId;
-    this.#prompts.set(turnId, prompt);
+    session.beginTurn(turnId, prompt);
     const body$ = agentTurn(model, pool, prompt, (id, callId, call) => {
       session.publish('tool_call', { turnId: id, callId, name: call.name, args: call.args });
     });
@@ -217,9 +223,7 @@ export class AgentServer {
    * never waits for ever.
    */
   #settled(session: Session, turnId: string, outcome: TurnOutcome<unknown>): void {
-    this.#prompts.delete(turnId);
-    if (session.turnId !== turnId) return;
-    session.turnId = undefined;
+    if (!session.endTurn(turnId)) return;
     if (outcome.status === 'completed') session.publish('turn_completed', { turnId, value: outcome.value });
     else if (outcome.status === 'cancelled') session.publish('turn_aborted', { turnId, report: outcome.report ?? null });
     else session.publish('turn_failed', { turnId, error: errorText(outcome.error) });
@@ -284,30 +288,6 @@ export class AgentServer {
     return session;
   }
 
-  /** The runner's events, as the page reads them, into the session's stream. */
-  #forwardRunnerEvents(): void {
-    const { runner } = this.#options;
-    const on = (type: EventType, shape: (p: Record<string, unknown>) => Record<string, unknown>) => {
-      runner.on(type, (payload: { sessionId: string; turnId: string } & Record<string, unknown>) => {
-        const session = this.#sessions.getOrCreate(payload.sessionId);
-        if (session === undefined) return;
-        session.publish(type, { turnId: payload.turnId, ...shape(payload) });
-        // The terminal event frees the session at once, so a Send right after it is not a 409.
-        if (type === 'turn_completed' || type === 'turn_failed' || type === 'turn_aborted') {
-          if (session.turnId === payload.turnId) session.turnId = undefined;
-          this.#prompts.delete(payload.turnId);
-        }
-      });
-    };
-    on('turn_started', (p) => ({ prompt: this.#prompts.get(p.turnId as string) ?? null, node: this.nodeId }));
-    on('say', (p) => ({ text: p.text }));
-    on('tool_output', (p) => ({ callId: p.callId, name: p.name, output: p.output, success: p.success }));
-    on('question', (p) => ({ questionId: p.questionId, question: p.question }));
-    on('turn_completed', (p) => ({ value: p.value }));
-    on('turn_failed', (p) => ({ error: errorText(p.error) }));
-    on('turn_aborted', (p) => ({ report: p.report }));
-  }
-
   #ping(): void {
     for (const session of this.#sessions) session.ping();
   }
@@ -321,8 +301,4 @@ function refuseIfBusy(session: Session): void {
 
 function only(method: string, allowed: string, path: string): void {
   if (method !== allowed) throw new HttpError(405, `method: ${path} takes ${allowed}, not ${method}`);
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -27,12 +27,28 @@ export class Session {
   readonly id: string;
   /** The turn this instance runs for the session; `undefined` between turns. */
   turnId: string | undefined;
+  /** That turn's prompt, for its `turn_started` event. */
+  prompt: string | undefined;
   readonly #events: SessionEvent[] = [];
   readonly #clients = new Set<ServerResponse>();
   #lastId = 0;
 
   constructor(id: string) {
     this.id = id;
+  }
+
+  /** This instance starts a turn of the session. */
+  beginTurn(turnId: string, prompt: string): void {
+    this.turnId = turnId;
+    this.prompt = prompt;
+  }
+
+  /** The turn ended; false (and nothing changes) when it is not the session's current turn. */
+  endTurn(turnId: string): boolean {
+    if (this.turnId !== turnId) return false;
+    this.turnId = undefined;
+    this.prompt = undefined;
+    return true;
   }
 
   get clients(): number { return this.#clients.size; }
