@@ -3,6 +3,7 @@
  * posted to B; A's page shows `cancelled` and the stop's timeline.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { liveDescendants } from '../support/leaks.js';
 import { launch, type Browser } from './browser.js';
 import { keysOf, REDIS_URL, removeKeys, uniquePrefix } from './fleet-keys.js';
 import { ServerProcess } from './server-process.js';
@@ -22,6 +23,7 @@ afterAll(async () => {
   for (const exit of exits) expect(exit.code).toBe(0);
   await removeKeys(prefix);
   expect(await keysOf(prefix)).toEqual([]);
+  expect(liveDescendants()).toEqual([]);
 });
 
 describe('the agent page with two instances', () => {
