@@ -7,7 +7,8 @@
  * StopReport and the ledger tail. A second turn then runs to completion and shows the marker in
  * its history, and that nothing leaked.
  *
- * Flags: --stop-after MS (300), --grace MS (100), --json (one machine-readable report on stdout).
+ * Flags: --stop-after MS (300), --grace MS (100), --json (one machine-readable report on stdout),
+ * --fleet (the stop across two server instances over Redis instead: examples/fleet-demo.ts).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,12 @@ import {
 } from '../src/index.js';
 // The library's own /proc reader (internal, not part of the public API): gone = no process or a zombie.
 import { isDead, readStat } from '../src/exec/proc.js';
+
+// `--fleet` is a demo of its own (two processes and Redis); it takes over before the flags below.
+if (process.argv.includes('--fleet')) {
+  const { runFleetDemo } = await import('./fleet-demo.js');
+  process.exit(await runFleetDemo(process.argv.slice(2).filter((a) => a !== '--fleet')));
+}
 
 function options(): { stopAfter: number; graceMs: number; json: boolean } {
   const { values } = parseArgs({

@@ -20,6 +20,8 @@ export interface FleetTurn {
   stopRequested: boolean;
   /** The stop's reason code, or the terminal reason (`lease.expired`, `lease.lost`, ...). */
   reason?: string;
+  /** The node whose stop was recorded first (absent until a stop is). */
+  requester?: string;
   /** Lease deadline, Redis server time in ms since the epoch. */
   leaseUntil: number;
 }

@@ -38,3 +38,22 @@ export function ensureConnecting(client: FleetRedisClient): void {
   if (client.isOpen) return;
   client.connect().catch(() => { /* reported through the client's 'error' events; it retries */ });
 }
+
+/** A Redis reply did not come within the fleet's bound. */
+export class RedisTimeoutError extends Error {
+  override readonly name = 'RedisTimeoutError';
+}
+
+/**
+ * Send one command and wait at most `ms` for its reply. node-redis's own `timeout` option only
+ * covers the wait *before* a command is written; a connection that stops answering after the write
+ * (a partition, a frozen server) would keep the caller waiting until the socket dies. The command
+ * itself stays queued in the client until then; only the wait ends here.
+ */
+export function command(client: FleetRedisClient, args: string[], ms: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    client.sendCommand(args, { timeout: ms }),
+    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new RedisTimeoutError(`no reply from Redis within ${ms} ms`)), ms); }),
+  ]).finally(() => clearTimeout(timer));
+}

@@ -134,7 +134,6 @@ export class Fleet {
     // a stop applied right after it reaches this turn.
     const outcome$ = runner.run(sessionId, body, { turnId });
     this.#leases.started(owned);
-    redis.sendCommand(['ZADD', this.#keys.leases, String(owned.leaseUntil), leaseMember(sessionId, turnId)]).catch(() => {});
     let outcome: Awaited<typeof outcome$>;
     try {
       outcome = await outcome$;
@@ -152,6 +151,10 @@ export class Fleet {
     const { redis, nodeId, leaseMs, finishedTtlMs, commandTimeoutMs } = this.#o;
     if (!redis.isReady) throw new FleetUnavailableError('Fleet.run: Redis is not reachable, so the turn cannot be registered');
     const sentAt = performance.now();
+    // The lease index entry goes first, on the same connection: if the registration ran, so did
+    // this. Its score is this clock's guess of the deadline; the sweep re-checks the record, and
+    // renewals write Redis's own deadline.
+    redis.sendCommand(['ZADD', this.#keys.leases, String(Date.now() + leaseMs), leaseMember(owned.sessionId, owned.turnId)]).catch(() => {});
     let reply: string[];
     try {
       reply = await runScript(redis, SCRIPTS.register, [this.#keys.turns(owned.sessionId), this.#keys.finished(owned.sessionId)],
@@ -195,7 +198,7 @@ export class Fleet {
       const timer = setTimeout(() => {
         this.#retries.delete(timer);
         void attempt().then((done) => (done ? this.#leases.release(owned) : retry()));
-      }, renewMs).unref();
+      }, renewMs);
       this.#retries.add(timer);
     };
     if (await attempt()) this.#leases.release(owned);
@@ -260,7 +263,7 @@ export class Fleet {
     const r = JSON.parse(raw) as FleetTurn;
     return {
       sessionId: r.sessionId, turnId: r.turnId, epoch: r.epoch, node: r.node, status: r.status,
-      stopRequested: r.stopRequested === true, reason: r.reason, leaseUntil: r.leaseUntil,
+      stopRequested: r.stopRequested === true, reason: r.reason, requester: r.requester, leaseUntil: r.leaseUntil,
     };
   }
 
@@ -290,9 +293,11 @@ export class Fleet {
       if (owned.epoch === undefined || owned.ending) return;
       await this.#recordEnd(owned, 'interrupted', 'fleet.closed', undefined);
     }));
+    let closeTimer: NodeJS.Timeout | undefined;
     if (this.#sub.isReady) {
-      await Promise.race([this.#sub.unsubscribe().catch(() => {}), new Promise((r) => setTimeout(r, this.#o.commandTimeoutMs).unref())]);
+      await Promise.race([this.#sub.unsubscribe().catch(() => {}), new Promise((r) => { closeTimer = setTimeout(r, this.#o.commandTimeoutMs); })]);
     }
+    clearTimeout(closeTimer);
     this.#sub.destroy();
     this.#sub.off('error', this.#onClientError);
     this.#o.redis.off('error', this.#onClientError);

@@ -51,7 +51,7 @@ export class Leases {
 
   constructor(ctx: LeaseContext) {
     this.#ctx = ctx;
-    this.#renewTimer = setInterval(() => void this.renew(), ctx.renewMs).unref();
+    this.#renewTimer = setInterval(() => void this.renew(), ctx.renewMs);
   }
 
   get size(): number { return this.#owned.size; }
@@ -120,7 +120,7 @@ export class Leases {
       if (!owned.fenced && !owned.ending && owned.confirmedUntil < earliest) earliest = owned.confirmedUntil;
     }
     if (earliest === Infinity) return;
-    this.#fenceTimer = setTimeout(() => this.#fence(), Math.max(0, earliest - performance.now())).unref();
+    this.#fenceTimer = setTimeout(() => this.#fence(), Math.max(0, earliest - performance.now()));
   }
 
   /**

@@ -14,7 +14,7 @@
  * Time is Redis server time (`TIME`), so the instances' clocks never have to agree.
  */
 import { createHash } from 'node:crypto';
-import type { FleetRedisClient } from './client.js';
+import { command, type FleetRedisClient } from './client.js';
 
 const PRELUDE = String.raw`
 local TERMINAL = { completed = true, failed = true, cancelled = true, interrupted = true }
@@ -205,9 +205,9 @@ export async function runScript(
 ): Promise<unknown> {
   const tail = [String(keys.length), ...keys, ...args];
   try {
-    return await client.sendCommand(['EVALSHA', s.sha, ...tail], { timeout: timeoutMs });
+    return await command(client, ['EVALSHA', s.sha, ...tail], timeoutMs);
   } catch (error) {
     if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-    return client.sendCommand(['EVAL', s.source, ...tail], { timeout: timeoutMs });
+    return command(client, ['EVAL', s.source, ...tail], timeoutMs);
   }
 }

@@ -7,7 +7,7 @@
  * `alive` with its real deadline (re-indexed), a finished or vanished turn `gone` (dropped from the
  * index). The work is O(expired leases), in batches of `SWEEP_BATCH`.
  */
-import type { FleetRedisClient } from './client.js';
+import { command, type FleetRedisClient } from './client.js';
 import { type FleetKeys, parseLeaseMember } from './keys.js';
 import { runScript, SCRIPTS } from './scripts.js';
 
@@ -24,7 +24,7 @@ export class Sweep {
 
   constructor(ctx: SweepContext) {
     this.#ctx = ctx;
-    this.#timer = setInterval(() => void this.run().catch(() => { /* Redis away: next time */ }), ctx.sweepMs).unref();
+    this.#timer = setInterval(() => void this.run().catch(() => { /* Redis away: next time */ }), ctx.sweepMs);
   }
 
   /** One sweep (joins one under way). Resolves with the number of turns it marked `interrupted`. */
@@ -36,10 +36,10 @@ export class Sweep {
   async #sweep(): Promise<number> {
     const { redis, keys, finishedTtlMs, commandTimeoutMs: timeout } = this.#ctx;
     if (!redis.isReady) return 0;
-    const [sec, usec] = await redis.sendCommand(['TIME'], { timeout }) as [string, string];
+    const [sec, usec] = await command(redis, ['TIME'], timeout) as [string, string];
     const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
-    const members = await redis.sendCommand(
-      ['ZRANGEBYSCORE', keys.leases, '-inf', String(now), 'LIMIT', '0', String(SWEEP_BATCH)], { timeout }) as string[];
+    const members = await command(redis,
+      ['ZRANGEBYSCORE', keys.leases, '-inf', String(now), 'LIMIT', '0', String(SWEEP_BATCH)], timeout) as string[];
     const drop: string[] = [];
     const again: string[] = [];
     let interrupted = 0;
@@ -53,8 +53,8 @@ export class Sweep {
       else drop.push(member);
       if (reply[0] === 'interrupted') interrupted++;
     }));
-    if (drop.length > 0) await redis.sendCommand(['ZREM', keys.leases, ...drop], { timeout });
-    if (again.length > 0) await redis.sendCommand(['ZADD', keys.leases, ...again], { timeout });
+    if (drop.length > 0) await command(redis, ['ZREM', keys.leases, ...drop], timeout);
+    if (again.length > 0) await command(redis, ['ZADD', keys.leases, ...again], timeout);
     return interrupted;
   }
 
