@@ -72,3 +72,8 @@ export function idParam(name: string, raw: string): string {
   if (!/^[\w.:-]{1,100}$/.test(id)) throw new HttpError(400, `${name}: expected 1-100 letters, digits, '-', '_', '.' or ':', got ${JSON.stringify(id.slice(0, 120))}`);
   return id;
 }
+
+/** Refuses (405) a method the route does not take. */
+export function only(method: string, allowed: string, path: string): void {
+  if (method !== allowed) throw new HttpError(405, `method: ${path} takes ${allowed}, not ${method}`);
+}

@@ -15,12 +15,11 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { Ledger, StopReport, TurnOutcome, TurnPool, TurnRunner } from '../../src/index.js';
+import type { Ledger, StopReport, Turn, TurnOutcome, TurnPool, TurnRunner } from '../../src/index.js';
 import type { Fleet } from '../../src/fleet/index.js';
 import { agentTurn } from './agent.js';
-import { HttpError, idParam, readJson, sendJson, stringField } from './http.js';
+import { HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
+import { servePage } from './page.js';
 import type { Model } from './model.js';
 import { errorText, forwardRunnerEvents } from './runner-events.js';
 import { Session, Sessions } from './sessions.js';
@@ -51,13 +50,6 @@ export interface AgentServerOptions {
 type LocalStopAnswer =
   | { outcome: 'stopped'; sessionId: string; turnId: string; node: string; report: StopReport }
   | { outcome: 'not_found'; sessionId: string };
-
-const STATIC: Record<string, [file: string, type: string]> = {
-  '/': ['index.html', 'text/html; charset=utf-8'],
-  '/index.html': ['index.html', 'text/html; charset=utf-8'],
-  '/app.js': ['app.js', 'text/javascript; charset=utf-8'],
-  '/style.css': ['style.css', 'text/css; charset=utf-8'],
-};
 
 export class AgentServer {
   readonly http: Server;
@@ -151,8 +143,7 @@ export class AgentServer {
   async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     const method = req.method ?? 'GET';
-    const asset = STATIC[path];
-    if (asset !== undefined) return this.#static(method, res, ...asset);
+    if (await servePage(this.#options.publicDir, method, path, res)) return;
     if (path === '/healthz') {
       only(method, 'GET', path);
       return sendJson(res, 200, { ok: this.#closing === undefined, nodeId: this.nodeId, stats: this.stats() });
@@ -173,13 +164,6 @@ export class AgentServer {
       return this.#answer(idParam('questionId', match[1]), req, res);
     }
     throw new HttpError(404, `path: no route for ${method} ${path}`);
-  }
-
-  async #static(method: string, res: ServerResponse, file: string, type: string): Promise<void> {
-    only(method, 'GET', `/${file}`);
-    const body = await readFile(join(this.#options.publicDir, file));
-    res.writeHead(200, { 'content-type': type, 'content-length': body.length, 'cache-control': 'no-store' });
-    res.end(body);
   }
 
   async #startTurn(sessionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -205,9 +189,14 @@ export class AgentServer {
     }
     const turnId = `turn-${randomUUID()}`;
     session.beginTurn(turnId, prompt);
-    const body$ = agentTurn(model, pool, prompt, (id, callId, call) => {
+    const agent = agentTurn(model, pool, prompt, (id, callId, call) => {
       session.publish('tool_call', { turnId: id, callId, name: call.name, args: call.args });
     });
+    const body$ = (turn: Turn) => {
+      // A turn the fleet was still registering when shutdown began: shutdown's cancel missed it.
+      if (this.#closing !== undefined) turn.token.cancel('shutdown');
+      return agent(turn);
+    };
     const run = fleet === undefined ? runner.run(sessionId, body$, { turnId }) : fleet.run<string>(sessionId, body$, { turnId });
     const done = run.then(
       (outcome) => this.#settled(session, turnId, outcome),
@@ -299,6 +288,3 @@ function refuseIfBusy(session: Session): void {
   }
 }
 
-function only(method: string, allowed: string, path: string): void {
-  if (method !== allowed) throw new HttpError(405, `method: ${path} takes ${allowed}, not ${method}`);
-}
