@@ -91,6 +91,7 @@ export class AgentServer {
       sessions: sessions.length,
       runningTurns: this.#running.size,
       sseClients: sessions.reduce((n, s) => n + s.clients, 0),
+      ...(this.#options.fleet === undefined ? {} : { fleet: this.#options.fleet.stats() }),
     };
   }
 

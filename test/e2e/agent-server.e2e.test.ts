@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { liveDescendants } from '../support/leaks.js';
+import { eventually, isGone, liveDescendants } from '../support/leaks.js';
 import { launch, outputDir, type Browser } from './browser.js';
 import { ServerProcess } from './server-process.js';
 
@@ -65,12 +65,16 @@ describe('the agent page', () => {
     expect(await page.getByTestId('stop').isEnabled()).toBe(true);
     expect(await page.getByTestId('send').isDisabled()).toBe(true);
 
+    // The shell's tree (sh and its two sleeps) runs under the server process.
+    await eventually(() => liveDescendants(server.pid).length === 3, 10_000, 'sh and two sleeps');
+    const tree = liveDescendants(server.pid);
     const clicked = Date.now();
     await page.getByTestId('stop').click();
     await waitForStatus(page, 'cancelled', 1000);
     await page.getByTestId('report').waitFor({ state: 'visible', timeout: 1000 });
     const stoppedIn = Date.now() - clicked;
     expect(stoppedIn).toBeLessThan(1000);
+    for (const pid of tree) expect(isGone(pid), `pid ${pid}`).toBe(true);
     const phases = await page.locator('[data-testid="report"] .phase').evaluateAll((rows) => rows.map((r) => [
       (r as HTMLElement).dataset.phase, r.querySelector('.time')!.textContent,
     ]));
