@@ -4,6 +4,9 @@
  * by the API tests (test/agent-server*.test.ts) and the browser tests.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const MAIN = fileURLToPath(new URL('../../dist/examples/agent-server/main.js', import.meta.url));
@@ -23,9 +26,16 @@ export class ServerProcess {
 
   /** Starts the server with `--port 0` and `args`; resolves once it printed its URL. */
   static start(args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
-    const child = spawn(process.execPath, [MAIN, '--port', '0', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A ledger folder of its own unless the test brings one; removed once the server has exited.
+    const data = args.includes('--data') ? undefined : mkdtempSync(join(tmpdir(), 'fullstop-server-test-'));
+    const child = spawn(process.execPath, [MAIN, '--port', '0', ...(data === undefined ? [] : ['--data', data]), ...args], {
+      env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-      child.once('exit', (code, signal) => resolve({ code, signal }));
+      child.once('exit', (code, signal) => {
+        if (data !== undefined) rmSync(data, { recursive: true, force: true });
+        resolve({ code, signal });
+      });
     });
     let output = '';
     return new Promise((resolve, reject) => {
