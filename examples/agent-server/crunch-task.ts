@@ -24,6 +24,7 @@ const HASHES_PER_CHECK = 1000;
 /** Checks per phase: about 100 ms of hashing on a laptop core. */
 const CHECKS_PER_PHASE = 30;
 
+/** Runs `phases` phases of hashing; throws `CancelledError` at the first checkpoint after a stop. */
 export default function crunch({ phases }: CrunchTask): CrunchResult {
   let digest = 'fullstop';
   let hashes = 0;

@@ -45,6 +45,7 @@ export async function readJson(req: IncomingMessage): Promise<Record<string, unk
   return body as Record<string, unknown>;
 }
 
+/** Sends `body` as JSON with `status`; never cached. */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });

@@ -44,6 +44,7 @@ export async function openAIModelFromEnv(env: NodeJS.ProcessEnv = process.env): 
   return new OpenAIModel(client, env.MODEL ?? 'gpt-4o-mini');
 }
 
+/** A `Model` over the `openai` SDK's streaming chat completions, with the three tools declared. */
 export class OpenAIModel implements Model {
   readonly name: string;
   readonly #client: OpenAI;

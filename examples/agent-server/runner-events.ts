@@ -18,6 +18,7 @@ const SHAPES: [EventType, (p: Payload) => Record<string, unknown>][] = [
   ['turn_aborted', (p) => ({ report: p.report })],
 ];
 
+/** Publishes the runner's events into the sessions' streams, for as long as the runner lives. */
 export function forwardRunnerEvents(runner: TurnRunner, sessions: Sessions, nodeId: string): void {
   runner.on('turn_started', (p: Payload) => {
     const session = sessions.getOrCreate(p.sessionId);
@@ -34,6 +35,7 @@ export function forwardRunnerEvents(runner: TurnRunner, sessions: Sessions, node
   }
 }
 
+/** An error as one line of text for the page. */
 export function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }

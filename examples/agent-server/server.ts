@@ -31,6 +31,7 @@ const MAX_ANSWER_CHARS = 4000;
 /** A comment line this often keeps idle SSE connections open through proxies. */
 const HEARTBEAT_MS = 15_000;
 
+/** What the server runs on; the caller creates these and closes them after `shutdown`. */
 export interface AgentServerOptions {
   runner: TurnRunner;
   pool: TurnPool;
@@ -51,6 +52,10 @@ type LocalStopAnswer =
   | { outcome: 'stopped'; sessionId: string; turnId: string; node: string; report: StopReport }
   | { outcome: 'not_found'; sessionId: string };
 
+/**
+ * The HTTP server over one runner (and maybe a fleet). Create it, `listen`, and call `shutdown`
+ * from the SIGTERM handler; main.ts shows the whole life cycle.
+ */
 export class AgentServer {
   readonly http: Server;
   readonly nodeId: string;

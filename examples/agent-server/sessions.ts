@@ -23,6 +23,7 @@ const MAX_EVENTS = 5000;
 /** Sessions kept at once; the least recently used idle one makes room for a new one. */
 const MAX_SESSIONS = 1000;
 
+/** One session as this server keeps it: its running turn (if any), its event log and its SSE clients. */
 export class Session {
   readonly id: string;
   /** The turn this instance runs for the session; `undefined` between turns. */
