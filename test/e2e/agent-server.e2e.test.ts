@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { eventually, isGone, liveDescendants } from '../support/leaks.js';
@@ -118,4 +119,65 @@ describe('the agent page', () => {
     expect(await text(page, 'transcript')).toContain('answered: yes please');
     await page.close();
   });
+  it('Stop while a question waits: the answer box goes, the turn is cancelled', async () => {
+    const page = await browser.context.newPage();
+    await page.goto(`${server.url}?session=e2e-ask-stop`);
+    await page.getByTestId('prompt').fill('ask first');
+    await page.getByTestId('send').click();
+    await page.getByTestId('question').waitFor({ timeout: 10_000 });
+    await page.getByTestId('stop').click();
+    await waitForStatus(page, 'cancelled', 1000);
+    expect(await page.getByTestId('question').count()).toBe(0);
+    expect(await page.getByTestId('answer').count()).toBe(0);
+    expect(await text(page, 'report')).toMatch(/1 questions/);
+    await page.close();
+  });
+
+  it('a dropped event stream reconnects with Last-Event-ID: the reply arrives whole, no token twice', async () => {
+    // The page talks to the server through a TCP proxy whose connections the test can cut.
+    const proxy = await cuttableProxy(new URL(server.url).port);
+    const page = await browser.context.newPage();
+    try {
+      await page.goto(`http://127.0.0.1:${proxy.port}/?session=e2e-drop`);
+      await page.getByTestId('prompt').fill('tell me something');
+      await page.getByTestId('send').click();
+      await page.waitForFunction(() => (document.querySelector('.say')?.textContent?.length ?? 0) > 10, null, { timeout: 10_000 });
+      const before = (await page.locator('.say').textContent())!.length;
+      proxy.cut();
+      await waitForStatus(page, 'completed', 20_000);
+      const reply = (await server.get('/api/sessions/e2e-drop/history')).body.entries.filter((e: any) => e.type === 'say').map((e: any) => e.text).join('');
+      expect(reply.length).toBeGreaterThan(before);
+      expect(await page.locator('.say').textContent()).toBe(reply);
+      expect(proxy.connections()).toBeGreaterThanOrEqual(2);
+    } finally {
+      await page.close();
+      await proxy.close();
+    }
+  });
 });
+
+/** A TCP proxy to 127.0.0.1:`port`; `cut()` drops every connection open now (new ones still pass). */
+async function cuttableProxy(port: string): Promise<{ port: number; cut(): void; connections(): number; close(): Promise<void> }> {
+  const open = new Set<Socket>();
+  let count = 0;
+  const proxy = createServer((client) => {
+    count += 1;
+    const upstream = connect(Number(port), '127.0.0.1');
+    for (const socket of [client, upstream]) {
+      open.add(socket);
+      socket.on('close', () => open.delete(socket));
+      socket.on('error', () => { client.destroy(); upstream.destroy(); });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (proxy.address() as AddressInfo).port,
+    cut() { for (const socket of open) socket.destroy(); },
+    connections: () => count,
+    close() {
+      for (const socket of open) socket.destroy();
+      return new Promise((resolve) => proxy.close(() => resolve()));
+    },
+  };
+}
