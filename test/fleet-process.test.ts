@@ -53,8 +53,9 @@ describe.skipIf(!up)('fleet across two processes', () => {
     await proxy?.close();
     proxy = undefined;
     await fleetB.close();
-    expect(fleetB.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0 });
-    expect(await clientIdByName(raw, fleetB.subscriberName)).toBeUndefined();
+    expect(fleetB.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0, timers: 0 });
+    await until(() => clientIdByName(raw, fleetB.subscriberName), (id) => id === undefined, 5000, 'the subscriber to go');
+    expect(runnerB.registry.stats()).toMatchObject({ liveTokens: 0, liveSlots: 0, liveBridges: 0 });
     await dropKeys(raw, prefix);
     await redisB.close();
     await raw.close();

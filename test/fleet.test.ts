@@ -42,12 +42,14 @@ describe.skipIf(!up)('fleet on one Redis', () => {
   let raw: Client;
   const fleets: Fleet[] = [];
   const clients: Client[] = [];
+  const registries: TurnRegistry[] = [];
   let proxy: RedisProxy | undefined;
 
   async function instance(name: string, options: Record<string, unknown> = {}, port?: number) {
     const redis = await client(port ?? 6379, { connect: port === undefined });
     clients.push(redis);
     const registry = new TurnRegistry();
+    registries.push(registry);
     const runner = new TurnRunner({ registry });
     const fleet = await Fleet.start({ redis, runner, nodeId: `${name}-${prefix}`, prefix, leaseMs: 3000, ...options });
     fleets.push(fleet);
@@ -62,10 +64,12 @@ describe.skipIf(!up)('fleet on one Redis', () => {
   afterEach(async () => {
     for (const fleet of fleets.splice(0)) {
       await fleet.close();
-      expect(fleet.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0 });
+      expect(fleet.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0, timers: 0 });
       await eventually(async () => (await clientIdByName(raw, fleet.subscriberName)) === undefined, 5000, 'the subscriber to go');
     }
     for (const c of clients.splice(0)) c.destroy();
+    for (const r of registries.splice(0)) expect(r.stats()).toMatchObject({ liveTokens: 0, liveSlots: 0, liveBridges: 0 });
+    expect(await raw.exists(`${prefix}:leases`)).toBe(0);
     await proxy?.close();
     proxy = undefined;
     await dropKeys(raw, prefix);
@@ -248,7 +252,7 @@ describe.skipIf(!up)('fleet on one Redis', () => {
     await h3.started;
     for (const f of fleets.splice(0)) {
       await f.close();
-      expect(f.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0 });
+      expect(f.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0, timers: 0 });
       await eventually(async () => (await clientIdByName(raw, f.subscriberName)) === undefined, 5000, 'the subscriber to go');
     }
     expect(await b.fleet.stop('s1')).toMatchObject({ outcome: 'relay_unavailable' });

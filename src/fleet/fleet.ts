@@ -34,6 +34,8 @@ export interface FleetStopOptions {
 }
 
 const DEFAULT_STOP_TIMEOUT_MS = 2000;
+const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
+const isTerminal = (status: string | undefined) => status !== undefined && TERMINAL.has(status);
 
 /**
  * One instance's membership of the fleet. Turns started with `fleet.run` are registered in Redis,
@@ -163,6 +165,9 @@ export class Fleet {
     } catch (cause) {
       throw new FleetUnavailableError(`Fleet.run: registering the turn in Redis failed (${cause instanceof Error ? cause.message : String(cause)})`, { cause });
     }
+    // A refused registration drops the index entry it sent, unless it is a live turn's own.
+    const dropHint = () => redis.sendCommand(['ZREM', this.#keys.leases, leaseMember(owned.sessionId, owned.turnId)]).catch(() => {});
+    if (reply[0] === 'busy' || (reply[0] === 'exists' && isTerminal(reply[1]))) dropHint();
     if (reply[0] === 'exists') throw new FleetTurnRefusedError(`Fleet.run: turn ${JSON.stringify(owned.turnId)} is already recorded for session ${JSON.stringify(owned.sessionId)}`);
     if (reply[0] === 'busy') {
       throw new FleetTurnRefusedError(`Fleet.run: session ${JSON.stringify(owned.sessionId)} already runs turn ${JSON.stringify(reply[1])} on node ${JSON.stringify(reply[2])}; stop it first`);
@@ -303,8 +308,11 @@ export class Fleet {
     this.#o.redis.off('error', this.#onClientError);
   }
 
-  /** @internal for leak checks: live owned turns, waiting stops, pending retries. */
-  stats(): { ownedTurns: number; waitingStops: number; retries: number } {
-    return { ownedTurns: this.#leases.size, waitingStops: this.#requests.size, retries: this.#retries.size };
+  /** @internal for leak checks: live owned turns, waiting stops, pending retries, live timers. */
+  stats(): { ownedTurns: number; waitingStops: number; retries: number; timers: number } {
+    return {
+      ownedTurns: this.#leases.size, waitingStops: this.#requests.size, retries: this.#retries.size,
+      timers: this.#leases.timers + this.#sweep.timers + this.#retries.size,
+    };
   }
 }

@@ -55,6 +55,8 @@ export class Leases {
   }
 
   get size(): number { return this.#owned.size; }
+  /** Live timers (the renewal interval, the fence timer). */
+  get timers(): number { return Number(this.#renewTimer !== undefined) + Number(this.#fenceTimer !== undefined); }
   turns(): OwnedTurn[] { return [...this.#owned.values()]; }
 
   /** Claim a turn before its registration is sent, so a stop that overtakes the reply is kept. */

@@ -65,11 +65,15 @@ end
 
 /**
  * register: start a turn. ARGV sessionId, turnId, node, leaseMs, ttlMs, channelPrefix.
- * → {'ok', epoch, leaseUntil} | {'exists'} | {'busy', turnId, node}
+ * → {'ok', epoch, leaseUntil} | {'exists', status} | {'busy', turnId, node}
  */
 const REGISTER = String.raw`
 local now, ttl = now_ms(), tonumber(ARGV[5])
-if redis.call('HEXISTS', KEYS[1], 't:' .. ARGV[2]) == 1 then return { 'exists' } end
+local same = load(ARGV[2])
+if same then
+  expire_if_due(same, now, ttl, ARGV[6])
+  return { 'exists', same.status }
+end
 local latest = redis.call('HGET', KEYS[1], 'latest')
 if latest then
   local prev = load(latest)

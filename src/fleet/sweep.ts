@@ -58,6 +58,9 @@ export class Sweep {
     return interrupted;
   }
 
+  /** Live timers (the sweep interval). */
+  get timers(): number { return Number(this.#timer !== undefined); }
+
   close(): void {
     clearInterval(this.#timer);
     this.#timer = undefined;
