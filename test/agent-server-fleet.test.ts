@@ -61,7 +61,7 @@ describe('agent server fleet', () => {
         }
         expect(stats.registry).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
         expect(stats.runningTurns).toBe(0);
-        expect(stats.fleet).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0 });
+        expect(stats.fleet).toMatchObject({ ownedTurns: 0, waitingStops: 0, retries: 0 });
       }
       expect((await keysOf(prefix)).length).toBeGreaterThan(0);
     } finally {
