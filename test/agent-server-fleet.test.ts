@@ -3,6 +3,7 @@
  * instance that does not run the turn reaches the one that does.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer, type AddressInfo } from 'node:net';
 import { eventually, isGone, liveDescendants } from './support/leaks.js';
 import { ServerProcess } from './e2e/server-process.js';
 import { keysOf, REDIS_URL, removeKeys, uniquePrefix } from './e2e/fleet-keys.js';
@@ -72,4 +73,27 @@ describe('agent server fleet', () => {
   it('a stop for a session no instance knows answers not_found', async () => {
     expect(await b.post('/api/sessions/fleet-nobody/stop', {})).toEqual({ status: 200, body: { outcome: 'not_found', sessionId: 'fleet-nobody' } });
   });
+  it('with Redis unreachable: a turn is refused with 503, a stop answers relay_unavailable, and SIGTERM still exits 0', async () => {
+    const closed = await freePort();
+    const lonely = await ServerProcess.start(['--redis', `redis://127.0.0.1:${closed}`, '--node-id', 'C', '--fleet-prefix', prefix]);
+    try {
+      const turn = await lonely.post('/api/sessions/fleet-down/turns', { prompt: 'hi' });
+      expect(turn.status).toBe(503);
+      expect(turn.body.error).toMatch(/^fleet: Redis cannot be reached/);
+      const stop = await lonely.post('/api/sessions/fleet-down/stop', {});
+      expect(stop.status).toBe(503);
+      expect(stop.body).toMatchObject({ outcome: 'relay_unavailable', sessionId: 'fleet-down', error: expect.stringMatching(/Redis/) });
+    } finally {
+      expect((await lonely.terminate()).code).toBe(0);
+    }
+  });
 });
+
+/** A port nothing listens on (bound, then released). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
