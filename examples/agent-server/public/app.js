@@ -230,8 +230,10 @@ $('prompt').addEventListener('keydown', (event) => {
 $('stop').addEventListener('click', async () => {
   setStatus('cancelling');
   const answer = await post(`${api}/stop`, {});
-  // Nothing was running any more (the turn ended on its own meanwhile): its end event says how.
-  if (answer && answer.outcome !== 'stopped' && answer.outcome !== 'cancelling' && !ended.has(current)) setStatus('running');
+  // A stop that failed, or found nothing to stop (the turn ended by itself meanwhile), leaves the
+  // status to the turn's own events; only a stop under way keeps `cancelling` until turn_aborted.
+  const underWay = answer && (answer.outcome === 'stopped' || answer.outcome === 'cancelling');
+  if (!underWay && !ended.has(current)) setStatus('running');
 });
 
 const source = new EventSource(`${api}/events`);
