@@ -3,7 +3,7 @@
  * instance that does not run the turn reaches the one that does.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { eventually, isGone, liveDescendants } from './support/leaks.js';
 import { ServerProcess } from './e2e/server-process.js';
 import { keysOf, REDIS_URL, removeKeys, uniquePrefix } from './e2e/fleet-keys.js';
@@ -87,6 +87,27 @@ describe('agent server fleet', () => {
       expect((await lonely.terminate()).code).toBe(0);
     }
   });
+  it('with Redis gone mid-turn, a stop sent to the instance running the turn still stops it there', async () => {
+    const relay = await cuttableProxy(6379);
+    const local = await ServerProcess.start(['--redis', `redis://127.0.0.1:${relay.port}`, '--node-id', 'D', '--fleet-prefix', prefix]);
+    const events = await local.events('fleet-cut');
+    try {
+      const { body } = await local.post('/api/sessions/fleet-cut/turns', { prompt: 'shell' });
+      await events.next('tool_call');
+      await eventually(() => liveDescendants(local.pid).length === 3, 10_000, 'sh and two sleeps');
+      const tree = liveDescendants(local.pid);
+      relay.down();
+      const stop = await local.post('/api/sessions/fleet-cut/stop', {});
+      expect(stop.status).toBe(200);
+      expect(stop.body).toMatchObject({ outcome: 'stopped', turnId: body.turnId, node: 'D', relay: expect.stringMatching(/Redis/) });
+      await events.next('turn_aborted', (e) => e.data.turnId === body.turnId, 2000);
+      for (const pid of tree) expect(isGone(pid), `pid ${pid}`).toBe(true);
+    } finally {
+      events.close();
+      expect((await local.terminate()).code).toBe(0);
+      await relay.close();
+    }
+  });
 });
 
 /** A port nothing listens on (bound, then released). */
@@ -96,4 +117,30 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/** A TCP proxy to Redis at `port`; `down()` drops its connections and refuses new ones. */
+async function cuttableProxy(port: number): Promise<{ port: number; down(): void; close(): Promise<void> }> {
+  const open = new Set<Socket>();
+  let isDown = false;
+  const proxy = createServer((client) => {
+    if (isDown) {
+      client.destroy();
+      return;
+    }
+    const upstream = connect(port, '127.0.0.1');
+    for (const socket of [client, upstream]) {
+      open.add(socket);
+      socket.on('close', () => open.delete(socket));
+      socket.on('error', () => { client.destroy(); upstream.destroy(); });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const drop = () => { for (const socket of open) socket.destroy(); };
+  return {
+    port: (proxy.address() as AddressInfo).port,
+    down() { isDown = true; drop(); },
+    close() { drop(); return new Promise((resolve) => proxy.close(() => resolve())); },
+  };
 }

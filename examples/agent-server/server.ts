@@ -252,8 +252,12 @@ export class AgentServer {
     if (fleet !== undefined) {
       // Any instance can stop any turn of the fleet: the answer says where it ran and how it ended.
       const answer = await fleet.stop(sessionId, { reason });
-      if (answer.outcome === 'relay_unavailable') return sendJson(res, 503, { ...answer, error: errorText(answer.error) });
-      return sendJson(res, 200, answer);
+      if (answer.outcome !== 'relay_unavailable') return sendJson(res, 200, answer);
+      // Redis is away, but a turn running here can still be stopped here: the local stop needs
+      // no relay (and its owner would stop it anyway once its lease could not be renewed).
+      const report = this.#sessions.get(sessionId)?.turnId === undefined ? null : await runner.stop(sessionId, { reason });
+      if (report === null) return sendJson(res, 503, { ...answer, error: errorText(answer.error) });
+      return sendJson(res, 200, { outcome: 'stopped', sessionId, turnId: report.turnId, node: this.nodeId, report, relay: errorText(answer.error) });
     }
     if (this.#sessions.get(sessionId) === undefined) throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
     const report = await runner.stop(sessionId, { reason });
