@@ -6,11 +6,11 @@ import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { redisReachable } from './fixtures/fleet/support.js';
+import { redisReachable, REDIS_PORT } from './fixtures/fleet/support.js';
 
 const demo = fileURLToPath(new URL('../dist/examples/demo.js', import.meta.url));
 const up = await redisReachable();
-if (!up) console.warn('fleet demo test skipped: no Redis at 127.0.0.1:6379 (start one with `redis-server --port 6379`; CI always has it)');
+if (!up) console.warn(`fleet demo test skipped: no Redis at 127.0.0.1:${REDIS_PORT} (start one with: redis-server --port ${REDIS_PORT}; CI always has it)`);
 
 function runDemo(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -22,7 +22,7 @@ function runDemo(args: string[], env: Record<string, string> = {}): Promise<{ co
 
 describe('npm start -- --fleet', () => {
   it.skipIf(!up)('stops instance A\'s turn from instance B: answer stopped, record cancelled, A\'s ledger in stop order', async () => {
-    const { code, stdout, stderr } = await runDemo(['--fleet', '--json']);
+    const { code, stdout, stderr } = await runDemo(['--fleet', '--json'], { REDIS_PORT: String(REDIS_PORT) });
     expect(code, stderr).toBe(0);
     const report = JSON.parse(stdout.trim().split('\n').at(-1)!);
     expect(report.answer).toMatchObject({ outcome: 'stopped', sessionId: 'demo', turnId: 'turn-1', node: 'instance-a' });

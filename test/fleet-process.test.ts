@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TurnRegistry, TurnRunner } from '../src/index.js';
 import { Fleet } from '../src/fleet/index.js';
-import { client, clientIdByName, dropKeys, Host, RedisProxy, redisReachable, uniquePrefix, type Client } from './fixtures/fleet/support.js';
+import { client, clientIdByName, dropKeys, Host, RedisProxy, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
 
 const up = await redisReachable();
-if (!up) console.warn('fleet-process tests skipped: no Redis at 127.0.0.1:6379 (start one with `redis-server --port 6379`; CI always has it)');
+if (!up) console.warn(`fleet-process tests skipped: no Redis at 127.0.0.1:${REDIS_PORT} (start one with: redis-server --port ${REDIS_PORT}; CI always has it)`);
 
 /** Poll `read` until `done` holds (liveness only: the bound is generous). */
 async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, ms: number, what: string): Promise<T> {
@@ -64,7 +64,7 @@ describe.skipIf(!up)('fleet across two processes', () => {
 
   async function startHost(config: Record<string, unknown>): Promise<{ host: Host; ledger: string; ready: Record<string, any> }> {
     const ledger = join(dir, 'a.jsonl');
-    host = new Host({ prefix, nodeId: `A-${prefix}`, ledger, ...config });
+    host = new Host({ prefix, nodeId: `A-${prefix}`, ledger, port: REDIS_PORT, ...config });
     const ready = await host.next((e) => e.type === 'ready');
     return { host, ledger, ready };
   }

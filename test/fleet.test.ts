@@ -7,10 +7,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TurnRegistry, TurnRunner, type Turn } from '../src/index.js';
 import { Fleet, FleetTurnRefusedError, FleetUnavailableError, type StopAnswer } from '../src/fleet/index.js';
-import { client, clientIdByName, dropKeys, keysUnder, RedisProxy, redisReachable, uniquePrefix, type Client } from './fixtures/fleet/support.js';
+import { client, clientIdByName, dropKeys, keysUnder, RedisProxy, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
 
 const up = await redisReachable();
-if (!up) console.warn('fleet tests skipped: no Redis at 127.0.0.1:6379 (start one with `redis-server --port 6379`; CI always has it)');
+if (!up) console.warn(`fleet tests skipped: no Redis at 127.0.0.1:${REDIS_PORT} (start one with: redis-server --port ${REDIS_PORT}; CI always has it)`);
 
 /** Resolves once `check` holds (liveness only: polled, bounded generously). */
 async function eventually(check: () => Promise<boolean> | boolean, ms = 5000, what = 'condition'): Promise<void> {
@@ -46,7 +46,7 @@ describe.skipIf(!up)('fleet on one Redis', () => {
   let proxy: RedisProxy | undefined;
 
   async function instance(name: string, options: Record<string, unknown> = {}, port?: number) {
-    const redis = await client(port ?? 6379, { connect: port === undefined });
+    const redis = await client(port ?? REDIS_PORT, { connect: port === undefined });
     clients.push(redis);
     const registry = new TurnRegistry();
     registries.push(registry);
