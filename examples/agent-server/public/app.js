@@ -1,0 +1,249 @@
+// The agent page: one session (?session=<id>), its event stream, Send and Stop. Plain script, no
+// build step. Every change of what the page shows comes from the server's events, so a reload
+// or a second tab on the same session replays to the same state.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+const el = (tag, className, text) => {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+};
+
+const sessionId = (() => {
+  const params = new URLSearchParams(location.search);
+  let id = params.get('session');
+  if (!id || !/^[\w.:-]{1,100}$/.test(id)) {
+    // getRandomValues works on plain http too (randomUUID needs a secure context).
+    id = 's-' + Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, '0')).join('');
+    params.set('session', id);
+    history.replaceState(null, '', `${location.pathname}?${params}`);
+  }
+  return id;
+})();
+const api = `/api/sessions/${encodeURIComponent(sessionId)}`;
+$('session').textContent = sessionId;
+
+/** Per turn: its DOM container, the text span being streamed into, its tool rows and questions. */
+const turns = new Map();
+/** Turns whose end has been seen (a late 202 must not set `running` again). */
+const ended = new Set();
+let current; // turnId of the turn shown as running, if any
+
+function setStatus(status) {
+  const node = $('status');
+  node.textContent = status;
+  node.className = `status ${status}`;
+  $('stop').disabled = status !== 'running';
+  $('send').disabled = status === 'running' || status === 'cancelling';
+}
+
+function showError(message) {
+  const node = $('error');
+  node.textContent = message;
+  node.hidden = !message;
+}
+
+function turnView(turnId, prompt) {
+  let view = turns.get(turnId);
+  if (!view) {
+    const root = el('div', 'turn');
+    root.dataset.turnId = turnId;
+    if (prompt) root.append(el('p', 'user', prompt));
+    $('transcript').append(root);
+    view = { root, text: null, tools: new Map(), questions: new Map() };
+    turns.set(turnId, view);
+  }
+  return view;
+}
+
+function scrollDown() {
+  const t = $('transcript');
+  t.scrollTop = t.scrollHeight;
+}
+
+const handlers = {
+  turn_started({ turnId, prompt, node }) {
+    turnView(turnId, prompt);
+    if (node) $('node').textContent = node;
+    current = turnId;
+    $('report').hidden = true;
+    if (!ended.has(turnId)) setStatus('running');
+  },
+  say({ turnId, text }) {
+    const view = turnView(turnId);
+    if (!view.text) {
+      view.text = el('p', 'say');
+      view.root.append(view.text);
+    }
+    view.text.textContent += text;
+  },
+  tool_call({ turnId, callId, name, args }) {
+    const view = turnView(turnId);
+    view.text = null; // the next tokens start a new paragraph below the tool
+    const row = el('div', 'tool running');
+    row.dataset.callId = callId;
+    row.append(el('span', 'name', `${name}(${JSON.stringify(args)})`), el('span', 'state', 'running'));
+    const started = performance.now();
+    const state = row.querySelector('.state');
+    const timer = setInterval(() => { state.textContent = `running ${((performance.now() - started) / 1000).toFixed(1)} s`; }, 100);
+    view.tools.set(callId, { row, timer, started });
+    view.root.append(row);
+  },
+  tool_output({ turnId, callId, output, success }) {
+    const tool = turnView(turnId).tools.get(callId);
+    if (!tool) return;
+    finishTool(tool, success ? 'done' : 'failed', typeof output === 'string' ? output : JSON.stringify(output));
+  },
+  question({ turnId, questionId, question }) {
+    const view = turnView(turnId);
+    const box = el('div', 'question');
+    box.dataset.testid = 'question';
+    box.append(el('span', 'text', typeof question === 'string' ? question : JSON.stringify(question)));
+    const form = el('form');
+    const input = el('input');
+    input.dataset.testid = 'answer';
+    input.placeholder = 'your answer';
+    const button = el('button', '', 'Answer');
+    button.type = 'submit';
+    button.dataset.testid = 'answer-send';
+    form.append(input, button);
+    form.addEventListener('submit', async (event) => {
+      event.preventDefault();
+      button.disabled = true;
+      const answer = input.value.trim() || 'yes';
+      const reply = await post(`/api/questions/${encodeURIComponent(questionId)}/answer`, { answer });
+      closeQuestion(box, reply && reply.accepted ? `answered: ${answer}` : 'not accepted (the turn is over)');
+    });
+    box.append(form);
+    view.questions.set(questionId, box);
+    view.root.append(box);
+    input.focus();
+  },
+  turn_completed({ turnId }) { endTurn(turnId, 'completed', 'completed'); },
+  turn_failed({ turnId, error }) { endTurn(turnId, 'failed', `failed: ${error}`); },
+  turn_aborted({ turnId, report }) {
+    endTurn(turnId, 'cancelled', report ? `cancelled (${report.reason})` : 'cancelled');
+    if (report && turnId === current) drawReport(report);
+  },
+};
+
+function finishTool(tool, state, output) {
+  clearInterval(tool.timer);
+  tool.row.className = `tool ${state.split(' ')[0]}`;
+  tool.row.querySelector('.state').textContent = state;
+  if (output) tool.row.append(el('span', 'output', output.length > 300 ? `${output.slice(0, 300)}…` : output));
+}
+
+function closeQuestion(box, text) {
+  // Only a live question keeps the test hooks, so there is never more than one `question` box.
+  for (const node of [box, ...box.querySelectorAll('[data-testid]')]) delete node.dataset.testid;
+  box.querySelector('form')?.remove();
+  box.append(el('span', 'output', ` — ${text}`));
+}
+
+function endTurn(turnId, status, text) {
+  ended.add(turnId);
+  const view = turnView(turnId);
+  for (const tool of view.tools.values()) {
+    if (!tool.row.classList.contains('running')) continue;
+    const after = `after ${((performance.now() - tool.started) / 1000).toFixed(1)} s`;
+    finishTool(tool, status === 'cancelled' ? `aborted ${after}` : 'failed', '');
+  }
+  for (const box of view.questions.values()) if (box.querySelector('form')) closeQuestion(box, status);
+  view.root.append(el('p', `end ${status}`, text));
+  if (turnId === current || current === undefined) setStatus(status);
+  scrollDown();
+}
+
+/** The StopReport as a timeline: one row per phase of the stop, bars on one shared time axis. */
+function drawReport(report) {
+  const phases = [
+    ['signal', 0, report.signalledAt],
+    ['settle', report.signalledAt, report.settledAt],
+    ['hard stop', report.settledAt, report.hardStopAt],
+    ['history', report.hardStopAt, report.markerAt],
+    ['flush', report.markerAt, report.flushedAt],
+    ['emit', report.flushedAt, report.emittedAt],
+  ];
+  const total = Math.max(report.emittedAt, 0.001);
+  const box = $('report');
+  box.replaceChildren();
+  box.append(el('h2', '', `Stopped everywhere in ${ms(report.emittedAt)}`));
+  const hard = report.hardStopped || {};
+  box.append(el('p', 'facts', `reason ${report.reason} · grace ${report.graceMs} ms · ` +
+    `${report.settledCooperatively ? 'everything settled within the grace' : 'hard stop needed'} · hard-stopped: ` +
+    `${hard.workers ?? 0} workers, ${hard.processGroups ?? 0} process groups, ${hard.questions ?? 0} questions`));
+  for (const [name, from, to] of phases) {
+    const row = el('div', 'phase');
+    row.dataset.phase = name;
+    const track = el('div', 'track');
+    const bar = el('div', 'bar');
+    bar.style.left = `${(from / total) * 100}%`;
+    bar.style.width = `${(Math.max(to - from, 0) / total) * 100}%`;
+    track.append(bar);
+    row.append(el('span', 'label', name), track, el('span', 'time', `${ms(to - from)} → +${ms(to)}`));
+    box.append(row);
+  }
+  box.hidden = false;
+}
+
+function ms(value) {
+  return value < 1 ? `${(value * 1000).toFixed(0)} µs` : `${value.toFixed(1)} ms`;
+}
+
+async function post(path, body) {
+  try {
+    const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const data = await res.json();
+    if (!res.ok) throw new Error(data.error || `HTTP ${res.status}`);
+    showError('');
+    return data;
+  } catch (error) {
+    showError(error.message);
+    return undefined;
+  }
+}
+
+$('composer').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const prompt = $('prompt').value.trim();
+  if (!prompt || $('send').disabled) return;
+  $('send').disabled = true;
+  const reply = await post(`${api}/turns`, { prompt });
+  if (reply && !ended.has(reply.turnId)) {
+    current = reply.turnId;
+    setStatus('running');
+  } else if (!reply) {
+    $('send').disabled = false;
+  }
+});
+
+$('prompt').addEventListener('keydown', (event) => {
+  if (event.key === 'Enter' && !event.shiftKey) {
+    event.preventDefault();
+    $('composer').requestSubmit();
+  }
+});
+
+$('stop').addEventListener('click', async () => {
+  setStatus('cancelling');
+  const answer = await post(`${api}/stop`, {});
+  // A stop that failed, or found nothing to stop (the turn ended by itself meanwhile), leaves the
+  // status to the turn's own events; only a stop under way keeps `cancelling` until turn_aborted.
+  const underWay = answer && (answer.outcome === 'stopped' || answer.outcome === 'cancelling');
+  if (!underWay && !ended.has(current)) setStatus('running');
+});
+
+const source = new EventSource(`${api}/events`);
+for (const [type, handle] of Object.entries(handlers)) {
+  source.addEventListener(type, (event) => {
+    handle(JSON.parse(event.data));
+    scrollDown();
+  });
+}
+source.addEventListener('open', () => showError(''));
+source.addEventListener('error', () => showError('connection lost; reconnecting…'));
+
+fetch('/healthz').then((r) => r.json()).then((h) => { if ($('node').textContent === '…') $('node').textContent = h.nodeId; }, () => {});

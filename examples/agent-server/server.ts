@@ -1,0 +1,300 @@
+/**
+ * The agent server: an HTTP API over one `TurnRunner` (and, with `--redis`, a `Fleet`), plus the
+ * page in public/. Routes, in the order a page uses them:
+ *
+ *   GET  /                                   the page (public/index.html, app.js, style.css)
+ *   GET  /api/sessions/:sessionId/events     Server-Sent Events; `Last-Event-ID` replays what was missed
+ *   POST /api/sessions/:sessionId/turns      { prompt } → 202 { turnId } (409 while a turn runs)
+ *   POST /api/sessions/:sessionId/stop       { reason? } → the stop's answer
+ *   POST /api/questions/:questionId/answer   { answer } → { accepted }
+ *   GET  /api/sessions/:sessionId/history    the session's ledger entries
+ *   GET  /healthz                            { ok, nodeId, stats }
+ *
+ * Every refusal is a 4xx `{ error }` whose message names the field at fault; nothing a client
+ * sends can take the server down.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { Ledger, StopReport, Turn, TurnOutcome, TurnPool, TurnRunner } from '../../src/index.js';
+import type { Fleet } from '../../src/fleet/index.js';
+import { agentTurn } from './agent.js';
+import { HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
+import { servePage } from './page.js';
+import type { Model } from './model.js';
+import { errorText, forwardRunnerEvents } from './runner-events.js';
+import { Session, Sessions } from './sessions.js';
+
+/** Longest prompt accepted, in characters. */
+export const MAX_PROMPT_CHARS = 4000;
+/** Longest answer to a question, in characters. */
+const MAX_ANSWER_CHARS = 4000;
+/** A comment line this often keeps idle SSE connections open through proxies. */
+const HEARTBEAT_MS = 15_000;
+
+/** What the server runs on; the caller creates these and closes them after `shutdown`. */
+export interface AgentServerOptions {
+  runner: TurnRunner;
+  pool: TurnPool;
+  ledger: Ledger;
+  model: Model;
+  nodeId: string;
+  /** Where index.html, app.js and style.css are read from (on every request: edit and reload). */
+  publicDir: string;
+  /**
+   * With a fleet, turns run through it (registered in Redis) and a stop goes through it, so a
+   * stop sent to any instance reaches the one running the turn.
+   */
+  fleet?: Fleet;
+}
+
+/** The stop's answer when there is no fleet: the shape of the fleet's `StopAnswer`. */
+type LocalStopAnswer =
+  | { outcome: 'stopped'; sessionId: string; turnId: string; node: string; report: StopReport }
+  | { outcome: 'not_found'; sessionId: string };
+
+/**
+ * The HTTP server over one runner (and maybe a fleet). Create it, `listen`, and call `shutdown`
+ * from the SIGTERM handler; main.ts shows the whole life cycle.
+ */
+export class AgentServer {
+  readonly http: Server;
+  readonly nodeId: string;
+  readonly #options: AgentServerOptions;
+  readonly #sessions = new Sessions();
+  /** Each turn this server started, until its outcome is in (shutdown waits for them). */
+  readonly #running = new Map<string, Promise<void>>();
+  readonly #heartbeat: NodeJS.Timeout;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: AgentServerOptions) {
+    this.#options = options;
+    this.nodeId = options.nodeId;
+    this.http = createServer((req, res) => { void this.#handle(req, res); });
+    this.#heartbeat = setInterval(() => this.#ping(), HEARTBEAT_MS).unref();
+    forwardRunnerEvents(options.runner, this.#sessions, this.nodeId);
+  }
+
+  /** Listens; resolves with the page's URL. */
+  listen(port: number, host: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.http.once('error', reject);
+      this.http.listen(port, host, () => {
+        this.http.off('error', reject);
+        const address = this.http.address();
+        const actual = typeof address === 'object' && address !== null ? address.port : port;
+        resolve(`http://${host.includes(':') ? `[${host}]` : host}:${actual}/`);
+      });
+    });
+  }
+
+  /** What /healthz reports. */
+  stats(): Record<string, unknown> {
+    const sessions = [...this.#sessions];
+    return {
+      registry: this.#options.runner.registry.stats(),
+      pool: this.#options.pool.stats(),
+      sessions: sessions.length,
+      runningTurns: this.#running.size,
+      sseClients: sessions.reduce((n, s) => n + s.clients, 0),
+      ...(this.#options.fleet === undefined ? {} : { fleet: this.#options.fleet.stats() }),
+    };
+  }
+
+  /**
+   * Stops accepting requests, stops every running turn (reason `shutdown`: history gets its
+   * aborted outputs, marker and flush), waits for their outcomes, then ends every connection.
+   * The pool, ledger and fleet belong to the caller, who closes them after this.
+   *
+   * Call it from the SIGTERM handler itself: the turns are cancelled before it returns. That
+   * matters because exec's exit clean-up SIGKILLs every child from its own SIGTERM listener, right
+   * after ours; a turn not yet cancelled by then would see its tool end by itself and record
+   * that as the tool's output instead of an aborted call.
+   */
+  shutdown(): Promise<void> {
+    const { runner } = this.#options;
+    const busy = [...this.#sessions].filter((s) => s.turnId !== undefined);
+    if (this.#closing === undefined) for (const s of busy) runner.registry.markCancelled(s.id, 'shutdown');
+    this.#closing ??= (async () => {
+      clearInterval(this.#heartbeat);
+      const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+      // Each joins the stop the cancel above began (a repeat stop never starts a second one).
+      await Promise.allSettled(busy.map((s) => runner.stop(s.id, { reason: 'shutdown' })));
+      await Promise.allSettled(this.#running.values());
+      for (const session of this.#sessions) session.endClients();
+      this.http.closeAllConnections();
+      await closed;
+    })();
+    return this.#closing;
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      await this.#route(req, res);
+    } catch (error) {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (error instanceof HttpError) {
+        // An unread body (413 refuses before reading it) must not be parsed as the next request.
+        if (error.status === 413) res.setHeader('connection', 'close');
+        sendJson(res, error.status, { error: error.message });
+      } else {
+        console.error(`agent-server: ${req.method} ${req.url}:`, error);
+        sendJson(res, 500, { error: `internal error: ${(error as Error)?.message ?? String(error)}` });
+      }
+    }
+  }
+
+  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    const method = req.method ?? 'GET';
+    if (await servePage(this.#options.publicDir, method, path, res)) return;
+    if (path === '/healthz') {
+      only(method, 'GET', path);
+      return sendJson(res, 200, { ok: this.#closing === undefined, nodeId: this.nodeId, stats: this.stats() });
+    }
+    let match = /^\/api\/sessions\/([^/]+)\/(turns|events|stop|history)$/.exec(path);
+    if (match !== null) {
+      const sessionId = idParam('sessionId', match[1]);
+      switch (match[2]) {
+        case 'turns': only(method, 'POST', path); return this.#startTurn(sessionId, req, res);
+        case 'events': only(method, 'GET', path); return this.#events(sessionId, req, res);
+        case 'stop': only(method, 'POST', path); return this.#stop(sessionId, req, res);
+        default: only(method, 'GET', path); return this.#history(sessionId, res);
+      }
+    }
+    match = /^\/api\/questions\/([^/]+)\/answer$/.exec(path);
+    if (match !== null) {
+      only(method, 'POST', path);
+      return this.#answer(idParam('questionId', match[1]), req, res);
+    }
+    throw new HttpError(404, `path: no route for ${method} ${path}`);
+  }
+
+  async #startTurn(sessionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJson(req);
+    const prompt = stringField(body, 'prompt', MAX_PROMPT_CHARS, true)!;
+    if (this.#closing !== undefined) throw new HttpError(503, 'server: shutting down');
+    const session = this.#session(sessionId);
+    const { runner, fleet, model, pool } = this.#options;
+    refuseIfBusy(session);
+    if (fleet !== undefined) {
+      // The session's turn may run on another instance: ask Redis (the fleet also refuses a second
+      // live turn itself, but only after this answer has gone out as a 202).
+      let live: Awaited<ReturnType<Fleet['turn']>>;
+      try {
+        live = await fleet.turn(sessionId);
+      } catch (error) {
+        throw new HttpError(503, `fleet: Redis cannot be reached (${errorText(error)}); try again`);
+      }
+      if (live !== null && (live.status === 'running' || live.status === 'cancelling')) {
+        throw new HttpError(409, `sessionId: session ${JSON.stringify(sessionId)} already has a running turn (${live.turnId}) on node ${live.node}; stop it first`);
+      }
+      refuseIfBusy(session);
+    }
+    const turnId = `turn-${randomUUID()}`;
+    session.beginTurn(turnId, prompt);
+    const agent = agentTurn(model, pool, prompt, (id, callId, call) => {
+      session.publish('tool_call', { turnId: id, callId, name: call.name, args: call.args });
+    });
+    const body$ = (turn: Turn) => {
+      // A turn the fleet was still registering when shutdown began: shutdown's cancel missed it.
+      if (this.#closing !== undefined) turn.token.cancel('shutdown');
+      return agent(turn);
+    };
+    const run = fleet === undefined ? runner.run(sessionId, body$, { turnId }) : fleet.run<string>(sessionId, body$, { turnId });
+    const done = run.then(
+      (outcome) => this.#settled(session, turnId, outcome),
+      (error: unknown) => this.#settled(session, turnId, { status: 'failed', turnId, error }),
+    ).finally(() => this.#running.delete(turnId));
+    this.#running.set(turnId, done);
+    sendJson(res, 202, { turnId });
+  }
+
+  /**
+   * A turn's outcome is in. Its terminal event normally came from the runner already; a turn that
+   * ended without one (refused before it started, e.g. by the fleet) gets it here, so the page
+   * never waits for ever.
+   */
+  #settled(session: Session, turnId: string, outcome: TurnOutcome<unknown>): void {
+    if (!session.endTurn(turnId)) return;
+    if (outcome.status === 'completed') session.publish('turn_completed', { turnId, value: outcome.value });
+    else if (outcome.status === 'cancelled') session.publish('turn_aborted', { turnId, report: outcome.report ?? null });
+    else session.publish('turn_failed', { turnId, error: errorText(outcome.error) });
+  }
+
+  #events(sessionId: string, req: IncomingMessage, res: ServerResponse): void {
+    const raw = req.headers['last-event-id'];
+    let lastEventId: number | undefined;
+    if (raw !== undefined && raw !== '') {
+      lastEventId = Number(raw);
+      if (!Number.isSafeInteger(lastEventId) || lastEventId < 0) {
+        throw new HttpError(400, `Last-Event-ID: expected an event id (an integer >= 0), got ${JSON.stringify(String(raw).slice(0, 40))}`);
+      }
+    }
+    const session = this.#session(sessionId);
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    // retry: how soon a dropped EventSource reconnects (it then sends Last-Event-ID by itself).
+    res.write(`retry: 1000\n: session ${sessionId} on ${this.nodeId}\n\n`);
+    session.follow(res, lastEventId);
+  }
+
+  async #stop(sessionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJson(req);
+    const reason = stringField(body, 'reason', 100, false);
+    const { fleet, runner } = this.#options;
+    if (fleet !== undefined) {
+      // Any instance can stop any turn of the fleet: the answer says where it ran and how it ended.
+      const answer = await fleet.stop(sessionId, { reason });
+      if (answer.outcome !== 'relay_unavailable') return sendJson(res, 200, answer);
+      // Redis is away, but a turn running here can still be stopped here: the local stop needs
+      // no relay (and its owner would stop it anyway once its lease could not be renewed).
+      const report = this.#sessions.get(sessionId)?.turnId === undefined ? null : await runner.stop(sessionId, { reason });
+      if (report === null) return sendJson(res, 503, { ...answer, error: errorText(answer.error) });
+      return sendJson(res, 200, { outcome: 'stopped', sessionId, turnId: report.turnId, node: this.nodeId, report, relay: errorText(answer.error) });
+    }
+    if (this.#sessions.get(sessionId) === undefined) throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
+    const report = await runner.stop(sessionId, { reason });
+    const answer: LocalStopAnswer = report === null
+      ? { outcome: 'not_found', sessionId }
+      : { outcome: 'stopped', sessionId, turnId: report.turnId, node: this.nodeId, report };
+    sendJson(res, 200, answer);
+  }
+
+  async #answer(questionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJson(req);
+    const answer = stringField(body, 'answer', MAX_ANSWER_CHARS, true);
+    sendJson(res, 200, { accepted: this.#options.runner.answer(questionId, answer) });
+  }
+
+  async #history(sessionId: string, res: ServerResponse): Promise<void> {
+    const entries = await this.#options.ledger.entries({ sessionId });
+    if (entries.length === 0 && this.#sessions.get(sessionId) === undefined) {
+      throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} in this server's history`);
+    }
+    sendJson(res, 200, { sessionId, entries });
+  }
+
+  #session(sessionId: string): Session {
+    const session = this.#sessions.getOrCreate(sessionId);
+    if (session === undefined) throw new HttpError(503, 'sessionId: too many sessions in use; try again later');
+    return session;
+  }
+
+  #ping(): void {
+    for (const session of this.#sessions) session.ping();
+  }
+}
+
+function refuseIfBusy(session: Session): void {
+  if (session.turnId !== undefined) {
+    throw new HttpError(409, `sessionId: session ${JSON.stringify(session.id)} already has a running turn (${session.turnId}); stop it first`);
+  }
+}
+

@@ -1,0 +1,108 @@
+/**
+ * The agent server with `OPENAI_BASE_URL` set: it talks to an OpenAI-compatible endpoint through
+ * the official SDK. The endpoint here is a local fake that streams chat-completion chunks, so the
+ * test sees what the server sends and when it hangs up: a stop must close the model's HTTP stream
+ * at once (`signal: turn.signal`), not when the model is done.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ServerProcess } from './e2e/server-process.js';
+
+interface SeenRequest { body: any; closedEarly: Promise<boolean> }
+const seen: SeenRequest[] = [];
+let fake: Server;
+let server: ServerProcess;
+
+const chunk = (delta: object, finish: string | null = null) =>
+  `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 0, model: 'fake', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+
+/** Streams `Hi there.` and ends, or (prompt "forever") a token every 20 ms until the client hangs up. */
+function reply(body: any, res: ServerResponse): void {
+  const last = body.messages.at(-1);
+  if (last.role === 'user' && last.content.includes('use crunch')) {
+    res.write(chunk({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_abc', type: 'function', function: { name: 'crunch', arguments: '{"phas' } }] }));
+    res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: 'es": 2}' } }] }, 'tool_calls'));
+    res.end('data: [DONE]\n\n');
+  } else if (last.role === 'user' && last.content.includes('forever')) {
+    const timer = setInterval(() => res.write(chunk({ content: 'more ' })), 20);
+    res.on('close', () => clearInterval(timer));
+  } else {
+    for (const word of ['Hi ', 'there', '.']) res.write(chunk({ content: word }));
+    res.write(chunk({}, 'stop'));
+    res.end('data: [DONE]\n\n');
+  }
+}
+
+beforeAll(async () => {
+  fake = createServer(async (req, res) => {
+    let text = '';
+    for await (const part of req) text += part;
+    const body = JSON.parse(text);
+    const closedEarly = new Promise<boolean>((resolve) => res.on('close', () => resolve(!res.writableFinished)));
+    seen.push({ body, closedEarly });
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    reply(body, res);
+  });
+  await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
+  const { port } = fake.address() as AddressInfo;
+  server = await ServerProcess.start([], { OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`, OPENAI_API_KEY: 'test-key', MODEL: 'fake-model' });
+});
+afterAll(async () => {
+  if (server !== undefined) expect((await server.terminate()).code).toBe(0);
+  fake.closeAllConnections();
+  await new Promise((resolve) => fake.close(resolve));
+});
+
+describe('agent server with an OpenAI-compatible endpoint', () => {
+  it('streams the model reply and completes', async () => {
+    expect(server.output).toMatch(/model openai:fake-model/);
+    const events = await server.events('oa-1');
+    try {
+      const { body } = await server.post('/api/sessions/oa-1/turns', { prompt: 'say hi' });
+      const done = await events.next('turn_completed', (e) => e.data.turnId === body.turnId);
+      expect(done.data.value).toBe('Hi there.');
+      expect(events.events.filter((e) => e.type === 'say').map((e) => e.data.text)).toEqual(['Hi ', 'there', '.']);
+      const request = seen.at(-1)!.body;
+      expect(request).toMatchObject({ model: 'fake-model', stream: true });
+      expect(request.tools.map((t: any) => t.function.name)).toEqual(['crunch', 'shell', 'ask']);
+    } finally {
+      events.close();
+    }
+  });
+
+  it("runs the tool the model calls and sends its result back in the model's format", async () => {
+    const events = await server.events('oa-2');
+    try {
+      const { body } = await server.post('/api/sessions/oa-2/turns', { prompt: 'use crunch' });
+      await events.next('turn_completed', (e) => e.data.turnId === body.turnId, 30_000);
+      expect((await events.next('tool_output')).data).toMatchObject({ name: 'crunch', success: true, output: { phases: 2 } });
+      const followUp = seen.at(-1)!.body.messages;
+      expect(followUp.at(-2)).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'call_abc', function: { name: 'crunch', arguments: '{"phases":2}' } }] });
+      expect(followUp.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_abc' });
+      expect(JSON.parse(followUp.at(-1).content)).toMatchObject({ phases: 2, hashes: 60_000 });
+    } finally {
+      events.close();
+    }
+  });
+
+  it('a stop closes the model stream at once and the turn is cancelled', async () => {
+    const events = await server.events('oa-3');
+    try {
+      const { body } = await server.post('/api/sessions/oa-3/turns', { prompt: 'talk forever' });
+      await events.next('say', (e) => e.data.turnId === body.turnId);
+      const request = seen.at(-1)!;
+      const stop = await server.post('/api/sessions/oa-3/stop', {});
+      expect(stop.body).toMatchObject({ outcome: 'stopped', report: { settledCooperatively: true } });
+      await events.next('turn_aborted', (e) => e.data.turnId === body.turnId, 1000);
+      // The endpoint saw the connection closed before it finished its reply.
+      expect(await request.closedEarly).toBe(true);
+      const requests = seen.length;
+      const health = (await server.get('/healthz')).body;
+      expect(health.stats.registry).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
+      expect(seen.length).toBe(requests); // the SDK did not retry a stopped request
+    } finally {
+      events.close();
+    }
+  });
+});
