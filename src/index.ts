@@ -17,4 +17,7 @@ export {
   Ledger, abortedToolText, TURN_ABORTED_MARKER, INTERRUPTED_TOOL_TEXT, TERMINAL_STATUSES, isTerminalStatus,
   type LedgerEntry, type LedgerEntryInput, type LedgerFilter, type TurnStatus,
 } from './turn/ledger.js';
-export { exec, spawnBackground, killAllBackground, type ExecOptions, type ExecResult, type BackgroundProcess } from './exec/index.js';
+export {
+  exec, spawnBackground, killAllBackground, execContainment,
+  type ExecOptions, type ExecResult, type BackgroundProcess, type Containment, type OutputError,
+} from './exec/index.js';
