@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
-import { eventually, isGone, liveDescendants } from './support/leaks.js';
+import { eventually, isGone, liveDescendants, toolTree } from './support/leaks.js';
 import { ServerProcess } from './e2e/server-process.js';
 import { keysOf, REDIS_URL, removeKeys, uniquePrefix } from './e2e/fleet-keys.js';
 
@@ -28,8 +28,8 @@ describe('agent server fleet', () => {
       const { status, body } = await a.post('/api/sessions/fleet-1/turns', { prompt: 'shell' });
       expect(status).toBe(202);
       await events.next('tool_call');
-      await eventually(() => liveDescendants(a.pid).length === 3, 10_000, 'sh and two sleeps on A');
-      const tree = liveDescendants(a.pid);
+      await eventually(() => toolTree(a.pid).length === 3, 10_000, 'sh and two sleeps on A');
+      const tree = toolTree(a.pid);
       // The session's turn runs on A: B refuses a second one.
       const busy = await b.post('/api/sessions/fleet-1/turns', { prompt: 'hi' });
       expect(busy.status).toBe(409);
@@ -94,8 +94,8 @@ describe('agent server fleet', () => {
     try {
       const { body } = await local.post('/api/sessions/fleet-cut/turns', { prompt: 'shell' });
       await events.next('tool_call');
-      await eventually(() => liveDescendants(local.pid).length === 3, 10_000, 'sh and two sleeps');
-      const tree = liveDescendants(local.pid);
+      await eventually(() => toolTree(local.pid).length === 3, 10_000, 'sh and two sleeps');
+      const tree = toolTree(local.pid);
       relay.down();
       const stop = await local.post('/api/sessions/fleet-cut/stop', {});
       expect(stop.status).toBe(200);

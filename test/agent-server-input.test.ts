@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually, isGone, liveDescendants } from './support/leaks.js';
+import { eventually, isGone, liveDescendants, toolTree } from './support/leaks.js';
 import { ServerProcess } from './e2e/server-process.js';
 
 describe('agent server: bad input', () => {
@@ -90,8 +90,8 @@ describe('agent server: shutdown', () => {
       const events = await server.events('s-term');
       const { body } = await server.post('/api/sessions/s-term/turns', { prompt: 'shell' });
       await events.next('tool_call');
-      await eventually(() => liveDescendants(server.pid).length === 3, 10_000, 'sh and two sleeps');
-      const tree = liveDescendants(server.pid);
+      await eventually(() => toolTree(server.pid).length === 3, 10_000, 'sh and two sleeps');
+      const tree = toolTree(server.pid);
       const exit = await server.terminate();
       events.close();
       expect(exit, server.output).toEqual({ code: 0, signal: null });

@@ -4,7 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { eventually, isGone, liveDescendants } from './support/leaks.js';
+import { eventually, isGone, liveDescendants, toolTree } from './support/leaks.js';
 import { ServerProcess, type EventStream } from './e2e/server-process.js';
 
 let server: ServerProcess;
@@ -134,8 +134,8 @@ describe('agent server: Stop', () => {
     const turnId = await startTurn(id, 'shell');
     await events.next('tool_call', (e) => e.data.name === 'shell');
     // The tree: sh and its two sleeps, all descendants of the server process.
-    await eventually(() => liveDescendants(server.pid).length === 3, 10_000, 'sh and two sleeps');
-    const tree = liveDescendants(server.pid);
+    await eventually(() => toolTree(server.pid).length === 3, 10_000, 'sh and two sleeps');
+    const tree = toolTree(server.pid);
     const { body } = await server.post(`/api/sessions/${id}/stop`, { reason: 'cancel.user' });
     expect(body.outcome).toBe('stopped');
     for (const pid of tree) expect(isGone(pid), `pid ${pid}`).toBe(true);

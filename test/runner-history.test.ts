@@ -61,7 +61,7 @@ describe('a body that throws', () => {
   it.each([
     ['undefined', undefined, 'undefined'],
     ['null', null, 'null'],
-    ['Object.create(null)', Object.create(null), '[object Object]'],
+    ['Object.create(null)', Object.create(null), '[object (null prototype)]'],
     ['an object whose toString throws', hostileToString, '[object Object]'],
   ])('%s ends the turn failed, with a safe rendering as the reason', async (_label, thrown, rendering) => {
     const outcome = await runner.run('s', async () => { throw thrown; }, { turnId: 't' });

@@ -73,6 +73,9 @@ printf '%s\n' "$list" | while IFS=' ' read -r id kind rest; do
 done
 `;
 
+/** The reaper's `$0`: the last word of its command line. */
+export const REAPER_NAME = 'fullstop-reaper';
+
 interface Reaper {
   readonly child: ChildProcess;
   readonly pipe: Socket;
@@ -107,7 +110,8 @@ export function reaperPid(): number | undefined {
 }
 
 function start(): Reaper {
-  const child = spawn('/bin/sh', ['-c', SCRIPT], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+  // `$0` names it, so `ps` (and a test counting a tool's processes) can tell it from the tool's tree.
+  const child = spawn('/bin/sh', ['-c', SCRIPT, REAPER_NAME], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
   const pipe = child.stdin as Socket;
   // A reaper that failed to start or died early must not crash the host on its pipe's EPIPE.
   child.on('error', () => {});

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { eventually, isGone, liveDescendants } from '../support/leaks.js';
+import { eventually, isGone, liveDescendants, toolTree } from '../support/leaks.js';
 import { launch, outputDir, type Browser } from './browser.js';
 import { ServerProcess } from './server-process.js';
 
@@ -67,8 +67,8 @@ describe('the agent page', () => {
     expect(await page.getByTestId('send').isDisabled()).toBe(true);
 
     // The shell's tree (sh and its two sleeps) runs under the server process.
-    await eventually(() => liveDescendants(server.pid).length === 3, 10_000, 'sh and two sleeps');
-    const tree = liveDescendants(server.pid);
+    await eventually(() => toolTree(server.pid).length === 3, 10_000, 'sh and two sleeps');
+    const tree = toolTree(server.pid);
     const clicked = Date.now();
     await page.getByTestId('stop').click();
     await waitForStatus(page, 'cancelled', 1000);

@@ -56,6 +56,23 @@ export function liveDescendants(root: number = process.pid): number[] {
   return out;
 }
 
+/** True for exec's reaper (src/exec/reaper.ts), which names itself by its `$0`. */
+export function isReaper(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('fullstop-reaper');
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The live processes a tool started under `root`: its descendants without exec's reaper, which
+ * runs beside them while any child does (the leak checks still count it, so it must be gone after).
+ */
+export function toolTree(root: number = process.pid): number[] {
+  return liveDescendants(root).filter((pid) => !isReaper(pid));
+}
+
 /** Poll `predicate` until true or `ms` passes (for liveness bounds only, never for ordering). */
 export async function eventually(predicate: () => boolean, ms = 2000, what = 'condition'): Promise<void> {
   const deadline = Date.now() + ms;
