@@ -104,7 +104,7 @@ describe('task mode', () => {
     const dir = tmp();
     try {
       const startedFile = join(dir, 'started');
-      const cli = start(['probe', fixture('never-checks.mjs'), '--name', 'neverChecks', '--task', JSON.stringify({ ms: 60_000, startedFile }), '--span', '30000', '--runs', '3']);
+      const cli = start(['probe', fixture('never-checks.mjs'), '--name', 'neverChecks', '--task', JSON.stringify({ ms: 60_000, startedFile }), '--span', '2000000000', '--runs', '3']);
       await eventually(() => existsSync(startedFile), 15_000, 'the task to start');
       process.kill(cli.pid, 'SIGINT');
       const ran = await cli.ran;
@@ -151,7 +151,7 @@ describe('exec mode', () => {
     const dir = tmp();
     try {
       const pids = join(dir, 'pids');
-      const cli = start(['probe', '--exec', `sh ${fixture('stubborn-tree.sh')} ${pids} 100`, '--span', '30000', '--runs', '3', '--grace', '50']);
+      const cli = start(['probe', '--exec', `sh ${fixture('stubborn-tree.sh')} ${pids} 100`, '--span', '2000000000', '--runs', '3', '--grace', '50']);
       await eventually(() => existsSync(pids) && pidsIn(pids).length >= 3, 15_000, 'the tree to start');
       process.kill(cli.pid, 'SIGINT');
       const ran = await cli.ran;

@@ -66,11 +66,12 @@ export function verdict(o: ProbeOptions, probe: TaskProbe | ExecProbe, r: ProbeR
   }
   const g = probe.gaps;
   const longest = `longest gap between checks ${formatMs(g.maxMs)}`;
-  const where = g.site === undefined || g.site.startsWith('(') ? '' : ` (ending at ${shortPath(g.site)})`;
+  const site = g.site === undefined || g.site.startsWith('(') ? undefined : shortPath(g.site);
   if (g.checks === 0) {
     return `never checks its token: ${percent(r.hard, r.runs)} of stops needed the hard stop (the worker is lost each time), ${p99}; call checkpoint() in its loops`;
   }
-  const advice = g.maxMs > o.graceMs ? `: add a checkpoint there${where}` : where;
+  const ends = site === undefined ? '' : ` (it ends at ${site})`;
+  const advice = g.maxMs <= o.graceMs ? ends : site === undefined ? ': add a checkpoint in it' : `: add a checkpoint in the stretch before ${site}`;
   if (r.hard === 0) return `stops cooperatively in ${percent(r.cooperative, r.runs)} of runs, ${p99}; ${longest}${advice}`;
   return `needs the hard stop in ${percent(r.hard, r.runs)} of runs (the worker is lost each time), ${p99}; ${longest}${advice}`;
 }
