@@ -68,6 +68,14 @@ describe('task mode', () => {
     expect(ran.stdout).toMatch(/verdict: stops cooperatively in 100% of runs/);
   });
 
+  it('--threads 2 runs the probe on two workers at once, with the same figures', async () => {
+    const { json, ran } = await probeJson([fixture('checks-every-ms.mjs'), '--task', '{"ms":40}', '--runs', '6', '--grace', '200', '--threads', '2']);
+    expect(json).toMatchObject({ mode: 'task', runs: 6, cooperative: 6, hard: 0 });
+    expect(json.gapMs.median).toBeGreaterThan(0.8);
+    expect(json.gapMs.median).toBeLessThan(3);
+    expect(ran.stdout).toMatch(/grace 200 ms, 2 threads/);
+  });
+
   it('a task that never checks needs the hard stop in every run, and its one gap is its whole run', async () => {
     const dir = tmp();
     try {

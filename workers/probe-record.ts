@@ -39,6 +39,11 @@ export interface ProbeRecord {
   readonly site: SharedArrayBuffer;
 }
 
+/** Message prefix of the probe worker's error for a module that failed to load. */
+export const LOAD_FAILED = 'fullstop-probe:load:';
+/** Message prefix of the probe worker's error for a module without the export asked for. */
+export const NO_EXPORT = 'fullstop-probe:export:';
+
 /** What the probe worker is sent for each run (the pool's task payload). */
 export interface ProbeJob {
   readonly filename: string;

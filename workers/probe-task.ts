@@ -4,20 +4,18 @@
  * back. The user's module is loaded by this same worker, so its `fullstop/worker` import (or a
  * relative import of the compiled runtime) is the module instance whose binding is rebound here.
  *
- * Errors meant for the probe's own messages carry a prefix (`LOAD_FAILED`, `NO_EXPORT`): an error
- * crosses back to the main thread as its message, and these must not be mistaken for the task's.
+ * Errors meant for the probe's own messages carry a prefix (`LOAD_FAILED`, `NO_EXPORT`,
+ * workers/probe-record.ts): an error crosses back to the main thread as its message, and these
+ * must not be mistaken for the task's own.
  */
 
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { isCancelledError } from '../src/errors.js';
 import { bindSerial, currentBinding } from './current.js';
-import type { ProbeJob } from './probe-record.js';
+import { LOAD_FAILED, NO_EXPORT, type ProbeJob } from './probe-record.js';
 import { RecordingToken } from './probe-token.js';
 import { SlotToken } from './worker-token.js';
-
-export const LOAD_FAILED = 'fullstop-probe:load:';
-export const NO_EXPORT = 'fullstop-probe:export:';
 
 type Handler = (task: unknown) => unknown;
 

@@ -9,8 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { isCancelledError } from '../errors.js';
 import { TurnPool } from '../pool/pool.js';
 import { TurnRegistry } from '../token/registry.js';
-import { C_STARTED, newRecord, T_CHECKS, T_END, T_START, type ProbeJob, type ProbeRecord } from '../../workers/probe-record.js';
-import { LOAD_FAILED, NO_EXPORT } from '../../workers/probe-task.js';
+import {
+  C_STARTED, LOAD_FAILED, newRecord, NO_EXPORT, T_CHECKS, T_END, T_START, type ProbeJob, type ProbeRecord,
+} from '../../workers/probe-record.js';
 import { GapTally } from './gaps.js';
 import { drawMoment, reach } from './moments.js';
 import type { Progress } from './progress.js';
