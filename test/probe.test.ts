@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -106,6 +106,29 @@ describe('task mode', () => {
     expect(json.gapMs.median).toBeLessThan(5);
     // The check right after the stretch (line 9: `if (isCancelled())`), by the relative import.
     expect(ran.stdout).toMatch(/longest ended at\s+test\/fixtures\/probe\/one-stretch\.mjs:9:/);
+  });
+
+  it('works from a project that installed fullstop: its bin, and a module importing fullstop/worker from there', async () => {
+    const project = tmp();
+    try {
+      mkdirSync(join(project, 'node_modules', '.bin'), { recursive: true });
+      symlinkSync(root, join(project, 'node_modules', 'fullstop'));
+      symlinkSync(join('..', 'fullstop', 'dist', 'src', 'cli', 'main.js'), join(project, 'node_modules', '.bin', 'fullstop'));
+      writeFileSync(join(project, 'tool.mjs'), [
+        "import { checkpoint } from 'fullstop/worker';",
+        'export function tool() { for (let i = 0; i < 50; i++) { const end = performance.now() + 1; while (performance.now() < end); checkpoint(); } }',
+      ].join('\n'));
+      const child = spawn(process.execPath, [join(project, 'node_modules', '.bin', 'fullstop'), 'probe', 'tool.mjs', '--name', 'tool', '--runs', '4', '--grace', '200', '--json', 'out.json'], { cwd: project, stdio: 'ignore' });
+      const code = await new Promise((resolve) => child.on('close', resolve));
+      expect(code).toBe(0);
+      const json = JSON.parse(readFileSync(join(project, 'out.json'), 'utf8'));
+      expect(json).toMatchObject({ mode: 'task', runs: 4, hard: 0 });
+      // Checks were recorded: the module's fullstop/worker is the instance the probe rebinds.
+      expect(json.gapMs.median).toBeGreaterThan(0.8);
+      expect(json.gapMs.median).toBeLessThan(3);
+    } finally {
+      rmSync(project, { recursive: true, force: true });
+    }
   });
 
   it('Ctrl-C stops the probe: the pool is destroyed mid-task and the probe exits 130', async () => {
