@@ -5,7 +5,7 @@ import { formatMs } from './stats.js';
 
 const W = 480;
 const H = 200;
-const PAD = { left: 40, right: 10, top: 24, bottom: 30 };
+const PAD = { left: 40, right: 10, top: 36, bottom: 30 };
 const BINS = 24;
 
 export function histogramSvg(runs: readonly Run[], title: string): string {
@@ -37,7 +37,7 @@ export function histogramSvg(runs: readonly Run[], title: string): string {
     text(PAD.left, H - 12, '0'), text(W - PAD.right, H - 12, formatMs(max), 'end'),
     text(PAD.left + plotW / 2, H - 12, 'cancel → settled', 'middle'),
     text(PAD.left - 4, PAD.top + 8, String(top), 'end'), text(PAD.left - 4, y(0), '0', 'end'),
-    `<text x="${W - PAD.right}" y="15" font-size="11" text-anchor="end"><tspan fill="#2e8b57">■</tspan> cooperative <tspan fill="#c0392b">■</tspan> hard</text>`,
+    `<text x="${W - PAD.right}" y="30" font-size="11" text-anchor="end"><tspan fill="#2e8b57">■</tspan> cooperative <tspan fill="#c0392b">■</tspan> hard</text>`,
     '</svg>',
   ].join('\n') + '\n';
 }
