@@ -63,12 +63,13 @@ export async function probeExec(o: ExecOptions, progress: Progress, interrupt: A
         r = await result;
       }
       for (const s of watch.finish(r.pid)) survivors.set(s.pid, s);
-      return { r, latencyMs, wallMs: sharedNow() - start };
+      return { r, latencyMs };
     } catch (e) {
       // A spawn that failed, or output past maxBuffer: the command cannot be probed.
       if (e instanceof ToolError) throw new UsageError(`cannot run ${JSON.stringify(o.command)}: ${e.message.split('\n')[0]}`);
       throw e;
     } finally {
+      watch.stop();
       live.delete(token);
       registry.endTurn(sessionId, token);
     }
@@ -94,11 +95,11 @@ export async function probeExec(o: ExecOptions, progress: Progress, interrupt: A
     let unmeasured = 0;
     const maxUnmeasured = Math.max(20, 5 * o.runs);
     while (runs.length < o.runs) {
-      const { r, latencyMs, wallMs } = await runOnce(drawMoment(spanMs));
+      const { r, latencyMs } = await runOnce(drawMoment(spanMs));
       if (interrupt.aborted) throw new Interrupted();
       if (latencyMs === undefined || !r.cancelled) {
         // As in task mode: a shorter run than the first shrinks the span, so redraws end.
-        spanMs = Math.min(spanMs, wallMs);
+        spanMs = Math.min(spanMs, r.wallMs);
         if (++unmeasured >= maxUnmeasured) break;
         continue;
       }

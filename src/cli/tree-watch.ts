@@ -42,9 +42,14 @@ export class TreeWatch {
     }
   }
 
+  /** Stop polling (idempotent). */
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
   /** Stop polling; record what is left of `leader`'s group and session; return what is still alive. */
   finish(leader: number): Survivor[] {
-    clearInterval(this.#timer);
+    this.stop();
     this.walk();
     for (const stat of scanAll()) {
       if (!isDead(stat) && stat.pid !== process.pid && (stat.pgid === leader || stat.sid === leader)) this.#seen.set(stat.pid, stat.start);
