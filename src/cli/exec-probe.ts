@@ -24,7 +24,10 @@ export interface ExecProbe {
   baselineExit: number | null | undefined;
   spanMs: number;
   runs: Run[];
-  /** Runs that ended before their cancel moment (drawn again, at most `max(20, 5 × runs)` times; not in `runs`). */
+  /**
+   * Runs that ended before their cancel moment, or whose tree was already gone at it (drawn again,
+   * at most `max(20, 5 × runs)` times; not in `runs`).
+   */
   unmeasured: number;
   /** Processes of a stopped tree still alive after its stop (the probe kills them afterwards). */
   survivors: Survivor[];
@@ -54,11 +57,13 @@ export async function probeExec(o: ExecOptions, progress: Progress, interrupt: A
       let r: ExecResult;
       let latencyMs: number | undefined;
       if (cancelAfter !== undefined && await reach(start + cancelAfter, result)) {
-        watch.walk();
+        // Nothing alive at the moment: the tree has ended and `exec` is only settling (reaping,
+        // draining). A cancel now stops nothing, so no stop is measured.
+        const alive = watch.walk() > 0;
         const t0 = performance.now();
         token.cancel('cancel.user');
         r = await result;
-        latencyMs = performance.now() - t0;
+        if (alive) latencyMs = performance.now() - t0;
       } else {
         r = await result;
       }

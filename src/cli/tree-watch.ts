@@ -31,15 +31,18 @@ export class TreeWatch {
     this.#timer.unref();
   }
 
-  /** Record the probe's live descendants now. */
-  walk(): void {
+  /** Record the probe's live descendants now; returns how many there are. */
+  walk(): number {
+    let live = 0;
     const queue = childrenOf(process.pid);
     for (let pid = queue.pop(); pid !== undefined; pid = queue.pop()) {
       const stat = readStat(pid);
       if (isDead(stat)) continue;
+      live++;
       this.#seen.set(pid, stat!.start);
       queue.push(...childrenOf(pid));
     }
+    return live;
   }
 
   /** Stop polling (idempotent). */
