@@ -101,7 +101,7 @@ describe('task mode', () => {
     const { json, ran } = await probeJson([fixture('one-stretch.mjs'), '--name', 'oneStretch', '--runs', '6', '--grace', '200']);
     expect(json.runs).toBe(6);
     expect(json.gapMs.max).toBeGreaterThanOrEqual(49);
-    expect(json.gapMs.max).toBeLessThan(150);
+    expect(json.gapMs.max).toBeLessThan(200);
     expect(json.gapMs.median).toBeGreaterThan(0.8);
     expect(json.gapMs.median).toBeLessThan(5);
     // The check right after the stretch (line 9: `if (isCancelled())`), by the relative import.
