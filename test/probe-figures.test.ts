@@ -7,6 +7,8 @@ import { binMiddleMs, binOf, newRecord, T_CHECKS, T_LAST, T_MAX_GAP } from '../d
 import { GapTally } from '../dist/src/cli/gaps.js';
 import { percentiles } from '../dist/src/cli/stats.js';
 import { parseProbeArgs, UsageError } from '../dist/src/cli/usage.js';
+import { verdict } from '../dist/src/cli/table.js';
+import { toResult } from '../dist/src/cli/result.js';
 
 /** A record as the worker would leave it after closing `gaps` (ms), its last check at `last`. */
 function recordOf(gaps: number[], last = 0) {
@@ -71,5 +73,38 @@ describe('flags', () => {
     expect(() => parseProbeArgs(['--exec', 'true', '--runs', '1.5'])).toThrow(/--runs: expected a whole number from 1 to 100000, got "1.5"/);
     expect(() => parseProbeArgs(['a.mjs', 'b.mjs'])).toThrow(/expected one module, got 2/);
     expect(() => parseProbeArgs(['test/fixtures/probe/throws.mjs', '--exec', 'true'])).toThrow(/either a module or --exec/);
+  });
+});
+
+describe('the verdict', () => {
+  const task = parseProbeArgs(['test/fixtures/probe/throws.mjs', '--grace', '20']) as any;
+  const exec = parseProbeArgs(['--exec', 'make', '--grace', '20']) as any;
+  const runs = (hard: boolean[]) => hard.map((h, i) => ({ latencyMs: h ? 25 + i : 1 + i, hard: h }));
+  const gaps = (maxMs: number, checks: number, site?: string) => { const g = new GapTally(); g.maxMs = maxMs; g.checks = checks; g.site = site; return g; };
+  const say = (o: any, probe: any) => verdict(o, probe, toResult(o, probe));
+
+  it('asks for a checkpoint before the check that ended a gap longer than the grace', () => {
+    const probe = { spanMs: 100, unmeasured: 0, runs: runs([false, false, false, true]), gaps: gaps(52.8, 40, '/x/tool.mjs:9:7') };
+    expect(say(task, probe)).toBe('needs the hard stop in 25% of runs (the worker is lost each time), p99 28.0 ms; longest gap between checks 52.8 ms: add a checkpoint in the stretch before /x/tool.mjs:9:7');
+  });
+
+  it('says a task that stops within the grace stops cooperatively, and names no fix', () => {
+    const probe = { spanMs: 100, unmeasured: 0, runs: runs([false, false]), gaps: gaps(1.2, 200, '/x/tool.mjs:3:5') };
+    expect(say(task, probe)).toBe('stops cooperatively in 100% of runs, p99 2.00 ms; longest gap between checks 1.20 ms (it ends at /x/tool.mjs:3:5)');
+  });
+
+  it('says a task that never checks must call checkpoint()', () => {
+    const probe = { spanMs: 100, unmeasured: 0, runs: runs([true, true]), gaps: gaps(100, 0, '(the end of the task)') };
+    expect(say(task, probe)).toMatch(/^never checks its token: 100% of stops needed the hard stop .*; call checkpoint\(\) in its loops$/);
+  });
+
+  it('names the survivors of a command', () => {
+    const probe = { spanMs: 100, unmeasured: 0, baselineMs: 100, runs: runs([true]), survivors: [{ pid: 4242, command: 'sleep 30', start: '1' }] };
+    expect(say(exec, probe)).toBe('needed SIGKILL in 100% of runs (SIGTERM did not end the tree within the 20.0 ms grace), tree gone p99 25.0 ms; 1 process SURVIVED the stop: 4242 (sleep 30)');
+  });
+
+  it('says so when no stop could be measured', () => {
+    const probe = { spanMs: 5, unmeasured: 20, runs: [], gaps: gaps(5, 0) };
+    expect(say(task, probe)).toMatch(/^no stop was measured: every run ended by itself/);
   });
 });
