@@ -20,17 +20,20 @@ async function main(argv: readonly string[]): Promise<number> {
   return probeCommand(rest);
 }
 
-main(process.argv.slice(2)).then(
+const argv = process.argv.slice(2);
+const prefix = argv[0] === 'probe' ? 'fullstop probe' : 'fullstop';
+
+main(argv).then(
   (code) => { process.exitCode = code; },
   (e: unknown) => {
     if (e instanceof UsageError) {
-      process.stderr.write(`fullstop probe: ${e.message}\n`);
+      process.stderr.write(`${prefix}: ${e.message}\n`);
       process.exitCode = 2;
     } else if (e instanceof Interrupted) {
       process.stderr.write('fullstop probe: interrupted; everything it started has been stopped\n');
       process.exitCode = 130;
     } else {
-      process.stderr.write(`fullstop probe: internal error: ${e instanceof Error ? e.message : String(e)}\n`);
+      process.stderr.write(`${prefix}: internal error: ${e instanceof Error ? e.message : String(e)}\n`);
       process.exitCode = 1;
     }
   },

@@ -12,7 +12,7 @@ export function table(o: ProbeOptions, probe: TaskProbe | ExecProbe, result: Pro
   const row = (label: string, value: string) => lines.push(`  ${label.padEnd(26)}${value}`);
   lines.push(o.mode === 'task' ? `fullstop probe  ${o.module} (export ${JSON.stringify(o.name)})` : `fullstop probe  --exec ${JSON.stringify(o.command)}`);
   row('run time', probe.baselineMs === undefined
-    ? `not measured (--span ${formatMs(probe.spanMs)})`
+    ? `not measured (--span ${formatMs(o.spanMs ?? probe.spanMs)})`
     : `${formatMs(probe.baselineMs)} (one uncancelled run${'baselineExit' in probe && probe.baselineExit !== 0 ? `, exit code ${probe.baselineExit}` : ''})`);
   const threads = o.mode === 'task' ? `, ${o.threads} thread${o.threads === 1 ? '' : 's'}` : '';
   row('runs', `${result.runs} cancelled at random moments over ${formatMs(probe.spanMs)}, grace ${formatMs(o.graceMs)}${threads}`);
