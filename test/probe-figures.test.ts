@@ -50,6 +50,16 @@ describe('gap bins', () => {
     expect(tally.count).toBe(3);
     expect(tally.medianMs()).toBeLessThan(1.02);
   });
+
+  it('keep naming the end of the longest complete gap when a cut-short stretch measured longer', () => {
+    const tally = new GapTally();
+    const complete = recordOf([1, 50]);
+    new TextEncoder().encodeInto('/x/tool.mjs:9:7', new Uint8Array(complete.site));
+    tally.add(complete);
+    tally.add(recordOf([1], 1000), 1000 + 61.5);
+    expect(tally.maxMs).toBe(61.5);
+    expect(tally.site).toBe('/x/tool.mjs:9:7');
+  });
 });
 
 describe('percentiles', () => {

@@ -18,8 +18,15 @@ export class GapTally {
   /** Checks the user's code made, over all runs. */
   checks = 0;
   maxMs = 0;
-  /** Where the longest gap ended: a call site, or a phrase for the end of a task or a hard stop. */
+  /**
+   * Where the longest complete gap ended (a call site, or a phrase for the end of the task): the
+   * place to act on even when a stretch cut short by a hard stop measured longer, since where
+   * that one would have ended is unknown. `'(cut short by the hard stop)'` only when no complete
+   * gap names a place.
+   */
   site: string | undefined;
+  /** The longest complete gap. */
+  #completeMs = 0;
 
   /** Add one run's record. `cutAt`: the shared-clock moment a hard-stopped run settled. */
   add(record: ProbeRecord, cutAt?: number): void {
@@ -30,15 +37,13 @@ export class GapTally {
     }
     const times = new Float64Array(record.times);
     this.checks += times[T_CHECKS]! || 0;
-    if (times[T_MAX_GAP]! > this.maxMs) {
-      this.maxMs = times[T_MAX_GAP]!;
-      this.site = readSite(record);
+    if (times[T_MAX_GAP]! > this.#completeMs) {
+      this.#completeMs = times[T_MAX_GAP]!;
+      this.site = readSite(record) ?? this.site;
     }
     const open = cutAt === undefined ? NaN : cutAt - times[T_LAST]!;
-    if (open > this.maxMs) {
-      this.maxMs = open;
-      this.site = '(cut short by the hard stop)';
-    }
+    this.maxMs = Math.max(this.maxMs, this.#completeMs, open || 0);
+    if (open > this.#completeMs && this.site === undefined) this.site = '(cut short by the hard stop)';
   }
 
   /** The median complete gap (to its bin, about ±2%), never above the longest one. */
