@@ -16,12 +16,15 @@ export const BINS_PER_OCTAVE = 16;
 /** Bin 0 holds gaps under 1 µs; the last bin everything past 2^36 µs (19 hours). */
 export const BIN_COUNT = 1 + 36 * BINS_PER_OCTAVE;
 
-/** Int32 cells of `control`. */
+/** Int32 cell of `control`: 1 once the user's function has been called. */
 export const C_STARTED = 0;
-/** Float64 cells of `times`. */
+/** When the user's function was called. */
 export const T_START = 0;
+/** When the gap now open began (the last check, or the start). */
 export const T_LAST = 1;
+/** The longest complete gap so far (ms). */
 export const T_MAX_GAP = 2;
+/** When the user's function settled (NaN while it runs, and for ever after a hard stop). */
 export const T_END = 3;
 /** How many checks the user's code made. */
 export const T_CHECKS = 4;
@@ -52,6 +55,7 @@ export interface ProbeJob {
   readonly record: ProbeRecord;
 }
 
+/** A fresh record for one run. */
 export function newRecord(): ProbeRecord {
   const times = new SharedArrayBuffer(8 * TIME_CELLS);
   new Float64Array(times).fill(NaN);
@@ -68,6 +72,7 @@ export function sharedNow(): number {
   return performance.timeOrigin + performance.now();
 }
 
+/** The bin of a gap of `gapMs`. */
 export function binOf(gapMs: number): number {
   const us = gapMs * 1000;
   if (!(us >= 1)) return 0;

@@ -16,6 +16,7 @@ import { SlotToken } from './worker-token.js';
 /** Frames in this directory are fullstop's own; the call site a user wants is the first frame outside it. */
 const OWN_DIR = new URL('.', import.meta.url).href;
 
+/** The task's token with every check timed into a `ProbeRecord` (see above). */
 export class RecordingToken extends SlotToken {
   readonly #control: Int32Array;
   readonly #times: Float64Array;

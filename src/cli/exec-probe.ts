@@ -16,8 +16,9 @@ import { drawMoment, reach } from './moments.js';
 import type { Progress } from './progress.js';
 import { Interrupted, type Run } from './runs.js';
 import { isAlive, TreeWatch, type Survivor } from './tree-watch.js';
-import { UsageError, type ExecOptions } from './usage.js';
+import { UsageError, type ExecProbeOptions } from './usage.js';
 
+/** What an exec-mode probe measured. */
 export interface ExecProbe {
   baselineMs: number | undefined;
   /** Exit code of the uncancelled run; `undefined` with `--span`. */
@@ -37,7 +38,7 @@ export interface ExecProbe {
 const SHELL = '/bin/sh';
 
 /** Probe `o`'s command. Rejects with `UsageError` for a command that cannot start, `Interrupted` on `interrupt`. */
-export async function probeExec(o: ExecOptions, progress: Progress, interrupt: AbortSignal): Promise<ExecProbe> {
+export async function probeExec(o: ExecProbeOptions, progress: Progress, interrupt: AbortSignal): Promise<ExecProbe> {
   const registry = new TurnRegistry();
   const live = new Set<CancelToken>();
   // A stop like any other: SIGTERM, the grace, SIGKILL; the run then settles and the loop ends.

@@ -11,6 +11,7 @@ import {
   BIN_COUNT, binMiddleMs, readSite, T_CHECKS, T_LAST, T_MAX_GAP, type ProbeRecord,
 } from '../../workers/probe-record.js';
 
+/** Gaps summed over the runs of one probe (see above). */
 export class GapTally {
   readonly #bins = new Float64Array(BIN_COUNT);
   /** Complete gaps seen. */

@@ -8,6 +8,7 @@ const H = 200;
 const PAD = { left: 40, right: 10, top: 36, bottom: 30 };
 const BINS = 24;
 
+/** The histogram of `runs`' cancel → settled latencies, titled `title`, as a standalone SVG document. */
 export function histogramSvg(runs: readonly Run[], title: string): string {
   const max = Math.max(...runs.map((r) => r.latencyMs), 0.001);
   const width = max / BINS;

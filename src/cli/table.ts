@@ -7,6 +7,7 @@ import { formatMs, percent, percentiles, type Percentiles } from './stats.js';
 import type { TaskProbe } from './task-probe.js';
 import type { ProbeOptions } from './usage.js';
 
+/** The table of one probe: run time, latencies (all, cooperative, hard), gaps or survivors, verdict. */
 export function table(o: ProbeOptions, probe: TaskProbe | ExecProbe, result: ProbeResult): string {
   const lines: string[] = [];
   const row = (label: string, value: string) => lines.push(`  ${label.padEnd(26)}${value}`);

@@ -16,10 +16,11 @@ import { GapTally } from './gaps.js';
 import { drawMoment, reach } from './moments.js';
 import type { Progress } from './progress.js';
 import { Interrupted, type Run } from './runs.js';
-import { UsageError, type TaskOptions } from './usage.js';
+import { UsageError, type TaskProbeOptions } from './usage.js';
 
 const PROBE_WORKER = fileURLToPath(new URL('../../workers/probe-task.js', import.meta.url));
 
+/** What a task-mode probe measured. */
 export interface TaskProbe {
   /** The uncancelled run's time in the worker; `undefined` with `--span`. */
   baselineMs: number | undefined;
@@ -38,7 +39,7 @@ export interface TaskProbe {
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /** Probe `o`'s task. Rejects with `UsageError` for a module, export or task that cannot run, `Interrupted` on `interrupt`. */
-export async function probeTask(o: TaskOptions, progress: Progress, interrupt: AbortSignal): Promise<TaskProbe> {
+export async function probeTask(o: TaskProbeOptions, progress: Progress, interrupt: AbortSignal): Promise<TaskProbe> {
   const pool = new TurnPool({ filename: PROBE_WORKER, name: 'probeTask', minThreads: o.threads, maxThreads: o.threads, graceMs: o.graceMs });
   const registry = new TurnRegistry();
   const onInterrupt = () => void pool.destroy();
@@ -138,7 +139,7 @@ function checksOf(record: ProbeRecord): number {
 }
 
 /** The one-line error for a task that could not run uncancelled. */
-function taskFailure(o: TaskOptions, error: unknown): UsageError {
+function taskFailure(o: TaskProbeOptions, error: unknown): UsageError {
   const message = error instanceof Error ? error.message : String(error);
   if (message.startsWith(LOAD_FAILED)) return new UsageError(`cannot load ${o.module}: ${message.slice(LOAD_FAILED.length)}`);
   if (message.startsWith(NO_EXPORT)) return new UsageError(`${o.module} has no exported function ${JSON.stringify(o.name)}${o.name === 'default' ? ' (and is not itself a function); choose one with --name' : ''}`);

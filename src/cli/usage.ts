@@ -13,6 +13,7 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
+/** `fullstop probe --help`. */
 export const HELP = `usage:
   fullstop probe <module> [--name N] [--task JSON] [--runs 50] [--grace 100] [--threads 1]
                           [--span MS] [--json FILE] [--svg FILE]
@@ -24,29 +25,40 @@ uncancelled, then --runs times, each cancelled at a random moment over the measu
 it stopped, how often it needed the hard stop, and (tasks) the longest stretch between two
 checks of its token; (commands) any process that survived.`;
 
+/** Flags of both modes. */
 interface Common {
+  /** Cancelled runs to measure (`--runs`). */
   runs: number;
+  /** The grace before the hard stop (`--grace`). */
   graceMs: number;
   /** Cancel moments are drawn over [0, spanMs); `undefined`: measure one uncancelled run first. */
   spanMs: number | undefined;
+  /** Where to write the result object; `undefined`: nowhere. */
   json: string | undefined;
+  /** Where to write the latency histogram; `undefined`: nowhere. */
   svg: string | undefined;
 }
-export interface TaskOptions extends Common {
+/** `fullstop probe <module> ...`: a task function run in a TurnPool worker. */
+export interface TaskProbeOptions extends Common {
   mode: 'task';
   /** Absolute path of the user's module. */
   filename: string;
   /** The module as the user wrote it, for the report. */
   module: string;
   name: string;
+  /** The task argument (`--task`, parsed JSON); `undefined` when not given. */
   task: unknown;
+  /** Workers, each running one probe run at a time (`--threads`). */
   threads: number;
 }
-export interface ExecOptions extends Common {
+/** `fullstop probe --exec "<command>" ...`: a shell command run through `exec`. */
+export interface ExecProbeOptions extends Common {
   mode: 'exec';
+  /** Run as `/bin/sh -c command`. */
   command: string;
 }
-export type ProbeOptions = TaskOptions | ExecOptions;
+/** Validated flags of one probe. */
+export type ProbeOptions = TaskProbeOptions | ExecProbeOptions;
 
 const FLAGS = {
   name: { type: 'string' }, task: { type: 'string' }, runs: { type: 'string' }, grace: { type: 'string' },
