@@ -13,20 +13,21 @@ import { fileURLToPath } from 'node:url';
 import { eventually, isGone } from './support/leaks.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const cli = join(root, 'dist/src/cli/main.js');
+const cliPath = join(root, 'dist/src/cli/main.js');
 const fixture = (name: string) => `test/fixtures/probe/${name}`;
 
 interface Ran { code: number | null; signal: string | null; stdout: string; stderr: string; pid: number }
 
-/** Start the CLI; `ran` settles when it exits. */
-function start(args: string[]): { pid: number; ran: Promise<Ran> } {
-  const child = spawn(process.execPath, [cli, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Start the CLI; `ran` settles when it exits; `kill()` ends it if a spec failed midway. */
+function start(args: string[]): { pid: number; ran: Promise<Ran>; kill(): void } {
+  const child = spawn(process.execPath, [cliPath, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => { stdout += d; });
   child.stderr.on('data', (d) => { stderr += d; });
   const ran = new Promise<Ran>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, pid: child.pid! })));
-  return { pid: child.pid!, ran };
+  const kill = () => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); };
+  return { pid: child.pid!, ran, kill };
 }
 
 const probe = (args: string[]) => start(['probe', ...args]).ran;
@@ -141,9 +142,10 @@ describe('task mode', () => {
 
   it('Ctrl-C stops the probe: the pool is destroyed mid-task and the probe exits 130', async () => {
     const dir = tmp();
+    let cli: ReturnType<typeof start> | undefined;
     try {
       const startedFile = join(dir, 'started');
-      const cli = start(['probe', fixture('never-checks.mjs'), '--name', 'neverChecks', '--task', JSON.stringify({ ms: 60_000, startedFile }), '--span', '2000000000', '--runs', '3']);
+      cli = start(['probe', fixture('never-checks.mjs'), '--name', 'neverChecks', '--task', JSON.stringify({ ms: 60_000, startedFile }), '--span', '2000000000', '--runs', '3']);
       await eventually(() => existsSync(startedFile), 15_000, 'the task to start');
       process.kill(cli.pid, 'SIGINT');
       const ran = await cli.ran;
@@ -151,6 +153,7 @@ describe('task mode', () => {
       expect(ran.stderr).toBe('fullstop probe: interrupted; everything it started has been stopped\n');
       expect(ran.stdout).toBe('');
     } finally {
+      cli?.kill();
       rmSync(dir, { recursive: true, force: true });
     }
   });
@@ -190,9 +193,10 @@ describe('exec mode', () => {
 
   it('Ctrl-C stops the probe and the tree it was running, SIGTERM-proof as it is', async () => {
     const dir = tmp();
+    const pids = join(dir, 'pids');
+    let cli: ReturnType<typeof start> | undefined;
     try {
-      const pids = join(dir, 'pids');
-      const cli = start(['probe', '--exec', `sh ${fixture('stubborn-tree.sh')} ${pids} 100`, '--span', '2000000000', '--runs', '3', '--grace', '50']);
+      cli = start(['probe', '--exec', `sh ${fixture('stubborn-tree.sh')} ${pids} 100`, '--span', '2000000000', '--runs', '3', '--grace', '50']);
       await eventually(() => existsSync(pids) && pidsIn(pids).length >= 3, 15_000, 'the tree to start');
       process.kill(cli.pid, 'SIGINT');
       const ran = await cli.ran;
@@ -200,6 +204,9 @@ describe('exec mode', () => {
       expect(ran.stderr).toMatch(/^fullstop probe: interrupted/);
       expect(pidsIn(pids).filter((pid) => !isGone(pid))).toEqual([]);
     } finally {
+      // A spec that failed midway must not leave its SIGTERM-proof tree behind.
+      cli?.kill();
+      if (existsSync(pids)) for (const pid of pidsIn(pids)) if (!isGone(pid)) process.kill(pid, 'SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     }
   });
