@@ -23,8 +23,8 @@ export function table(o: ProbeOptions, probe: TaskProbe | ExecProbe, result: Pro
   }
   const hardName = o.mode === 'task' ? 'hard stop (worker lost)' : 'SIGKILL needed';
   row(o.mode === 'task' ? 'cancel → settled' : 'SIGTERM → tree gone', spread(result.latencyMs));
-  row('  cooperative', `${String(result.cooperative).padStart(4)} runs (${percent(result.cooperative, result.runs)})  ${spreadOf(probe, false)}`);
-  row(`  ${hardName}`, `${String(result.hard).padStart(4)} runs (${percent(result.hard, result.runs)})  ${spreadOf(probe, true)}`);
+  row('  cooperative', `${count(result.cooperative)} (${percent(result.cooperative, result.runs)})  ${spreadOf(probe, false)}`.trimEnd());
+  row(`  ${hardName}`, `${count(result.hard)} (${percent(result.hard, result.runs)})  ${spreadOf(probe, true)}`.trimEnd());
   if ('gaps' in probe) {
     const g = probe.gaps;
     row('gap between checks', `median ${formatMs(result.gapMs!.median)}   max ${formatMs(result.gapMs!.max)}   (${g.checks} checks)`);
@@ -35,6 +35,10 @@ export function table(o: ProbeOptions, probe: TaskProbe | ExecProbe, result: Pro
   }
   lines.push(`  verdict: ${verdict(o, probe, result)}`);
   return lines.join('\n') + '\n';
+}
+
+function count(runs: number): string {
+  return `${String(runs).padStart(4)} run${runs === 1 ? ' ' : 's'}`;
 }
 
 function spread(p: Percentiles): string {
