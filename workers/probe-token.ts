@@ -99,9 +99,11 @@ export class RecordingToken extends SlotToken {
     if (gap > this.#times[T_MAX_GAP]!) {
       this.#times[T_MAX_GAP] = gap;
       this.#writeSite(site ?? callSite());
+      // Read again, so a new maximum's stack capture is not charged to the next gap.
+      this.#times[T_LAST] = sharedNow();
+      return;
     }
-    // Measured after the bookkeeping, so a new maximum's stack capture is not charged to the next gap.
-    this.#times[T_LAST] = sharedNow();
+    this.#times[T_LAST] = now;
   }
 
   #writeSite(site: string | undefined): void {
