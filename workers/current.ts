@@ -32,6 +32,11 @@ export function runConcurrent<T>(binding: TaskBinding, fn: () => T): T {
   return concurrent.run(binding, fn);
 }
 
+/** The binding of the task running now, `undefined` outside a task (the probe worker wraps it). */
+export function currentBinding(): TaskBinding | undefined {
+  return concurrent?.getStore() ?? current;
+}
+
 function binding(what: string): TaskBinding {
   const b = concurrent?.getStore() ?? current;
   if (b === undefined) {

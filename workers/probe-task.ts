@@ -1,0 +1,74 @@
+/**
+ * The pool target of `fullstop probe`: runs the user's task function with its token rebound to a
+ * `RecordingToken` (workers/probe-token.ts) for the duration of the task, then binds the real one
+ * back. The user's module is loaded by this same worker, so its `fullstop/worker` import (or a
+ * relative import of the compiled runtime) is the module instance whose binding is rebound here.
+ *
+ * Errors meant for the probe's own messages carry a prefix (`LOAD_FAILED`, `NO_EXPORT`,
+ * workers/probe-record.ts): an error crosses back to the main thread as its message, and these
+ * must not be mistaken for the task's own.
+ */
+
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { isCancelledError } from '../src/errors.js';
+import { bindSerial, currentBinding } from './current.js';
+import { LOAD_FAILED, NO_EXPORT, type ProbeJob } from './probe-record.js';
+import { RecordingToken } from './probe-token.js';
+import { SlotToken } from './worker-token.js';
+
+type Handler = (task: unknown) => unknown;
+
+/** Handlers by `filename\0name`: loaded once per worker, like the pool's own targets. */
+const handlers = new Map<string, Promise<Handler>>();
+
+/** Run one probe job: the user's function, with every check of its token recorded. */
+export async function probeTask(job: ProbeJob): Promise<unknown> {
+  const user = await handlerOf(job.filename, job.name);
+  const real = currentBinding();
+  if (!(real instanceof SlotToken)) throw new Error('fullstop probe: a probe task runs only with a token');
+  const recorder = new RecordingToken(real, job.record);
+  bindSerial(recorder);
+  let stoppedAtCheck = false;
+  try {
+    recorder.begin();
+    return await user(job.task);
+  } catch (e) {
+    stoppedAtCheck = isCancelledError(e);
+    throw e;
+  } finally {
+    recorder.end(!stoppedAtCheck);
+    bindSerial(real);
+  }
+}
+
+function handlerOf(filename: string, name: string): Promise<Handler> {
+  const key = `${filename}\0${name}`;
+  let handler = handlers.get(key);
+  if (handler === undefined) handlers.set(key, (handler = load(filename, name)));
+  return handler;
+}
+
+/** The lookup piscina and the pool do: the module itself if it is a function, else its export `name`. */
+async function load(filename: string, name: string): Promise<Handler> {
+  let mod: unknown;
+  try {
+    try {
+      mod = createRequire(import.meta.url)(filename);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ERR_REQUIRE_ESM') throw e;
+      mod = await import(pathToFileURL(filename).href);
+    }
+  } catch (e) {
+    throw new Error(LOAD_FAILED + firstLine(e));
+  }
+  let handler = typeof mod === 'function' ? mod : (mod as Record<string, unknown>)[name];
+  if (typeof handler !== 'function' && name === 'default') handler = (mod as { default?: unknown }).default;
+  if (typeof handler !== 'function') throw new Error(`${NO_EXPORT}${name}`);
+  return handler as Handler;
+}
+
+function firstLine(e: unknown): string {
+  const text = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  return text.split('\n')[0]!;
+}
