@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { eventually, isGone } from './support/leaks.js';
+import { execContainment } from '../dist/src/exec/index.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const cliPath = join(root, 'dist/src/cli/main.js');
@@ -19,8 +20,8 @@ const fixture = (name: string) => `test/fixtures/probe/${name}`;
 interface Ran { code: number | null; signal: string | null; stdout: string; stderr: string; pid: number }
 
 /** Start the CLI; `ran` settles when it exits; `kill()` ends it if a spec failed midway. */
-function start(args: string[]): { pid: number; ran: Promise<Ran>; kill(): void } {
-  const child = spawn(process.execPath, [cliPath, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+function start(args: string[], env: NodeJS.ProcessEnv = process.env): { pid: number; ran: Promise<Ran>; kill(): void } {
+  const child = spawn(process.execPath, [cliPath, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => { stdout += d; });
@@ -30,18 +31,18 @@ function start(args: string[]): { pid: number; ran: Promise<Ran>; kill(): void }
   return { pid: child.pid!, ran, kill };
 }
 
-const probe = (args: string[]) => start(['probe', ...args]).ran;
+const probe = (args: string[], env?: NodeJS.ProcessEnv) => start(['probe', ...args], env).ran;
 
 function tmp(): string {
   return mkdtempSync(join(tmpdir(), 'fullstop-probe-'));
 }
 
 /** Run a probe that writes --json; return the JSON and the run. */
-async function probeJson(args: string[]): Promise<{ json: any; ran: Ran }> {
+async function probeJson(args: string[], env?: NodeJS.ProcessEnv): Promise<{ json: any; ran: Ran }> {
   const dir = tmp();
   try {
     const file = join(dir, 'out.json');
-    const ran = await probe([...args, '--json', file]);
+    const ran = await probe([...args, '--json', file], env);
     expect(ran.stderr).toBe('');
     expect(ran.code).toBe(0);
     return { json: JSON.parse(readFileSync(file, 'utf8')), ran };
@@ -180,8 +181,9 @@ describe('exec mode', () => {
     }
   });
 
-  it('a daemon that escapes the tree is reported by pid and command, then killed by the probe', async () => {
-    const { json, ran } = await probeJson(['--exec', `sh ${fixture('escapes.sh')} 0.3`, '--runs', '2', '--grace', '30']);
+  it('a daemon that escapes the tree is reported by pid and command, then killed by the probe (process-group mode)', async () => {
+    const env = { ...process.env, FULLSTOP_CONTAINMENT: 'process-group' };
+    const { json, ran } = await probeJson(['--exec', `sh ${fixture('escapes.sh')} 0.3`, '--runs', '2', '--grace', '30'], env);
     // At least the uncancelled run's daemon: nothing stops it, and nothing can find it by ancestry.
     expect(json.survivors.length).toBeGreaterThanOrEqual(1);
     for (const pid of json.survivors) {
@@ -189,6 +191,12 @@ describe('exec mode', () => {
       expect(isGone(pid)).toBe(true);
     }
     expect(ran.stdout).toMatch(/SURVIVED the stop/);
+  });
+
+  it.runIf(execContainment() === 'cgroup')('in cgroup mode the same daemon dies with its tree: no survivor', async () => {
+    const { json, ran } = await probeJson(['--exec', `sh ${fixture('escapes.sh')} 0.3`, '--runs', '2', '--grace', '30']);
+    expect(json.survivors).toEqual([]);
+    expect(ran.stdout).not.toMatch(/SURVIVED the stop/);
   });
 
   it('Ctrl-C stops the probe and the tree it was running, SIGTERM-proof as it is', async () => {

@@ -68,7 +68,7 @@ export async function probeExec(o: ExecProbeOptions, progress: Progress, interru
       } else {
         r = await result;
       }
-      for (const s of watch.finish(r.pid)) survivors.set(s.pid, s);
+      for (const s of await watch.finish(r.pid)) survivors.set(s.pid, s);
       return { r, latencyMs };
     } catch (e) {
       // A spawn that failed, or output past maxBuffer: the command cannot be probed.

@@ -4,12 +4,14 @@
  * plus, after the stop, any process still in the command's group or session. A process counts as
  * the one seen only while its start time matches (a pid alone can be reused).
  *
- * The probe starts no other child process, so its descendants are exactly the command's trees.
+ * The probe starts no other child process, so its descendants are exactly the command's trees,
+ * but for exec's reaper (which watches them on exec's behalf and is skipped here).
  * Not seen: a process that double-forks away (to init, in a new session) between two polls.
  */
 
 import { readFileSync } from 'node:fs';
-import { childrenOf, isDead, readStat, scanAll } from '../exec/proc.js';
+import { childrenOf, isDead, readStat, scanSession } from '../exec/proc.js';
+import { isReaper } from '../exec/reaper.js';
 
 const POLL_MS = 5;
 
@@ -18,12 +20,12 @@ export interface Survivor {
   /** Its command line (or its name when /proc hides the command line). */
   command: string;
   /** Its start time (with the pid, its identity). */
-  start: string;
+  start: number;
 }
 
 export class TreeWatch {
   /** pid → start time of every process seen. */
-  readonly #seen = new Map<number, string>();
+  readonly #seen = new Map<number, number>();
   readonly #timer: NodeJS.Timeout;
 
   constructor() {
@@ -34,7 +36,7 @@ export class TreeWatch {
   /** Record the probe's live descendants now; returns how many there are. */
   walk(): number {
     let live = 0;
-    const queue = childrenOf(process.pid);
+    const queue = childrenOf(process.pid).filter((pid) => !isReaper(pid));
     for (let pid = queue.pop(); pid !== undefined; pid = queue.pop()) {
       const stat = readStat(pid);
       if (isDead(stat)) continue;
@@ -50,19 +52,22 @@ export class TreeWatch {
     clearInterval(this.#timer);
   }
 
-  /** Stop polling; record what is left of `leader`'s group and session; return what is still alive. */
-  finish(leader: number): Survivor[] {
+  /**
+   * Stop polling; record what is left of `leader`'s session (exec makes the child a session
+   * leader, and its group lies within that session); return what is still alive.
+   */
+  async finish(leader: number): Promise<Survivor[]> {
     this.stop();
     this.walk();
-    for (const stat of scanAll()) {
-      if (!isDead(stat) && stat.pid !== process.pid && (stat.pgid === leader || stat.sid === leader)) this.#seen.set(stat.pid, stat.start);
-    }
+    await scanSession(leader, (stat) => {
+      if (!isDead(stat) && stat.pid !== process.pid) this.#seen.set(stat.pid, stat.start);
+    });
     return [...this.#seen].filter(([pid, start]) => isAlive(pid, start)).map(([pid, start]) => ({ pid, start, command: commandOf(pid) }));
   }
 }
 
 /** `pid` is alive and is still the process whose start time was recorded. */
-export function isAlive(pid: number, start: string): boolean {
+export function isAlive(pid: number, start: number): boolean {
   const stat = readStat(pid);
   return !isDead(stat) && stat!.start === start;
 }

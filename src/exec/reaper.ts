@@ -18,6 +18,7 @@
  */
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 
 const SCRIPT = `
@@ -102,6 +103,18 @@ export function register(entry: string): () => void {
       r.pipe.end();
     }
   };
+}
+
+/**
+ * True when `pid` is a reaper of this library (its own or an earlier one still finishing): its
+ * command line ends with REAPER_NAME. For tools that watch the host's children (the probe).
+ */
+export function isReaper(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').at(-2) === REAPER_NAME;
+  } catch {
+    return false;
+  }
 }
 
 /** The pid of the running reaper, if any (tests use it to tell it from a leaked child). */
