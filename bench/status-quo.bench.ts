@@ -1,5 +1,5 @@
 /**
- * The status quo (issue #6): how long a worker deep in a synchronous loop takes to notice a cancel.
+ * The status quo: how long a worker deep in a synchronous loop takes to notice a cancel.
  *
  * SQ1  Today: the main thread posts a cancel message on the worker's MessagePort. The worker is in
  *      a LOOP_MS synchronous loop, so the message is delivered only when the loop returns to the
@@ -9,14 +9,14 @@
  *      worker noticing, stamped on both threads with the one clock they share.
  *
  * Not tinybench: one sample is one real loop in a real worker, and what is measured spans two
- * threads. The pairs alternate which side goes first, in one worker, in one run.
+ * threads. Pairs alternate which side goes first, in one worker; a void sample voids its pair.
  */
 
 import { Worker } from 'node:worker_threads';
 import { setTimeout as delay } from 'node:timers/promises';
 import { TurnRegistry } from '../src/index.js';
-import { compare, type BenchResult, type Suite, type SuiteContext } from './harness.js';
-import { POLL_EVERY, type CancelMessage, type Report, type RunMessage } from './workers/sync-loop-protocol.js';
+import { assertNothingLive, compare, samplePairs, type BenchResult, type Suite, type SuiteContext } from './harness.js';
+import { POLL_EVERY, type CancelMessage, type LoopReport as Report, type RunMessage } from './workers/protocol.js';
 
 const LOOP_MS = 50;
 const CANCEL_AT_MS = 10;
@@ -38,39 +38,22 @@ async function noticeLatency(ctx: SuiteContext): Promise<BenchResult> {
   ctx.progress(`SQ1 ${pairs} pairs of a ${LOOP_MS} ms loop cancelled at ${CANCEL_AT_MS} ms`);
   const registry = new TurnRegistry();
   const loop = new LoopWorker();
-  const message: number[] = [];
-  const token: number[] = [];
-  let voided = 0;
   try {
     await loop.online;
     // One unrecorded pair: the worker's first loop also pays for loading and compiling its code.
-    await sampleMessage(loop);
-    await sampleToken(loop, registry);
-    for (let pair = 0; message.length < pairs || token.length < pairs; pair++) {
-      if (voided > pairs) throw new Error(`SQ1: ${voided} void samples (the machine could not cancel inside a ${LOOP_MS} ms loop)`);
-      const first = pair % 2 === 0 ? 'message' : 'token';
-      for (const side of [first, first === 'message' ? 'token' : 'message'] as const) {
-        const into = side === 'message' ? message : token;
-        if (into.length >= pairs) continue;
-        const sample = side === 'message' ? await sampleMessage(loop) : await sampleToken(loop, registry);
-        if (sample === undefined) voided++;
-        else into.push(sample);
-      }
-    }
+    const { samples, voided } = await samplePairs('SQ1', { pairs, warmup: 1 }, {
+      message: () => sampleMessage(loop),
+      token: () => sampleToken(loop, registry),
+    });
+    assertNothingLive(registry, 'SQ1');
+    return compare(
+      { id: 'SQ1', metric: 'worker in a sync loop notices cancel', unit: 'µs', better: 'lower',
+        extra: { loopMs: LOOP_MS, cancelAtMs: CANCEL_AT_MS, pollEvery: POLL_EVERY, voided } },
+      samples.token!, 'MessagePort message', samples.message!, { paired: true },
+    );
   } finally {
     await loop.terminate();
   }
-  const stats = registry.stats();
-  if (stats.liveTokens !== 0 || stats.liveBridges !== 0) throw new Error(`SQ1: tokens left live: ${JSON.stringify(stats)}`);
-  return compare(
-    {
-      id: 'SQ1', metric: 'worker in a sync loop notices cancel', unit: 'µs', better: 'lower',
-      extra: { loopMs: LOOP_MS, cancelAtMs: CANCEL_AT_MS, pollEvery: POLL_EVERY, voided },
-    },
-    token,
-    'MessagePort message',
-    message,
-  );
 }
 
 /** Status quo: post → delivered after the loop. µs, or undefined if the loop ended first. */
