@@ -5,8 +5,9 @@
  * P1  `token.cancel()` → a task blocked in `sleep()` has its CancelledError in hand. Floors: bare
  *     `Atomics.notify` → `wait` (ratio); the same + throwing a pre-built Error (shapeRatio, goal
  *     ≤ 1.25×). Decomposition in extra: `tokenOnlyUs` (a plain worker's `tokenFromHandle().sleep()`
- *     on the turn's root slot: the library's wake path without the pool's child slot), and
- *     `cancelCallUs` (how long main spends in `cancel()`).
+ *     on the turn's root slot: the library's wake path without the pool's child slot),
+ *     `cancelCallUs` (how long main spends in `cancel()`), and `rawMainBusy50Us` (the raw wake
+ *     when main stays busy 50 µs after its notify, as `cancel()` does).
  * P2  `token.cancel()` → a busy task's `checkCancelled()` (every iteration) throws and is caught.
  *     Floors: an `Atomics.load` poll loop; the same + a thrown pre-built Error (shape, ≤ 1.25×).
  * P2-plain  The same loop on `isCancelled()`, nothing thrown, vs the bare poll (goal ≤ 1.25×).
@@ -36,6 +37,8 @@ import { GO, READY, type RawCommand, type RawReport } from './workers/protocol.j
 const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
 const SETTLE_MS = 1;
 const IN_FLIGHT = 100;
+/** P1's wake-path probe: how long main stays busy after a raw notify. */
+const RAW_BUSY_US = 50;
 
 export const suite: Suite = {
   name: 'pool',
@@ -102,13 +105,18 @@ class LatencyLab {
     return { report: (await report)[0], acted };
   }
 
-  /** Main flips GO (and notifies, for a waiter) SETTLE_MS after the raw worker is ready; µs to its stamp. */
-  async rawFlip(command: RawCommand): Promise<number | undefined> {
+  /**
+   * Main flips GO (and notifies, for a waiter) SETTLE_MS after the raw worker is ready; µs to its
+   * stamp. `busyUs`: main then stays busy that long before it yields, as a `cancel()` that goes
+   * on to abort signals and call owners does.
+   */
+  async rawFlip(command: RawCommand, busyUs = 0): Promise<number | undefined> {
     const { report, acted: t0 } = await this.rawSample(command, async () => {
       await delay(SETTLE_MS);
       const t0 = now();
       Atomics.store(this.rawFlags, GO, 1);
       Atomics.notify(this.rawFlags, GO);
+      while (usSince(t0, now()) < busyUs);
       return t0;
     });
     return report.ok ? usSince(t0, report.at) : undefined;
@@ -151,12 +159,14 @@ async function wakeFromSleep(ctx: SuiteContext, lab: LatencyLab): Promise<BenchR
     },
     raw: () => lab.rawFlip({ kind: 'wait' }),
     shape: () => lab.rawFlip({ kind: 'wait', shape: true }),
+    rawBusyMain: () => lab.rawFlip({ kind: 'wait' }, RAW_BUSY_US),
   });
   return compare(
     { id: 'P1', metric: 'cancel → task in sleep() wakes', unit: 'µs', better: 'lower',
       extra: {
         goal: 'shape ≤ 1.25×', voided, tokenOnlyUs: medianOf(samples.tokenOnly!),
         tokenOnlyShapeRatio: pairedRatio(samples.tokenOnly!, samples.shape!).ratio, cancelCallUs: medianOf(cancelCall),
+        [`rawMainBusy${RAW_BUSY_US}Us`]: medianOf(samples.rawBusyMain!),
       } },
     samples.fullstop!, 'raw Atomics.notify → wait', samples.raw!,
     { paired: true, shape: { name: 'raw + throw a pre-built Error', samples: samples.shape! } },
@@ -333,7 +343,7 @@ async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
         const name = names[(k + round + 2) % names.length]!;
         const token = registry.beginTurn('p5');
         try {
-          const rate = await drive((i) => variants[name]!(i, token), round < 0 ? total / 3 : total);
+          const rate = await drive((i) => variants[name]!(i, token), round < 0 ? Math.ceil(total / 3) : total);
           if (round >= 0) rates[name]!.push(rate);
         } finally {
           registry.endTurn('p5', token);

@@ -12,6 +12,7 @@
  * threads. Pairs alternate which side goes first, in one worker; a void sample voids its pair.
  */
 
+import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import { setTimeout as delay } from 'node:timers/promises';
 import { TurnRegistry } from '../src/index.js';
@@ -37,9 +38,9 @@ async function noticeLatency(ctx: SuiteContext): Promise<BenchResult> {
   const pairs = ctx.quick ? 5 : 40;
   ctx.progress(`SQ1 ${pairs} pairs of a ${LOOP_MS} ms loop cancelled at ${CANCEL_AT_MS} ms`);
   const registry = new TurnRegistry();
-  const loop = new LoopWorker();
+  const loop = new Worker(new URL('./workers/sync-loop.js', import.meta.url));
   try {
-    await loop.online;
+    await once(loop, 'online');
     // One unrecorded pair: the worker's first loop also pays for loading and compiling its code.
     const { samples, voided } = await samplePairs('SQ1', { pairs, warmup: 1 }, {
       message: () => sampleMessage(loop),
@@ -56,82 +57,34 @@ async function noticeLatency(ctx: SuiteContext): Promise<BenchResult> {
   }
 }
 
-/** Status quo: post → delivered after the loop. µs, or undefined if the loop ended first. */
-async function sampleMessage(loop: LoopWorker): Promise<number | undefined> {
-  const id = loop.nextId();
-  const { started, ended } = loop.run({ kind: 'run', id, mode: 'message', loopMs: LOOP_MS });
+/** One loop: `cancel` runs CANCEL_AT_MS after the loop started; µs from its stamp to the worker noticing, or undefined (void). */
+async function sample(loop: Worker, message: RunMessage, cancel: () => void): Promise<number | undefined> {
+  const started = once(loop, 'message');
+  loop.postMessage(message);
   await started;
+  const ended = once(loop, 'message') as Promise<[Report]>;
   await delay(CANCEL_AT_MS);
-  const postedAt = now();
-  loop.post({ kind: 'cancel', id });
-  const report = await ended;
-  if (report.kind !== 'noticed' || report.loopEndedAt < postedAt) return undefined;
-  return (report.at - postedAt) * 1000;
+  const at = now();
+  cancel();
+  const [report] = await ended;
+  // A status-quo cancel posted after the loop had ended measures nothing; so does a missed poll.
+  return report.kind === 'noticed' && report.loopEndedAt >= at ? (report.at - at) * 1000 : undefined;
 }
 
-/** fullstop: cancel → the loop's poll sees it. µs, or undefined if the loop ended first. */
-async function sampleToken(loop: LoopWorker, registry: TurnRegistry): Promise<number | undefined> {
+let ids = 0;
+
+/** Status quo: post → delivered after the loop. */
+function sampleMessage(loop: Worker): Promise<number | undefined> {
+  const id = ++ids;
+  return sample(loop, { kind: 'run', id, mode: 'message', loopMs: LOOP_MS }, () => loop.postMessage({ kind: 'cancel', id } satisfies CancelMessage));
+}
+
+/** fullstop: cancel → the loop's poll sees it. */
+async function sampleToken(loop: Worker, registry: TurnRegistry): Promise<number | undefined> {
   const token = registry.beginTurn(SESSION);
   try {
-    const id = loop.nextId();
-    const { started, ended } = loop.run({ kind: 'run', id, mode: 'token', loopMs: LOOP_MS, handle: token.handle });
-    await started;
-    await delay(CANCEL_AT_MS);
-    const cancelledAt = now();
-    token.cancel();
-    const report = await ended;
-    return report.kind === 'noticed' ? (report.at - cancelledAt) * 1000 : undefined;
+    return await sample(loop, { kind: 'run', id: ++ids, mode: 'token', loopMs: LOOP_MS, handle: token.handle }, () => token.cancel());
   } finally {
     registry.endTurn(SESSION, token);
-  }
-}
-
-/** The worker and its replies, routed by loop id. A worker error rejects whatever is pending. */
-class LoopWorker {
-  readonly #worker = new Worker(new URL('./workers/sync-loop.js', import.meta.url));
-  readonly #pending = new Map<string, { resolve(r: Report): void; reject(e: unknown): void }>();
-  #id = 0;
-  readonly online: Promise<void>;
-
-  constructor() {
-    this.online = new Promise((resolve, reject) => {
-      this.#worker.once('online', () => resolve());
-      this.#worker.once('error', reject);
-    });
-    this.#worker.on('message', (report: Report) => {
-      const key = `${report.kind === 'started' ? 'started' : 'ended'}:${report.id}`;
-      this.#pending.get(key)?.resolve(report);
-      this.#pending.delete(key);
-    });
-    const fail = (error: unknown) => {
-      for (const waiter of this.#pending.values()) waiter.reject(error);
-      this.#pending.clear();
-    };
-    this.#worker.on('error', fail);
-    this.#worker.on('exit', (code) => fail(new Error(`SQ1: the loop worker exited (code ${code})`)));
-  }
-
-  nextId(): number {
-    return ++this.#id;
-  }
-
-  run(message: RunMessage): { started: Promise<Report>; ended: Promise<Report> } {
-    const started = this.#expect(`started:${message.id}`);
-    const ended = this.#expect(`ended:${message.id}`);
-    this.#worker.postMessage(message);
-    return { started, ended };
-  }
-
-  post(message: CancelMessage): void {
-    this.#worker.postMessage(message);
-  }
-
-  async terminate(): Promise<void> {
-    this.#worker.removeAllListeners('exit');
-    await this.#worker.terminate();
-  }
-
-  #expect(key: string): Promise<Report> {
-    return new Promise((resolve, reject) => this.#pending.set(key, { resolve, reject }));
   }
 }
