@@ -205,7 +205,7 @@ async function run(ctx: SuiteContext): Promise<BenchResult[]> {
 }
 
 async function hardStopRow(ctx: SuiteContext): Promise<BenchResult> {
-  const samples = ctx.quick ? 7 : 40;
+  const samples = ctx.quick ? 3 : 40;
   const registry = new TurnRegistry();
   const scratch = new Scratch();
   try {
@@ -315,7 +315,7 @@ async function blockOf(start: () => Promise<unknown>): Promise<{ cpu: number; wa
 }
 
 async function stopBlockRow(ctx: SuiteContext, n: number): Promise<BenchResult> {
-  const pairs = ctx.quick ? 5 : 30;
+  const pairs = ctx.quick ? 3 : 30;
   ctx.progress(`S1-${n}: ${pairs} pairs, stop of one exec tree with ${n} extra idle processes`);
   const registry = new TurnRegistry();
   const scratch = new Scratch();

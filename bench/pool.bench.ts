@@ -65,7 +65,7 @@ export const suite: Suite = {
 
 const now = () => process.hrtime.bigint();
 const usSince = (t0: bigint, t1: bigint) => Number(t1 - t0) / 1000;
-const pairCounts = (ctx: SuiteContext, full = 300) => (ctx.quick ? { pairs: 20, warmup: 4 } : { pairs: full, warmup: 20 });
+const pairCounts = (ctx: SuiteContext, full = 300) => (ctx.quick ? { pairs: 15, warmup: 3 } : { pairs: full, warmup: 20 });
 const medianOf = (xs: readonly number[]) => Math.round(summarize(xs).median * 100) / 100;
 
 /** P1–P3: a 1-thread TurnPool and a plain worker (bench/workers/raw.ts). */
@@ -242,7 +242,7 @@ async function workerTripsMain(ctx: SuiteContext, lab: LatencyLab): Promise<Benc
 }
 
 async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
-  const counts = ctx.quick ? { pairs: 4, warmup: 1 } : { pairs: 30, warmup: 2 };
+  const counts = ctx.quick ? { pairs: 3, warmup: 1 } : { pairs: 30, warmup: 2 };
   ctx.progress(`P4 stop → next task on a 1-thread pool, ${counts.pairs} pairs vs piscina abort (respawn)`);
   const options = { filename: TASKS, minThreads: 1, maxThreads: 1 };
   const registry = new TurnRegistry();
@@ -322,7 +322,7 @@ async function drive(submit: (i: number) => Promise<unknown>, total: number): Pr
 
 async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
   const rounds = ctx.quick ? 3 : 12;
-  const total = ctx.quick ? 2000 : 15_000;
+  const total = ctx.quick ? 1500 : 15_000;
   const options = { filename: TASKS, name: 'trivial', minThreads: 2, maxThreads: 2 };
   const four = { ...options, concurrentTasksPerWorker: 4 };
   const registry = new TurnRegistry();
