@@ -19,7 +19,7 @@
  */
 
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,67 +32,41 @@ import { GO, READY, type RawReport } from './workers/protocol.js';
 const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
 const RAW_WORKER = new URL('./workers/raw.js', import.meta.url);
 const SESSION = 'bench-runner';
-/** Grace of every stop: far above any cooperative settle, so a sample never times out into a hard stop. */
+/** Far above any cooperative settle, so a sample never times out into a hard stop. */
 const GRACE_MS = 1000;
 /** Main's pause between "the task is blocked" and the stop (it is really asleep, not on its way). */
 const SETTLE_MS = 1;
-/**
- * The say stream's cadence (an LLM's token batches). The stop comes SETTLE_MS after a chunk, so no
- * chunk is in flight when it starts: with a cadence near SETTLE_MS the next chunk's write would
- * collide with the intent's every time, and the intent phase would measure two writes.
- */
+/** The say stream's cadence: well above SETTLE_MS, so no chunk's write collides with the intent's. */
 const STREAM_EVERY_MS = 10;
-/** Chunks the say stream writes before the stop. */
 const CHUNKS_BEFORE_STOP = 2;
 const CHUNK = 'Reading src/turn/runner.ts to see where the stop spends its time; next, the ledger… ';
 
 const PHASES = ['signal', 'settle', 'hardStop', 'history', 'flush', 'emit'] as const;
 type Phase = (typeof PHASES)[number];
 
-export const suite: Suite = {
-  name: 'runner',
-  ids: ['R1', 'R2', 'R3', 'R4', 'R5', 'R6', 'R7'],
-  run,
-};
+export const suite: Suite = { name: 'runner', ids: ['R1', 'R2', 'R3', 'R4', 'R5', 'R6', 'R7'], run };
 
-function phasesOf(r: StopReport): Record<Phase, number> {
-  return {
-    signal: r.signalledAt,
-    settle: r.settledAt - r.signalledAt,
-    hardStop: r.hardStopAt - r.settledAt,
-    history: r.markerAt - r.hardStopAt,
-    flush: r.flushedAt - r.markerAt,
-    emit: r.emittedAt - r.flushedAt,
-  };
-}
+const phasesOf = (r: StopReport): Record<Phase, number> => ({
+  signal: r.signalledAt, settle: r.settledAt - r.signalledAt, hardStop: r.hardStopAt - r.settledAt,
+  history: r.markerAt - r.hardStopAt, flush: r.flushedAt - r.markerAt, emit: r.emittedAt - r.flushedAt,
+});
 
 /** What a stop wrote, split at its `cancelling` entry; `pre` is what the turn wrote before it. */
-interface TurnBytes {
-  pre: Buffer;
-  intent: Buffer;
-  history: Buffer;
-}
+type TurnBytes = Record<'pre' | 'intent' | 'history', Buffer>;
 
 interface StopSample {
   totalMs: number;
   phasesMs: Record<Phase, number>;
   /** The listener's stamp minus the report's `emittedAt` (the emit call itself, after the stamp). */
   listenerAfterEmittedAtMs: number;
-  /** When a listener the body put on `turn.signal` ran (ms from the request): intent durable + slot tripped. */
+  /** When a listener the body put on `turn.signal` ran (ms from the request). */
   abortSeenMs: number;
-  /** When the pool task's `run()` rejected on main, ms after `signalledAt` (the task's share of the settle). */
+  /** When the pool task's `run()` rejected on main, ms after `signalledAt`. */
   poolRejectedAfterSignalMs: number;
   bytes: TurnBytes;
 }
 
-interface OrderedSample {
-  totalMs: number;
-  signalMs: number;
-  settleMs: number;
-  historyMs: number;
-  flushMs: number;
-}
-
+type OrderedSample = Record<'totalMs' | 'signalMs' | 'settleMs' | 'historyMs' | 'flushMs', number>;
 
 function untilAborted(signal: AbortSignal): Promise<never> {
   return new Promise((_, reject) => {
@@ -193,39 +167,25 @@ class Lab {
     return { pre: join(lines.slice(0, at)), intent: join(lines.slice(at, at + 1)), history: join(lines.slice(at + 1)) };
   }
 
-  /** Arm the raw worker: it is blocked in `Atomics.wait` when this resolves; `woke` is its wake message. */
-  async #armRaw(): Promise<{ woke: Promise<RawReport> }> {
+  /** The floor: the raw work in the contract's order, each step timed; `undefined` (void) if the worker woke from no block. */
+  async orderedSample(bytes: TurnBytes): Promise<OrderedSample | undefined> {
+    await writeAll(this.rawFile, bytes.pre);
+    // The raw worker, blocked in `Atomics.wait` once ready; `woke` is its wake message.
     Atomics.store(this.rawFlags, READY, 0);
     Atomics.store(this.rawFlags, GO, 0);
     const woke = (once(this.raw, 'message') as Promise<[RawReport]>).then(([m]) => m);
     this.raw.postMessage({ kind: 'wait' });
     await ready(this.rawFlags, woke, 'raw worker');
     await delay(SETTLE_MS);
-    return { woke }; // wrapped: an async function returning `woke` itself would wait for it
-  }
-
-  /** A bare AbortController with one listener (the main-thread await the stop unwinds). */
-  #controller(): { controller: AbortController; unwound: Promise<void> } {
+    // A bare AbortController with one listener: the main-thread await the stop unwinds.
     const controller = new AbortController();
     const unwound = new Promise<void>((r) => controller.signal.addEventListener('abort', () => r(), { once: true }));
-    return { controller, unwound };
-  }
-
-  #wake(): void {
-    Atomics.store(this.rawFlags, GO, 1);
-    Atomics.notify(this.rawFlags, GO);
-  }
-
-  /** The floor: the raw work in the contract's order, each step timed; `undefined` (void) if the worker woke from no block. */
-  async orderedSample(bytes: TurnBytes): Promise<OrderedSample | undefined> {
-    await writeAll(this.rawFile, bytes.pre);
-    const { woke } = await this.#armRaw();
-    const { controller, unwound } = this.#controller();
     const t0 = performance.now();
     await writeAll(this.rawFile, bytes.intent);
     await this.rawFile.datasync();
     controller.abort();
-    this.#wake();
+    Atomics.store(this.rawFlags, GO, 1);
+    Atomics.notify(this.rawFlags, GO);
     const t1 = performance.now();
     await unwound;
     const { ok } = await woke;
@@ -246,9 +206,6 @@ class Lab {
     await step(() => this.rawFile?.close());
     await step(() => rmSync(this.dir, { recursive: true, force: true }));
     await step(() => assertNothingLive(this.registry, 'runner bench'));
-    let left = true;
-    try { statSync(this.dir); } catch { left = false; }
-    if (left) errors.push(new Error(`runner bench: ${this.dir} was not removed`));
     if (errors.length === 1) throw errors[0];
     if (errors.length > 1) throw new AggregateError(errors, 'runner bench: clean-up failed');
   }
