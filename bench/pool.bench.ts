@@ -65,7 +65,7 @@ export const suite: Suite = {
 
 const now = () => process.hrtime.bigint();
 const usSince = (t0: bigint, t1: bigint) => Number(t1 - t0) / 1000;
-const pairCounts = (ctx: SuiteContext, full = 300) => (ctx.quick ? { pairs: 15, warmup: 3 } : { pairs: full, warmup: 20 });
+const pairCounts = (ctx: SuiteContext, full = 300) => (ctx.quick ? { pairs: 12, warmup: 3 } : { pairs: full, warmup: 20 });
 const medianOf = (xs: readonly number[]) => Math.round(summarize(xs).median * 100) / 100;
 
 /** P1–P3: a 1-thread TurnPool and a plain worker (bench/workers/raw.ts). */
@@ -338,7 +338,7 @@ async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
   ctx.progress(`P5 throughput, ${rounds} rounds of ${total} trivial tasks × ${names.length} variants, ${IN_FLIGHT} in flight`);
   const rates = Object.fromEntries(names.map((n) => [n, [] as number[]]));
   try {
-    for (let round = -2; round < rounds; round++) { // two warm-up rounds
+    for (let round = ctx.quick ? -1 : -2; round < rounds; round++) { // warm-up rounds first
       for (let k = 0; k < names.length; k++) {
         const name = names[(k + round + 2) % names.length]!;
         const token = registry.beginTurn('p5');

@@ -27,7 +27,7 @@ export const suite: Suite = {
   },
 };
 
-const rounds = (ctx: SuiteContext) => (ctx.quick ? { rounds: 4, timeMs: 15 } : { rounds: 12, timeMs: 120 });
+const rounds = (ctx: SuiteContext) => (ctx.quick ? { rounds: 3, timeMs: 15 } : { rounds: 12, timeMs: 120 });
 const batch = (name: string, ops: number, one: () => void) => ({
   name, ops, fn: () => { for (let i = 0; i < ops; i++) one(); },
 });
