@@ -30,6 +30,8 @@ import { GO, READY, type RawCommand, type RawReport } from './workers/protocol.j
 
 const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
 const SETTLE_MS = 1;
+/** P3: the task lingers after its trip; on a loaded host the default grace could hard-stop it first. */
+const LINGER_GRACE_MS = 10_000;
 /** P1's wake-path probe: how long main stays busy after a raw notify. */
 const RAW_BUSY_US = 50;
 
@@ -209,7 +211,7 @@ async function workerTripsMain(ctx: SuiteContext, lab: LatencyLab): Promise<Benc
       const token = lab.registry.beginTurn(session);
       try {
         const fired = new Promise<bigint>((r) => token.signal.addEventListener('abort', () => r(now()), { once: true }));
-        const [at, firedAt] = await Promise.all([lab.pool.run<bigint>({ flags: lab.flags }, { token, name: 'trips' }), fired]);
+        const [at, firedAt] = await Promise.all([lab.pool.run<bigint>({ flags: lab.flags }, { token, name: 'trips', graceMs: LINGER_GRACE_MS }), fired]);
         return usSince(at, firedAt);
       } finally {
         lab.registry.endTurn(session, token);
