@@ -6,6 +6,7 @@
  *     `Atomics.notify` → `wait` (ratio); the same + throwing a pre-built Error (shapeRatio, goal
  *     ≤ 1.25×). Decomposition in extra: `tokenOnlyUs` (a plain worker's `tokenFromHandle().sleep()`
  *     on the turn's root slot: the library's wake path without the pool's child slot),
+ *     `slotOnlyUs` (a plain `Atomics.wait` on that slot woken by `cancel()`: main's side alone),
  *     `cancelCallUs` (how long main spends in `cancel()`), and `rawMainBusy50Us` (the raw wake
  *     when main stays busy 50 µs after its notify, as `cancel()` does).
  * P2  `token.cancel()` → a busy task's `checkCancelled()` (every iteration) throws and is caught.
@@ -134,20 +135,8 @@ async function wakeFromSleep(ctx: SuiteContext, lab: LatencyLab): Promise<BenchR
       });
       return usSince(t0, at);
     },
-    tokenOnly: async () => {
-      const token = lab.registry.beginTurn('p1-token-only');
-      try {
-        const { report, acted: t0 } = await lab.rawSample({ kind: 'sleep', handle: token.handle }, async () => {
-          await delay(SETTLE_MS);
-          const t0 = now();
-          token.cancel();
-          return t0;
-        });
-        return report.ok ? usSince(t0, report.at) : undefined;
-      } finally {
-        lab.registry.endTurn('p1-token-only', token);
-      }
-    },
+    tokenOnly: () => rawCancelled(lab, 'sleep'),
+    slotOnly: () => rawCancelled(lab, 'slot'),
     raw: () => lab.rawFlip({ kind: 'wait' }),
     shape: () => lab.rawFlip({ kind: 'wait', shape: true }),
     rawBusyMain: () => lab.rawFlip({ kind: 'wait' }, RAW_BUSY_US),
@@ -155,13 +144,31 @@ async function wakeFromSleep(ctx: SuiteContext, lab: LatencyLab): Promise<BenchR
   return compare(
     { id: 'P1', metric: 'cancel → task in sleep() wakes', unit: 'µs', better: 'lower',
       extra: {
-        goal: 'shape ≤ 1.25×', voided, tokenOnlyUs: medianOf(samples.tokenOnly!),
+        goal: 'shape ≤ 1.25×', voided, tokenOnlyUs: medianOf(samples.tokenOnly!), slotOnlyUs: medianOf(samples.slotOnly!),
         tokenOnlyShapeRatio: pairedRatio(samples.tokenOnly!, samples.shape!).ratio, cancelCallUs: medianOf(cancelCall),
         [`rawMainBusy${RAW_BUSY_US}Us`]: medianOf(samples.rawBusyMain!),
       } },
     samples.fullstop!, 'raw Atomics.notify → wait', samples.raw!,
     { paired: true, shape: { name: 'raw + throw a pre-built Error', samples: samples.shape! } },
   );
+}
+
+/** The raw worker waits on a turn's own slot (`sleep` through the library, `slot` plain); main calls `token.cancel()`. */
+async function rawCancelled(lab: LatencyLab, kind: 'sleep' | 'slot'): Promise<number | undefined> {
+  const token = lab.registry.beginTurn('p1-raw');
+  try {
+    const handle = token.handle;
+    const running = Atomics.load(new Int32Array(handle.buffer), handle.index);
+    const { report, acted: t0 } = await lab.rawSample({ kind, handle, running }, async () => {
+      await delay(SETTLE_MS);
+      const t0 = now();
+      token.cancel();
+      return t0;
+    });
+    return report.ok ? usSince(t0, report.at) : undefined;
+  } finally {
+    lab.registry.endTurn('p1-raw', token);
+  }
 }
 
 async function busyCheck(ctx: SuiteContext, lab: LatencyLab): Promise<BenchResult[]> {

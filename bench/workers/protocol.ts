@@ -31,10 +31,12 @@ export const LINGER_MS = 5;
  * catch a pre-built Error before the stamp — the least a cancelled check that must throw can do.
  */
 export interface RawCommand {
-  kind: 'wait' | 'poll' | 'notify' | 'sleep';
+  kind: 'wait' | 'poll' | 'notify' | 'sleep' | 'slot';
   shape?: boolean;
-  /** `sleep`: the turn's handle. */
+  /** `sleep`, `slot`: the turn's handle. */
   handle?: TokenHandle;
+  /** `slot`: the slot's running word (what the wait expects). */
+  running?: number;
 }
 
 /** Raw worker → main: when it woke / noticed / notified; `ok` false if the wait never blocked. */

@@ -5,6 +5,8 @@
  *   poll   — spin on `Atomics.load(GO)` until main flips it; report when it saw the flip.
  *   sleep  — P1's decomposition: `tokenFromHandle(handle).sleep()`, the library's wake path on a
  *            turn's root slot with no pool; report when the CancelledError was caught.
+ *   slot   — P1's decomposition: a plain `Atomics.wait` on the turn's slot (`running` is its
+ *            running word), so main's `token.cancel()` is timed without the library's worker side.
  *   notify — sleep TRIP_AFTER_MS, `Atomics.store` + `notify` GO (main waits with
  *            `Atomics.waitAsync`), linger LINGER_MS; report when it stored.
  * With `shape`, a pre-built Error is thrown and caught after noticing, before the stamp.
@@ -40,6 +42,9 @@ port.on('message', (command: RawCommand) => {
   if (command.kind === 'wait') {
     const woke = Atomics.wait(flags, GO, 0, 60_000);
     report = { at: noticed(command.shape), ok: woke === 'ok', sink: 0 };
+  } else if (command.kind === 'slot') {
+    const woke = Atomics.wait(new Int32Array(command.handle!.buffer), command.handle!.index, command.running!, 60_000);
+    report = { at: now(), ok: woke === 'ok', sink: 0 };
   } else if (command.kind === 'sleep') {
     const token = tokenFromHandle(command.handle!);
     report = { at: 0n, ok: false, sink: 0 };
