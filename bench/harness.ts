@@ -10,21 +10,14 @@
 import { READY } from './workers/protocol.js';
 
 /** Spread of the per-pair ratios behind `ratio`: quartiles and extremes, and how many pairs. */
-export interface Spread {
-  min: number;
-  q1: number;
-  q3: number;
-  max: number;
-  pairs: number;
-}
+export type Spread = Record<'min' | 'q1' | 'q3' | 'max' | 'pairs', number>;
 
 /** One row of the results JSON. */
 export interface BenchResult {
   /** 'T1', 'P1', 'R1', 'S1-0', …: docs/benchmarks.md lists them. */
   id: string;
-  /** What is measured, in a few words. */
+  /** What is measured, in a few words; `unit`: 'µs' | 'ms' | 'ns' | 'tasks/s' | ... */
   metric: string;
-  /** 'µs' | 'ms' | 'ns' | 'tasks/s' | ... */
   unit: string;
   fullstop: { median: number; p99: number };
   baseline: { name: string; median: number; p99: number };
@@ -174,10 +167,7 @@ export function flagCells(): Int32Array {
   return new Int32Array(new SharedArrayBuffer(16));
 }
 
-/**
- * Resolves once the worker set `flags[READY]`; rejects if `settles` settles before that (the work
- * died before it was ready). A handshake, never a sleep.
- */
+/** Resolves once the worker set `flags[READY]`; rejects if `settles` settles first (it died before). */
 export async function ready(flags: Int32Array, settles: Promise<unknown>, what: string): Promise<void> {
   const wait = Atomics.waitAsync(flags, READY, 0);
   if (!wait.async) return;

@@ -17,9 +17,7 @@ export const GO = 1;
 export const SPARE = 2;
 
 /** A task's argument: its handshake cells. */
-export interface FlagsTask {
-  flags: Int32Array;
-}
+export type FlagsTask = { flags: Int32Array };
 
 /** P3: the worker waits this long before it trips the turn, so main is idle in its event loop. */
 export const TRIP_AFTER_MS = 2;
@@ -40,27 +38,12 @@ export interface RawCommand {
 }
 
 /** Raw worker → main: when it woke / noticed / notified; `ok` false if the wait never blocked. */
-export interface RawReport {
-  at: bigint;
-  ok: boolean;
-  sink: number;
-}
+export type RawReport = { at: bigint; ok: boolean; sink: number };
 
-/** SQ1 (bench/workers/sync-loop.ts): main → worker, run one loop of `loopMs` ms. */
-export interface RunMessage {
-  kind: 'run';
-  id: number;
-  /** 'message': only a CancelMessage can stop it; 'token': it polls `handle`. */
-  mode: 'message' | 'token';
-  loopMs: number;
-  handle?: TokenHandle;
-}
-
+/** SQ1 (bench/workers/sync-loop.ts): run one loop of `loopMs` ms; in mode 'message' only a cancel message stops it, in 'token' it polls `handle`. */
+export type RunMessage = { kind: 'run'; id: number; mode: 'message' | 'token'; loopMs: number; handle?: TokenHandle };
 /** SQ1: the status-quo cancel, a message. */
-export interface CancelMessage {
-  kind: 'cancel';
-  id: number;
-}
+export type CancelMessage = { kind: 'cancel'; id: number };
 
 /** SQ1: worker → main. Stamps are `performance.timeOrigin + performance.now()` (shared by both threads). */
 export type LoopReport =
