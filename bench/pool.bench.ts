@@ -204,11 +204,16 @@ async function workerTripsMain(ctx: SuiteContext, lab: LatencyLab): Promise<Benc
   const counts = pairCounts(ctx, 200);
   ctx.progress(`P3 cancelTurn() in a worker → main signal fires, ${counts.pairs} pairs`);
   const reason = new Error('cancelled');
-  /** Main waits with waitAsync on GO; `then` runs on the wake. µs from the worker's store to then's stamp. */
-  const raw = (then: () => bigint | Promise<bigint>) => async () => {
+  /**
+   * Main waits with waitAsync on GO; `prepare` runs before the wait (as fullstop's listener is
+   * added before its task runs) and returns what runs on the wake. µs from the worker's store to
+   * that callback's stamp.
+   */
+  const raw = (prepare: () => () => bigint | Promise<bigint>) => async () => {
     const { report, acted: woke } = await lab.rawSample({ kind: 'notify' }, () => {
+      const onWake = prepare();
       const wait = Atomics.waitAsync(lab.rawFlags, GO, 0);
-      return { at: wait.async ? wait.value.then(then) : undefined };
+      return { at: wait.async ? wait.value.then(onWake) : undefined };
     });
     return woke.at === undefined ? undefined : usSince(report.at, await woke.at);
   };
@@ -224,12 +229,14 @@ async function workerTripsMain(ctx: SuiteContext, lab: LatencyLab): Promise<Benc
         lab.registry.endTurn(session, token);
       }
     },
-    raw: raw(() => now()),
+    raw: raw(() => now),
     shape: raw(() => {
       const controller = new AbortController();
       const fired = new Promise<bigint>((r) => controller.signal.addEventListener('abort', () => r(now()), { once: true }));
-      controller.abort(reason);
-      return fired;
+      return () => {
+        controller.abort(reason);
+        return fired;
+      };
     }),
   });
   return compare(
