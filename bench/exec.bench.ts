@@ -1,5 +1,5 @@
 /**
- * P6 (issue #4): how fast a hard stop ends a process tree, and what each way of stopping leaves.
+ * P6: how fast a hard stop ends a process tree, and what each way of stopping leaves.
  *
  * - Time, for a tree of five that ignores SIGTERM, from the end of the grace window (the moment a
  *   runner's grace ends and it calls the owner's `hardStop()`) until every pid is gone (no /proc
@@ -13,16 +13,13 @@
  */
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { execa } from 'execa';
 import treeKill from 'tree-kill';
 import { exec } from '../src/exec/index.js';
 import { TurnRegistry } from '../src/index.js';
 import { governStop, ownersOf } from '../src/token/owners.js';
-import { compare, type Suite, type SuiteContext } from './harness.js';
-import { isDead, readStat } from '../src/exec/proc.js';
+import { compare, type BenchResult, type SuiteContext, type Suite } from './harness.js';
+import { alive, delay, pidsOf, reap, Scratch, untilGone } from './trees.js';
 
 /** The tree of five (shell, two sleeps, nested shell and its sleep), all ignoring SIGTERM. Pids in "$1" and "$1.n". */
 const IGNORES_TERM = `trap '' TERM
@@ -38,42 +35,6 @@ echo "$$ $s" > "$1.tmp" && mv "$1.tmp" "$1"
 wait`;
 
 const GRACE_MS = 50;
-const HANDSHAKE_MS = 10_000;
-
-const alive = (pids: readonly number[]) => pids.filter((pid) => !isDead(readStat(pid)));
-const tick = () => new Promise<void>((r) => setImmediate(r));
-const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** Both sides' "gone" detector: poll every event-loop turn until no pid is alive. */
-async function untilGone(pids: readonly number[]): Promise<void> {
-  while (alive(pids).length > 0) await tick();
-}
-
-/** The handshake: the pids the tree wrote to `pidfile` and `pidfile.n`. */
-async function pidsOf(pidfile: string): Promise<number[]> {
-  const deadline = Date.now() + HANDSHAKE_MS;
-  while (!existsSync(pidfile) || !existsSync(`${pidfile}.n`)) {
-    if (Date.now() > deadline) throw new Error(`tree did not write ${pidfile}`);
-    await delay(2);
-  }
-  const words = `${readFileSync(pidfile, 'utf8')} ${readFileSync(`${pidfile}.n`, 'utf8')}`.trim().split(/\s+/);
-  return [...new Set(words.map(Number))];
-}
-
-/** SIGKILL whatever of `pids` is still alive (the end of every sample). */
-async function reap(pids: readonly number[]): Promise<void> {
-  for (const pid of alive(pids)) {
-    try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
-  }
-  await untilGone(pids);
-}
-
-class Scratch {
-  readonly dir = mkdtempSync(join(tmpdir(), 'fullstop-bench-exec-'));
-  #n = 0;
-  pidfile(): string { return join(this.dir, `tree-${this.#n++}`); }
-  remove(): void { rmSync(this.dir, { recursive: true, force: true }); }
-}
 
 /** One fullstop sample: a governed stop sends SIGTERM; the clock starts when the runner would call hardStop(). */
 async function fullstopSample(registry: TurnRegistry, scratch: Scratch): Promise<{ goneMs: number; resolvedMs: number }> {
@@ -183,8 +144,8 @@ async function execaPipedSettles(scratch: Scratch): Promise<boolean> {
   return settled;
 }
 
-async function run(ctx: SuiteContext) {
-  const samples = ctx.quick ? 7 : 40;
+async function run(ctx: SuiteContext): Promise<BenchResult[]> {
+  const samples = ctx.quick ? 3 : 40;
   const registry = new TurnRegistry();
   const scratch = new Scratch();
   try {
@@ -219,17 +180,17 @@ async function run(ctx: SuiteContext) {
       unit: 'ms',
       better: 'lower',
       extra: {
-        samples,
+        goal: '≤ 3×, ≤ 2 ms', samples,
         survivors: counts,
         treePids: { ignoresTermTreeOfFive: 5, setsidEscape: 4 },
         fullstopHardStopResolvedMedianMs: sorted[Math.floor(sorted.length / 2)],
         execaPromiseSettlesWithin1sWhenEscapeesHoldPipes: piped,
         graceMs: GRACE_MS,
       },
-    }, fullstop, 'process.kill(-pgid, SIGKILL)', raw)];
+    }, fullstop, 'process.kill(-pgid, SIGKILL)', raw, { paired: true })];
   } finally {
     scratch.remove();
   }
 }
 
-export const suite: Suite = { name: 'exec', run };
+export const suite: Suite = { name: 'exec', ids: ['P6'], run };

@@ -1,76 +1,157 @@
 /**
- * `npm run bench`: run every `dist/bench/*.bench.js` that exports `suite`, one after another,
- * print one table and optionally write the JSON and the SVG. The logic is in report.ts; this file
- * only lists, imports, writes and exits. Usage: `USAGE` in report.ts and docs/benchmarks.md.
- *
- * Exit codes: 0 every suite ran; 1 a suite failed (the others still ran, and what they measured
- * is printed and written) or `--only` matched nothing; 2 a bad command line.
+ * `npm run bench`: run every `dist/bench/*.bench.js` exporting `suite`, one after another (never
+ * two at once: they would measure each other), print one table, and write the JSON and the SVG on
+ * request. Exit codes: 0 every suite ran; 1 a suite failed (the others still ran and are printed)
+ * or `--only` matched nothing; 2 a bad command line.
  */
 
 import { readdir, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { Suite } from './harness.js';
-import {
-  buildDocument, describeError, formatTable, parseArgs, runSuites, seconds, USAGE, UsageError,
-  type CliOptions, type SuiteEntry,
-} from './report.js';
-import { renderSvg } from './svg.js';
+import { parseArgs } from 'node:util';
+import type { BenchResult, Suite } from './harness.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const log = (line: string) => process.stderr.write(line + '\n');
+export const USAGE = `usage: node dist/bench/run.js [--quick] [--only ID_OR_SUITE]... [--json FILE] [--svg FILE]
+  --quick      few samples (the whole run stays under 15 s)
+  --only X     only row id X (e.g. P1) or suite X (e.g. pool); repeatable
+  --json FILE  write the results JSON { date, node, cpus, results }
+  --svg FILE   write a log-scale bar chart of the rows measured in time`;
+
+export interface ResultsDocument {
+  date: string;
+  node: string;
+  cpus: number;
+  results: BenchResult[];
+}
+
+/** The problems of one row (empty if valid): tools read the JSON, so a malformed row fails its suite. */
+export function validateResult(r: BenchResult): string[] {
+  const where = `${String(r?.id)}: `;
+  const finite = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
+  const problems: string[] = [];
+  if (typeof r?.id !== 'string' || r.id === '') problems.push(`id: expected a non-empty string, got ${JSON.stringify(r?.id)}`);
+  if (typeof r?.metric !== 'string' || typeof r?.unit !== 'string') problems.push(`${where}metric and unit: expected strings`);
+  if (r?.better !== 'lower' && r?.better !== 'higher') problems.push(`${where}better: expected 'lower' or 'higher', got ${JSON.stringify(r?.better)}`);
+  for (const side of ['fullstop', 'baseline', 'shape'] as const) {
+    if (side === 'shape' && r?.shape === undefined) continue;
+    if (!finite(r?.[side]?.median) || !finite(r?.[side]?.p99)) problems.push(`${where}${side}.median and .p99: expected finite numbers`);
+  }
+  if (r?.baseline?.median === 0) problems.push(`${where}baseline.median: is 0, so no ratio (put counts like that in extra)`);
+  if (!finite(r?.ratio)) problems.push(`${where}ratio: expected a finite number, got ${JSON.stringify(r?.ratio)}`);
+  return problems;
+}
+
+/** Three significant digits, thousands separated, no exponent. */
+export function formatNumber(n: number): string {
+  if (!Number.isFinite(n) || n === 0) return String(n);
+  if (Math.abs(n) >= 1000) return Math.round(n).toLocaleString('en-US');
+  return n.toFixed(Math.min(6, Math.max(0, 2 - Math.floor(Math.log10(Math.abs(n))))));
+}
+
+const ratioCell = (ratio: number | undefined, spread: BenchResult['spread']) =>
+  ratio === undefined ? '' : `${formatNumber(ratio)}×${spread ? ` [${formatNumber(spread.q1)}–${formatNumber(spread.q3)}]` : ''}`;
+
+/** The printed table (one line a row; ratios with the quartiles of their per-pair ratios) and the notes. */
+export function formatTable(results: readonly BenchResult[]): string {
+  const pad = (cells: string[][]) => {
+    const widths = cells[0]!.map((_, c) => Math.max(...cells.map((row) => [...row[c]!].length)));
+    return cells.map((row) => row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd());
+  };
+  const rows = results.map((r) => [
+    r.id, r.metric, `${formatNumber(r.fullstop.median)} ${r.unit}`, `${formatNumber(r.fullstop.p99)}`,
+    r.baseline.name, `${formatNumber(r.baseline.median)}`, ratioCell(r.ratio, r.spread),
+    r.shape ? `${formatNumber(r.shape.median)}` : '', ratioCell(r.shapeRatio, r.shapeSpread), r.better,
+  ]);
+  const head = ['id', 'metric', 'fullstop', 'p99', 'baseline', 'median', 'ratio [IQR]', 'shape', 'shapeRatio [IQR]', 'better'];
+  const notes = results.filter((r) => r.extra).map((r) => `${r.id}: ${JSON.stringify(r.extra).replace(/"([^"]+)":/g, '$1=')}`);
+  return [...pad([head, ...rows]), '', ...notes].join('\n');
+}
+
+/** `--svg`: per time row, a fullstop bar and a baseline bar on one log axis, in µs. Standalone SVG. */
+export function renderSvg(doc: ResultsDocument): string {
+  const factor: Record<string, number> = { ns: 1e-3, 'µs': 1, ms: 1e3, s: 1e6 };
+  const rows = doc.results.filter((r) => factor[r.unit] !== undefined);
+  const us = rows.flatMap((r) => [r.fullstop.median, r.baseline.median].map((v) => Math.max(v * factor[r.unit]!, 1e-3)));
+  const lo = Math.floor(Math.log10(Math.min(1, ...us)));
+  const hi = Math.max(lo + 1, Math.ceil(Math.log10(Math.max(1, ...us))));
+  const x = (v: number) => 220 + ((Math.log10(Math.max(v, 10 ** lo)) - lo) / (hi - lo)) * 560;
+  const esc = (s: string) => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
+  const h = 60 + rows.length * 34 + 30;
+  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="960" height="${h}" font-family="sans-serif" font-size="11">`,
+    `<rect width="960" height="${h}" fill="#fff"/>`,
+    `<text x="10" y="20" font-size="14">${esc(`fullstop (blue) vs baseline (grey), median µs, log scale — ${doc.date}, Node ${doc.node}, ${doc.cpus} CPUs`)}</text>`];
+  for (let k = lo; k <= hi; k++) {
+    out.push(`<line x1="${x(10 ** k)}" y1="40" x2="${x(10 ** k)}" y2="${h - 25}" stroke="#ddd"/><text x="${x(10 ** k)}" y="${h - 10}" text-anchor="middle">${10 ** k >= 1 ? 10 ** k : (10 ** k).toFixed(-k)}</text>`);
+  }
+  rows.forEach((r, i) => {
+    const y = 45 + i * 34;
+    out.push(`<text x="10" y="${y + 14}">${esc(`${r.id} ${r.metric}`.slice(0, 36))}</text>`);
+    [[r.fullstop.median, '#1f77b4'], [r.baseline.median, '#aaa']].forEach(([v, colour], s) => {
+      const value = (v as number) * factor[r.unit]!;
+      out.push(`<rect x="220" y="${y + s * 14}" width="${Math.max(0.5, x(value) - 220).toFixed(1)}" height="12" fill="${colour}"/>` +
+        `<text x="${(x(value) + 4).toFixed(1)}" y="${y + s * 14 + 10}">${esc(`${formatNumber(value)} µs${s ? ` ${r.baseline.name}` : ''}`.slice(0, 40))}</text>`);
+    });
+  });
+  return [...out, '</svg>', ''].join('\n');
+}
 
 async function main(): Promise<number> {
-  let options: CliOptions;
+  let args;
   try {
-    options = parseArgs(process.argv.slice(2));
+    args = parseArgs({
+      options: { quick: { type: 'boolean' }, only: { type: 'string', multiple: true }, json: { type: 'string' }, svg: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    }).values;
   } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    log(`bench: ${error.message}\n${USAGE}`);
+    process.stderr.write(`bench: ${(error as Error).message}\n${USAGE}\n`);
     return 2;
   }
-  if (options.help) {
-    process.stdout.write(USAGE + '\n');
-    return 0;
-  }
-
+  if (args.help) return void process.stdout.write(USAGE + '\n'), 0;
+  const only = new Set((args.only ?? []).map((o) => o.toLowerCase()));
+  const wants = (id: string) => only.size === 0 || only.has(id.toLowerCase());
+  const log = (line: string) => process.stderr.write(line + '\n');
+  const here = dirname(fileURLToPath(import.meta.url));
+  const files = (await readdir(here)).filter((f) => f.endsWith('.bench.js')).sort();
   const started = performance.now();
-  const entries: SuiteEntry[] = (await readdir(here))
-    .filter((file) => file.endsWith('.bench.js'))
-    .sort()
-    .map((file) => ({ stem: basename(file, '.bench.js'), load: () => loadSuite(join(here, file)) }));
-  const { results, failures } = await runSuites(entries, options, log);
-
-  if (options.only.length > 0 && results.length === 0 && failures.length === 0) {
-    log(`bench: nothing matched --only ${options.only.join(', ')}`);
-    return 1;
+  const results: BenchResult[] = [];
+  const failures: string[] = [];
+  for (const file of files) {
+    const stem = basename(file, '.bench.js');
+    try {
+      const { suite } = (await import(pathToFileURL(join(here, file)).href)) as { suite?: Suite };
+      if (typeof suite?.name !== 'string' || typeof suite.run !== 'function') throw new TypeError('expected an export `suite` with a `name` and a `run` function');
+      const whole = wants(suite.name) || wants(stem);
+      if (!whole && suite.ids !== undefined && !suite.ids.some(wants)) continue;
+      log(`${stem}: running${args.quick ? ' (quick)' : ''}…`);
+      const t0 = performance.now();
+      const rows = await suite.run({ quick: args.quick === true, progress: (m) => log(`  ${stem}: ${m}`), wants: whole ? () => true : wants });
+      const problems = rows.flatMap(validateResult);
+      if (problems.length > 0) throw new TypeError(`invalid rows: ${problems.join('; ')}`);
+      results.push(...rows.filter((r) => whole || wants(r.id)));
+      log(`${stem}: ${rows.length} rows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    } catch (error) {
+      failures.push(`${stem}: ${(error as Error)?.stack ?? String(error)}`);
+      log(`${stem}: FAILED`);
+    }
   }
-  const doc = buildDocument(results, { date: new Date().toISOString(), node: process.version, cpus: availableParallelism() });
-  process.stdout.write(`\nfullstop benchmarks · ${doc.date} · Node ${doc.node} · ${doc.cpus} CPUs\n\n`);
-  process.stdout.write(formatTable(doc.results) + '\n');
-  if (options.json !== undefined) await writeFile(options.json, JSON.stringify(doc, null, 2) + '\n');
-  if (options.svg !== undefined) await writeFile(options.svg, renderSvg(doc));
-
-  log(`\n${doc.results.length} rows from ${entries.length} suite files in ${seconds(performance.now() - started)}`);
-  for (const f of failures) log(`FAILED ${f.suite}: ${describeError(f.error)}`);
+  if (only.size > 0 && results.length === 0 && failures.length === 0) return log(`bench: nothing matched --only ${[...only].join(', ')}`), 1;
+  const doc: ResultsDocument = { date: new Date().toISOString(), node: process.version, cpus: availableParallelism(), results };
+  process.stdout.write(`\nfullstop benchmarks · ${doc.date} · Node ${doc.node} · ${doc.cpus} CPUs\n\n${formatTable(results)}\n`);
+  if (args.json !== undefined) await writeFile(args.json, JSON.stringify(doc, null, 2) + '\n');
+  if (args.svg !== undefined) await writeFile(args.svg, renderSvg(doc));
+  log(`\n${results.length} rows from ${files.length} suite files in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  for (const f of failures) log(`FAILED ${f}`);
   return failures.length === 0 ? 0 : 1;
 }
 
-async function loadSuite(path: string): Promise<Suite> {
-  const { suite } = (await import(pathToFileURL(path).href)) as { suite?: Partial<Suite> };
-  if (suite === undefined || typeof suite.name !== 'string' || typeof suite.run !== 'function') {
-    throw new TypeError('expected an export `suite` with a string `name` and a `run` function');
-  }
-  return suite as Suite;
+// Run only as the CLI, so the test imports the functions above without running a benchmark.
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const code = await main();
+  process.exitCode = code;
+  // A suite that leaked a worker or a handle would keep the process alive: name it and exit.
+  setTimeout(() => {
+    const left = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap' && r !== 'Timeout');
+    process.stderr.write(`bench: a suite left live resources (${left.join(', ') || 'unnamed'}); exiting anyway\n`);
+    process.exit(code === 0 ? 1 : code);
+  }, 3000).unref();
 }
-
-const code = await main();
-process.exitCode = code;
-// A suite that leaked a worker or a handle would keep the process alive forever: name the leak and
-// exit instead. unref'd, so a clean run exits at once and this never fires.
-setTimeout(() => {
-  const left = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap' && r !== 'Timeout');
-  log(`bench: a suite left live resources (${left.join(', ') || 'unnamed'}); exiting anyway`);
-  process.exit(code === 0 ? 1 : code);
-}, 3000).unref();

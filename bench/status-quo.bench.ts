@@ -1,5 +1,5 @@
 /**
- * The status quo (issue #6): how long a worker deep in a synchronous loop takes to notice a cancel.
+ * The status quo: how long a worker deep in a synchronous loop takes to notice a cancel.
  *
  * SQ1  Today: the main thread posts a cancel message on the worker's MessagePort. The worker is in
  *      a LOOP_MS synchronous loop, so the message is delivered only when the loop returns to the
@@ -9,14 +9,15 @@
  *      worker noticing, stamped on both threads with the one clock they share.
  *
  * Not tinybench: one sample is one real loop in a real worker, and what is measured spans two
- * threads. The pairs alternate which side goes first, in one worker, in one run.
+ * threads. Pairs alternate which side goes first, in one worker; a void sample voids its pair.
  */
 
+import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import { setTimeout as delay } from 'node:timers/promises';
 import { TurnRegistry } from '../src/index.js';
-import { compare, type BenchResult, type Suite, type SuiteContext } from './harness.js';
-import { POLL_EVERY, type CancelMessage, type Report, type RunMessage } from './workers/sync-loop-protocol.js';
+import { assertNothingLive, compare, samplePairs, type BenchResult, type Suite, type SuiteContext } from './harness.js';
+import { POLL_EVERY, type CancelMessage, type LoopReport as Report, type RunMessage } from './workers/protocol.js';
 
 const LOOP_MS = 50;
 const CANCEL_AT_MS = 10;
@@ -37,118 +38,53 @@ async function noticeLatency(ctx: SuiteContext): Promise<BenchResult> {
   const pairs = ctx.quick ? 5 : 40;
   ctx.progress(`SQ1 ${pairs} pairs of a ${LOOP_MS} ms loop cancelled at ${CANCEL_AT_MS} ms`);
   const registry = new TurnRegistry();
-  const loop = new LoopWorker();
-  const message: number[] = [];
-  const token: number[] = [];
-  let voided = 0;
+  const loop = new Worker(new URL('./workers/sync-loop.js', import.meta.url));
   try {
-    await loop.online;
+    await once(loop, 'online');
     // One unrecorded pair: the worker's first loop also pays for loading and compiling its code.
-    await sampleMessage(loop);
-    await sampleToken(loop, registry);
-    for (let pair = 0; message.length < pairs || token.length < pairs; pair++) {
-      if (voided > pairs) throw new Error(`SQ1: ${voided} void samples (the machine could not cancel inside a ${LOOP_MS} ms loop)`);
-      const first = pair % 2 === 0 ? 'message' : 'token';
-      for (const side of [first, first === 'message' ? 'token' : 'message'] as const) {
-        const into = side === 'message' ? message : token;
-        if (into.length >= pairs) continue;
-        const sample = side === 'message' ? await sampleMessage(loop) : await sampleToken(loop, registry);
-        if (sample === undefined) voided++;
-        else into.push(sample);
-      }
-    }
+    const { samples, voided } = await samplePairs('SQ1', { pairs, warmup: 1 }, {
+      message: () => sampleMessage(loop),
+      token: () => sampleToken(loop, registry),
+    });
+    assertNothingLive(registry, 'SQ1');
+    return compare(
+      { id: 'SQ1', metric: 'worker in a sync loop notices cancel', unit: 'µs', better: 'lower',
+        extra: { loopMs: LOOP_MS, cancelAtMs: CANCEL_AT_MS, pollEvery: POLL_EVERY, voided } },
+      samples.token!, 'MessagePort message', samples.message!, { paired: true },
+    );
   } finally {
     await loop.terminate();
   }
-  const stats = registry.stats();
-  if (stats.liveTokens !== 0 || stats.liveBridges !== 0) throw new Error(`SQ1: tokens left live: ${JSON.stringify(stats)}`);
-  return compare(
-    {
-      id: 'SQ1', metric: 'worker in a sync loop notices cancel', unit: 'µs', better: 'lower',
-      extra: { loopMs: LOOP_MS, cancelAtMs: CANCEL_AT_MS, pollEvery: POLL_EVERY, voided },
-    },
-    token,
-    'MessagePort message',
-    message,
-  );
 }
 
-/** Status quo: post → delivered after the loop. µs, or undefined if the loop ended first. */
-async function sampleMessage(loop: LoopWorker): Promise<number | undefined> {
-  const id = loop.nextId();
-  const { started, ended } = loop.run({ kind: 'run', id, mode: 'message', loopMs: LOOP_MS });
+/** One loop: `cancel` runs CANCEL_AT_MS after the loop started; µs from its stamp to the worker noticing, or undefined (void). */
+async function sample(loop: Worker, message: RunMessage, cancel: () => void): Promise<number | undefined> {
+  const started = once(loop, 'message');
+  loop.postMessage(message);
   await started;
+  const ended = once(loop, 'message') as Promise<[Report]>;
   await delay(CANCEL_AT_MS);
-  const postedAt = now();
-  loop.post({ kind: 'cancel', id });
-  const report = await ended;
-  if (report.kind !== 'noticed' || report.loopEndedAt < postedAt) return undefined;
-  return (report.at - postedAt) * 1000;
+  const at = now();
+  cancel();
+  const [report] = await ended;
+  // A status-quo cancel posted after the loop had ended measures nothing; so does a missed poll.
+  return report.kind === 'noticed' && report.loopEndedAt >= at ? (report.at - at) * 1000 : undefined;
 }
 
-/** fullstop: cancel → the loop's poll sees it. µs, or undefined if the loop ended first. */
-async function sampleToken(loop: LoopWorker, registry: TurnRegistry): Promise<number | undefined> {
+let ids = 0;
+
+/** Status quo: post → delivered after the loop. */
+function sampleMessage(loop: Worker): Promise<number | undefined> {
+  const id = ++ids;
+  return sample(loop, { kind: 'run', id, mode: 'message', loopMs: LOOP_MS }, () => loop.postMessage({ kind: 'cancel', id } satisfies CancelMessage));
+}
+
+/** fullstop: cancel → the loop's poll sees it. */
+async function sampleToken(loop: Worker, registry: TurnRegistry): Promise<number | undefined> {
   const token = registry.beginTurn(SESSION);
   try {
-    const id = loop.nextId();
-    const { started, ended } = loop.run({ kind: 'run', id, mode: 'token', loopMs: LOOP_MS, handle: token.handle });
-    await started;
-    await delay(CANCEL_AT_MS);
-    const cancelledAt = now();
-    token.cancel();
-    const report = await ended;
-    return report.kind === 'noticed' ? (report.at - cancelledAt) * 1000 : undefined;
+    return await sample(loop, { kind: 'run', id: ++ids, mode: 'token', loopMs: LOOP_MS, handle: token.handle }, () => token.cancel());
   } finally {
     registry.endTurn(SESSION, token);
-  }
-}
-
-/** The worker and its replies, routed by loop id. A worker error rejects whatever is pending. */
-class LoopWorker {
-  readonly #worker = new Worker(new URL('./workers/sync-loop.js', import.meta.url));
-  readonly #pending = new Map<string, { resolve(r: Report): void; reject(e: unknown): void }>();
-  #id = 0;
-  readonly online: Promise<void>;
-
-  constructor() {
-    this.online = new Promise((resolve, reject) => {
-      this.#worker.once('online', () => resolve());
-      this.#worker.once('error', reject);
-    });
-    this.#worker.on('message', (report: Report) => {
-      const key = `${report.kind === 'started' ? 'started' : 'ended'}:${report.id}`;
-      this.#pending.get(key)?.resolve(report);
-      this.#pending.delete(key);
-    });
-    const fail = (error: unknown) => {
-      for (const waiter of this.#pending.values()) waiter.reject(error);
-      this.#pending.clear();
-    };
-    this.#worker.on('error', fail);
-    this.#worker.on('exit', (code) => fail(new Error(`SQ1: the loop worker exited (code ${code})`)));
-  }
-
-  nextId(): number {
-    return ++this.#id;
-  }
-
-  run(message: RunMessage): { started: Promise<Report>; ended: Promise<Report> } {
-    const started = this.#expect(`started:${message.id}`);
-    const ended = this.#expect(`ended:${message.id}`);
-    this.#worker.postMessage(message);
-    return { started, ended };
-  }
-
-  post(message: CancelMessage): void {
-    this.#worker.postMessage(message);
-  }
-
-  async terminate(): Promise<void> {
-    this.#worker.removeAllListeners('exit');
-    await this.#worker.terminate();
-  }
-
-  #expect(key: string): Promise<Report> {
-    return new Promise((resolve, reject) => this.#pending.set(key, { resolve, reject }));
   }
 }

@@ -10,7 +10,7 @@
 
 import { parentPort } from 'node:worker_threads';
 import { tokenFromHandle } from '../../workers/runtime.js';
-import { POLL_EVERY, type CancelMessage, type Report, type RunMessage } from './sync-loop-protocol.js';
+import { POLL_EVERY, type CancelMessage, type LoopReport as Report, type RunMessage } from './protocol.js';
 
 const port = parentPort!;
 const now = () => performance.timeOrigin + performance.now();

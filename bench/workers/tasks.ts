@@ -1,14 +1,12 @@
 /**
- * Task bodies of the pool suite (bench/pool.bench.ts), each named by what it does. TurnPool and raw
- * Piscina load this same file; the raw pool only ever runs `trivial` and `rawSleeper` (the
- * `fullstop/worker` functions throw outside a TurnPool task).
- *
- * Every task that a cancel ends returns the moment it noticed, on the process-wide clock
- * (pool-protocol.ts), so the result itself carries the measurement.
+ * Task bodies of the pool and runner suites, named by what they do. TurnPool and raw Piscina load
+ * this same file; raw Piscina only runs `trivial` and `rawSleeper` (`fullstop/worker` functions
+ * throw outside a TurnPool task). A task a cancel ends returns the moment it noticed, on the
+ * process-wide clock (protocol.ts), so the result carries the measurement.
  */
 
 import { cancelTurn, checkCancelled, isCancelled, isCancelledError, sleep } from '../../workers/runtime.js';
-import { LINGER_MS, READY, SPARE, TRIP_AFTER_MS, type FlagsTask } from './pool-protocol.js';
+import { LINGER_MS, READY, SPARE, TRIP_AFTER_MS, type FlagsTask } from './protocol.js';
 
 const now = () => process.hrtime.bigint();
 
@@ -17,12 +15,12 @@ function ready(flags: Int32Array): void {
   Atomics.notify(flags, READY);
 }
 
-/** P5, P4's next task. */
+/** P5, and P4's next task. */
 export function trivial(n: number): number {
   return n;
 }
 
-/** P1: blocked in `sleep()` until the cancel; returns when the `CancelledError` arrived in the task. */
+/** P1: blocked in `sleep()`; returns when the `CancelledError` was caught in the task. */
 export function sleeper({ flags }: FlagsTask): bigint {
   ready(flags);
   try {
@@ -35,14 +33,14 @@ export function sleeper({ flags }: FlagsTask): bigint {
   throw new Error('sleeper: slept 60 s without a cancel');
 }
 
-/** P4: the usual cooperative task — `sleep()` throws on cancel and the error propagates. */
+/** P4 and R*: the usual cooperative task — `sleep()` throws on cancel and the error propagates. */
 export function sleepsUntilStopped({ flags }: FlagsTask): never {
   ready(flags);
   sleep(60_000);
   throw new Error('sleepsUntilStopped: slept 60 s without a cancel');
 }
 
-/** P2: a busy loop calling `checkCancelled()` on every iteration; returns [noticed at, sink]. */
+/** P2: a busy loop calling `checkCancelled()` every iteration; returns [noticed at, sink]. */
 export function pollsEveryIteration({ flags }: FlagsTask): [bigint, number] {
   ready(flags);
   let x = 1;
@@ -58,7 +56,7 @@ export function pollsEveryIteration({ flags }: FlagsTask): [bigint, number] {
   }
 }
 
-/** P2 (extra): the same loop on `isCancelled()`, which throws nothing: the check alone. */
+/** P2-plain: the same loop on `isCancelled()`, which throws nothing. */
 export function pollsIsCancelled({ flags }: FlagsTask): [bigint, number] {
   ready(flags);
   let x = 1;
@@ -66,7 +64,7 @@ export function pollsIsCancelled({ flags }: FlagsTask): [bigint, number] {
   return [now(), x];
 }
 
-/** P3: wait TRIP_AFTER_MS (main goes idle), trip the turn, linger; returns when it called `cancelTurn()`. */
+/** P3: wait TRIP_AFTER_MS (main goes idle), trip the turn, linger; returns when it tripped. */
 export function trips({ flags }: FlagsTask): bigint {
   ready(flags);
   Atomics.wait(flags, SPARE, 0, TRIP_AFTER_MS);
@@ -76,7 +74,7 @@ export function trips({ flags }: FlagsTask): bigint {
   return at;
 }
 
-/** P4 baseline on raw Piscina: blocked in a plain `Atomics.wait` until piscina terminates the worker. */
+/** P4's floor on raw Piscina: a plain `Atomics.wait` until piscina terminates the worker. */
 export function rawSleeper({ flags }: FlagsTask): never {
   ready(flags);
   Atomics.wait(flags, SPARE, 0, 60_000);
