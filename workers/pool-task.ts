@@ -33,14 +33,14 @@ const requireHere = createRequire(import.meta.url);
 export function handlerFor(encoded: string): Handler {
   const target = decodeTarget(encoded);
   if (target === undefined) throw new Error(`fullstop: ${JSON.stringify(encoded)} is not a TurnPool task target`);
-  const run = runTask;
+  const run = target.wrapped ? runTask : runPlainTask;
   let user: Handler | undefined;
   let loading: Promise<Handler> | undefined;
   const load = (): Promise<Handler> => (loading ??= loadHandler(target).then(
     (handler) => (user = handler),
     (error: unknown) => { loading = undefined; throw error; },
   ));
-  return (payload) => user !== undefined ? run(user, payload as Payload) : load().then((handler) => run(handler, payload as Payload));
+  return (payload) => user !== undefined ? run(user, payload as never) : load().then((handler) => run(handler, payload as never));
 }
 
 /**
@@ -100,10 +100,18 @@ function loadError(importError: unknown, requireError: unknown): unknown {
  * handler settles (leftovers then see a retired token, current.ts).
  */
 function runTask(user: Handler, payload: Payload): unknown {
-  const binding = bindingOf(payload);
+  return runWith(user, bindingOf(payload), payload[P_TASK]);
+}
+
+/** A task run without a token: the checks pass, `sleep` sleeps (current.ts). */
+function runPlainTask(user: Handler, task: unknown): unknown {
+  return runWith(user, new TaskBinding(undefined), task);
+}
+
+function runWith(user: Handler, binding: TaskBinding, task: unknown): unknown {
   let result: unknown;
   try {
-    result = runBound(binding, () => user(payload[P_TASK]));
+    result = runBound(binding, () => user(task));
   } catch (e) {
     binding.over = true;
     throw e;
@@ -116,7 +124,6 @@ function runTask(user: Handler, payload: Payload): unknown {
 }
 
 function bindingOf(payload: Payload): TaskBinding {
-  if (payload.length === 1) return new TaskBinding(undefined);
   const buffers = payload[P_BUFFERS] as [number, SharedArrayBuffer][] | undefined;
   if (buffers !== undefined) for (const [id, buffer] of buffers) slabs.set(id, new Int32Array(buffer));
   const cells = slabs.get(payload[P_SLAB] as number);

@@ -59,7 +59,7 @@ export function setupPool(options: unknown): PoolSetup {
     piscina: {
       ...own,
       filename: path === null ? null : ENTRY,
-      name: path === null ? 'default' : encodeTarget({ filename: path, name: exportName }),
+      name: path === null ? 'default' : encodeTarget({ filename: path, name: exportName, wrapped: false }),
       loadBalancer: balancer as never,
     },
   };

@@ -71,10 +71,10 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
   /** The pool's grace window in ms (see `TurnPoolOptions.graceMs`). */
   readonly graceMs: number;
   readonly #setup: PoolSetup;
-  /** The encoded target of the pool's own filename and name; `undefined` when the pool has no filename. */
-  readonly #defaultTarget: string | undefined;
+  /** The encoded targets (plain, wrapped) of the pool's own filename and name; `undefined`s when the pool has no filename. */
+  readonly #defaultTargets: [string | undefined, string | undefined];
   readonly #concurrent: boolean;
-  /** Encoded targets by `filename\0name`. */
+  /** Encoded targets by `filename\0name\0wrapped`. */
   readonly #targets = new Map<string, string>();
   /** Tokens made for tasks run with a plain `signal` outside any turn. */
   readonly #signalTokens = new TurnRegistry();
@@ -104,7 +104,8 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     this.#setup = setup;
     this.graceMs = setup.graceMs;
     this.#concurrent = super.options.concurrentTasksPerWorker > 1;
-    this.#defaultTarget = setup.filename === null ? undefined : this.#target(setup.filename, setup.name);
+    this.#defaultTargets = setup.filename === null ? [undefined, undefined]
+      : [this.#target(setup.filename, setup.name, false), this.#target(setup.filename, setup.name, true)];
   }
 
   /** Piscina's options, with the filename, name and load balancer as given (not the pool's wrappers). */
@@ -131,21 +132,21 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     const o = Object.assign(Object.create(null), options) as TurnPoolRunOptions;
     checkRunOptions(o);
     if (o.token !== undefined && !isCancelToken(o.token)) throw new TypeError(`options.token: expected a CancelToken, got ${describe(o.token)}`);
-    const target = o.filename == null && o.name == null ? this.#defaultTarget : this.#targetOf(o.filename, o.name);
-    if (target === undefined) throw new Error('filename must be provided to run() or in options object');
-    const read = readTask(task, o.transferList as TransferListItem[] | undefined);
     const token = o.token ?? activeToken();
+    const wrapped = token !== undefined || o.signal != null;
+    const target = o.filename == null && o.name == null ? this.#defaultTargets[wrapped ? 1 : 0] : this.#targetOf(o.filename, o.name, wrapped);
+    if (target === undefined) throw new Error('filename must be provided to run() or in options object');
+    if (!wrapped) return this.#runPlain(task, o.transferList, target);
+    const read = readTask(task, o.transferList as TransferListItem[] | undefined);
     const graceMs = o.graceMs ?? this.graceMs;
     if (o.signal != null) return this.#runWithSignal(read, target, token, o.signal, graceMs);
-    if (token === undefined) return this.#runPlain(read, target);
-    return this.#runWithToken(read, target, token, graceMs, undefined, undefined);
+    return this.#runWithToken(read, target, token!, graceMs, undefined, undefined);
   }
 
-  #runPlain(read: ReadTask, target: string): Promise<unknown> {
-    const payload: unknown[] = [read.value];
-    if (read.queueOptions !== undefined) (payload as unknown as Record<symbol, unknown>)[queueOptionsSymbol] = read.queueOptions;
+  /** No token, no signal: the task goes to piscina as it is. */
+  #runPlain(task: unknown, transferList: PiscinaRunOptions['transferList'], target: string): Promise<unknown> {
     this.#inFlight++;
-    return super.run(payload as T, { transferList: read.transfers as never, filename: ENTRY, name: target }).finally(() => {
+    return super.run(task as T, { transferList, filename: ENTRY, name: target }).finally(() => {
       this.#inFlight--;
       this.#completed++;
       if (this.#setup.condemned.size > 0) this.#reap();
@@ -281,15 +282,15 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
   get piscina(): Piscina { return this; }
 
   /** The encoded target of a run that names its own filename or export; `undefined` without a filename. */
-  #targetOf(filename: string | null | undefined, name: string | null | undefined): string | undefined {
+  #targetOf(filename: string | null | undefined, name: string | null | undefined, wrapped: boolean): string | undefined {
     const path = filename == null ? this.#setup.filename : toPath(filename);
-    return path === null ? undefined : this.#target(path, name ?? this.#setup.name);
+    return path === null ? undefined : this.#target(path, name ?? this.#setup.name, wrapped);
   }
 
-  #target(filename: string, name: string): string {
-    const key = `${filename}\0${name}`;
+  #target(filename: string, name: string, wrapped: boolean): string {
+    const key = `${filename}\0${name}\0${wrapped ? 1 : 0}`;
     let target = this.#targets.get(key);
-    if (target === undefined) this.#targets.set(key, (target = encodeTarget({ filename, name })));
+    if (target === undefined) this.#targets.set(key, (target = encodeTarget({ filename, name, wrapped })));
     return target;
   }
 }

@@ -12,7 +12,9 @@
  * path carries no SharedArrayBuffer (cloning one into every payload costs throughput), and no
  * control signal ever travels in text that a task could also write (an error message).
  *
- * A task run with no token at all travels as `[task]`.
+ * A task run with no token at all travels as the task itself, exactly as piscina sends it (a custom
+ * task queue sees the caller's task, `move()` and transfer lists are piscina's own); its target
+ * says so (`wrapped: false`).
  */
 
 export const P_TASK = 0;
@@ -29,12 +31,14 @@ export const P_BUFFERS = 7;
 export interface Target {
   filename: string;
   name: string;
+  /** The payload is the `[task, slab, …]` array above; false: it is the task itself (no token). */
+  wrapped: boolean;
 }
 
 const TARGET_PREFIX = 'fullstop:';
 
 export function encodeTarget(target: Target): string {
-  return TARGET_PREFIX + JSON.stringify([target.filename, target.name]);
+  return TARGET_PREFIX + JSON.stringify([target.filename, target.name, target.wrapped ? 1 : 0]);
 }
 
 export function isTarget(name: unknown): name is string {
@@ -43,6 +47,6 @@ export function isTarget(name: unknown): name is string {
 
 export function decodeTarget(encoded: string): Target | undefined {
   if (!isTarget(encoded)) return undefined;
-  const [filename, name] = JSON.parse(encoded.slice(TARGET_PREFIX.length)) as [string, string];
-  return { filename, name };
+  const [filename, name, wrapped] = JSON.parse(encoded.slice(TARGET_PREFIX.length)) as [string, string, number];
+  return { filename, name, wrapped: wrapped === 1 };
 }
