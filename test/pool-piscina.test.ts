@@ -221,4 +221,20 @@ describe('concurrentTasksPerWorker > 1', () => {
     await exited;
     expect(await next).not.toBe(worker.threadId);
   });
+
+  it('a task that blocks its shared worker past the grace: its neighbours get one more grace window, then the worker ends and they reject', async () => {
+    const p = pool({ filename: shares, concurrentTasksPerWorker: 2, graceMs: 50 });
+    const stopped = registry.beginTurn('a');
+    const f = flags();
+    const g = flags();
+    const neighbour = p.run({ flags: g }, { name: 'waitsForRelease' });
+    await startedCount(g, 1);
+    const blocker = p.run({ flags: f }, { filename: tasks, name: 'neverChecks', token: stopped });
+    await started(f);
+    stopped.cancel();
+    expect((await rejection(blocker)).hard).toBe(true);
+    const e = await rejection(neighbour);
+    expect(e.message).toMatch(/worker exited/);
+    await expect(p.run(null, { name: 'where' })).resolves.toEqual(expect.any(Number));
+  });
 });

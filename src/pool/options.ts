@@ -32,8 +32,11 @@ export interface PoolSetup {
   piscina: PiscinaOptions;
 }
 
-/** A worker whose stopped task ignored its grace while it had neighbours; it ends when they settle. */
-export interface Condemned { worker: WorkerView; abandoned: number }
+/**
+ * A worker whose stopped task ignored its grace while it had neighbours; it ends when they settle,
+ * or when `deadline` fires (one more grace window: a task that blocks its thread starves them).
+ */
+export interface Condemned { worker: WorkerView; abandoned: number; deadline: NodeJS.Timeout }
 
 export function setupPool(options: unknown): PoolSetup {
   if (options != null && typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);

@@ -238,28 +238,32 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
    * The hard stop of a started task that piscina does not abort itself (task-run.ts): terminate
    * its worker (piscina respawns one and rejects the task), unless other tasks share it — then the
    * worker is condemned, the task abandoned (true: reject it now), and the worker ends when they
-   * have settled (`#reap`).
+   * have settled (`#reap`), or after one more grace window if they have not (then they reject with
+   * piscina's "worker exited" error).
    */
   #hardStop(run: TaskRun): boolean {
     const worker = run.worker!;
     const condemned = this.#setup.condemned.get(worker.id);
-    const abandoned = condemned?.abandoned ?? 0;
-    if (!this.#concurrent || worker.currentUsage <= abandoned + 1) {
-      this.#setup.condemned.delete(worker.id);
-      this.#terminate(worker.id);
+    const abandoned = (condemned?.abandoned ?? 0) + 1;
+    if (!this.#concurrent || worker.currentUsage <= abandoned) {
+      this.#end(worker.id);
       return false;
     }
-    this.#setup.condemned.set(worker.id, { worker, abandoned: abandoned + 1 });
+    if (condemned !== undefined) condemned.abandoned = abandoned;
+    else this.#setup.condemned.set(worker.id, { worker, abandoned, deadline: setTimeout(() => this.#end(worker.id), run.graceMs) });
     return true;
   }
 
   /** End each condemned worker that runs nothing but its abandoned tasks. */
   #reap(): void {
-    for (const [id, { worker, abandoned }] of this.#setup.condemned) {
-      if (worker.currentUsage > abandoned) continue;
-      this.#setup.condemned.delete(id);
-      this.#terminate(id);
-    }
+    for (const [id, { worker, abandoned }] of this.#setup.condemned) if (worker.currentUsage <= abandoned) this.#end(id);
+  }
+
+  #end(threadId: number): void {
+    const condemned = this.#setup.condemned.get(threadId);
+    if (condemned !== undefined) clearTimeout(condemned.deadline);
+    this.#setup.condemned.delete(threadId);
+    this.#terminate(threadId);
   }
 
   #terminate(threadId: number): void {
