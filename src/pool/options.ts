@@ -16,10 +16,12 @@ export type PiscinaOptions = NonNullable<ConstructorParameters<typeof Piscina>[0
 export type PiscinaRunOptions = NonNullable<Parameters<Piscina['run']>[1]>;
 export type Signal = NonNullable<PiscinaRunOptions['signal']>;
 
+/** @internal */
 export const ENTRY = fileURLToPath(new URL('../../workers/pool-entry.cjs', import.meta.url));
+/** @internal */
 export const DEFAULT_GRACE_MS = 100;
 
-/** What the constructor works out before piscina's constructor runs. */
+/** @internal What the constructor works out before piscina's constructor runs. */
 export interface PoolSetup {
   graceMs: number;
   /** The user's default filename as a path; `null` when every `run` must name one. */
@@ -32,12 +34,13 @@ export interface PoolSetup {
   piscina: PiscinaOptions;
 }
 
-/**
+/** @internal
  * A worker whose stopped task ignored its grace while it had neighbours; it ends when they settle,
  * or when `deadline` fires (one more grace window: a task that blocks its thread starves them).
  */
 export interface Condemned { worker: WorkerView; abandoned: number; deadline: NodeJS.Timeout }
 
+/** @internal */
 export function setupPool(options: unknown): PoolSetup {
   if (options != null && typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
   const own = Object.assign(Object.create(null), options) as PiscinaOptions & { graceMs?: unknown };
@@ -68,7 +71,7 @@ export function setupPool(options: unknown): PoolSetup {
   };
 }
 
-/**
+/** @internal
  * A file URL becomes a path; `./x.js` is taken from the current directory, where piscina's
  * `import()` fallback finds it too. A bare specifier stays as given (`require` resolves it).
  */
@@ -77,7 +80,7 @@ export function toPath(filename: string): string {
   return !isAbsolute(filename) && (filename.startsWith('./') || filename.startsWith('../')) ? resolve(filename) : filename;
 }
 
-/** Piscina's run options checks, with its messages (its callers match on them); a bad one rejects. */
+/** @internal Piscina's run options checks, with its messages (its callers match on them); a bad one rejects. */
 export function checkRunOptions(o: PiscinaRunOptions & { graceMs?: unknown; filename?: unknown; name?: unknown }): void {
   if (o.transferList !== undefined && !Array.isArray(o.transferList)) throw new TypeError('transferList argument must be an Array');
   if (o.filename != null && typeof o.filename !== 'string') throw new TypeError('filename argument must be a string');
@@ -92,7 +95,7 @@ export function checkRunOptions(o: PiscinaRunOptions & { graceMs?: unknown; file
   checkMs('options.graceMs', o.graceMs);
 }
 
-/** Listen once for the signal's abort, as piscina does for either kind; returns the remover. */
+/** @internal Listen once for the signal's abort, as piscina does for either kind; returns the remover. */
 export function onAbort(signal: Signal, listener: () => void): () => void {
   if ('addEventListener' in signal) {
     signal.addEventListener('abort', listener, { once: true });
