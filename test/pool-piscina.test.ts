@@ -110,6 +110,18 @@ describe('TurnPool is a Piscina', () => {
     expect(p.options.env).toEqual({ FULLSTOP_POOL_TEST: 'passed' });
   });
 
+  it('move() and transferList work for a task with a token as for a plain one (the buffer is transferred, not copied)', async () => {
+    const p = pool({ filename: fixture('uncloneable.mjs') });
+    const token = registry.beginTurn('s');
+    const listed = new Uint8Array([4, 5]);
+    const back: any = await p.run({ listed }, { name: 'fine', token, transferList: [listed.buffer] });
+    expect(listed.byteLength).toBe(0);
+    expect([...back.listed]).toEqual([4, 5]);
+    const whole = new Uint8Array([6]);
+    expect([...(await p.run(move(whole), { name: 'fine', token }) as Uint8Array)]).toEqual([6]);
+    expect(whole.byteLength).toBe(0);
+  });
+
   it('await using closes gracefully: a running task finishes with its value; Symbol.dispose closes too', async () => {
     let result: Promise<unknown>;
     const f = flags();

@@ -80,8 +80,27 @@ export function toPath(filename: string): string {
   return !isAbsolute(filename) && (filename.startsWith('./') || filename.startsWith('../')) ? resolve(filename) : filename;
 }
 
-/** @internal Piscina's run options checks, with its messages (its callers match on them); a bad one rejects. */
-export function checkRunOptions(o: PiscinaRunOptions & { graceMs?: unknown; filename?: unknown; name?: unknown }): void {
+/** `run`'s options as read: own enumerable properties only, as piscina's `Object.assign` copy reads them. */
+export interface RunOptionsRead {
+  transferList: unknown; filename: unknown; name: unknown; signal: unknown; token: unknown; graceMs: unknown;
+}
+
+const isOwn = Object.prototype.propertyIsEnumerable;
+
+function own(options: object, key: string): unknown {
+  return isOwn.call(options, key) ? (options as Record<string, unknown>)[key] : undefined;
+}
+
+/**
+ * @internal Read `run`'s options once (a getter runs once), then piscina's checks with its messages
+ * (its callers match on them); a bad one rejects. Nothing is copied into a dictionary object: this
+ * is on every task's path.
+ */
+export function readRunOptions(options: object): RunOptionsRead {
+  const o: RunOptionsRead = {
+    transferList: own(options, 'transferList'), filename: own(options, 'filename'), name: own(options, 'name'),
+    signal: own(options, 'signal'), token: own(options, 'token'), graceMs: own(options, 'graceMs'),
+  };
   if (o.transferList !== undefined && !Array.isArray(o.transferList)) throw new TypeError('transferList argument must be an Array');
   if (o.filename != null && typeof o.filename !== 'string') throw new TypeError('filename argument must be a string');
   if (o.filename === '') throw new TypeError('options.filename: expected a path or a file URL, got ""');
@@ -93,6 +112,7 @@ export function checkRunOptions(o: PiscinaRunOptions & { graceMs?: unknown; file
     }
   }
   checkMs('options.graceMs', o.graceMs);
+  return o;
 }
 
 /** @internal Listen once for the signal's abort, as piscina does for either kind; returns the remover. */

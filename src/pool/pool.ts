@@ -16,7 +16,7 @@ import type { TokenState } from '../token/state.js';
 import { isCancelToken, STATE, type CancelToken } from '../token/token.js';
 import { queueOptionsFor } from './dispatch.js';
 import {
-  checkRunOptions, ENTRY, onAbort, setupPool, toPath, type PiscinaOptions, type PiscinaRunOptions, type PoolSetup,
+  ENTRY, onAbort, readRunOptions, setupPool, toPath, type PiscinaOptions, type PiscinaRunOptions, type PoolSetup,
   type Signal,
 } from './options.js';
 import { encodeTarget, P_BUFFERS, P_ROOT_SLAB, P_SLAB } from './protocol.js';
@@ -129,24 +129,25 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
 
   #run(task: unknown, options: TurnPoolRunOptions): Promise<unknown> {
     if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
-    const o = Object.assign(Object.create(null), options) as TurnPoolRunOptions;
-    checkRunOptions(o);
+    const o = readRunOptions(options);
     if (o.token !== undefined && !isCancelToken(o.token)) throw new TypeError(`options.token: expected a CancelToken, got ${describe(o.token)}`);
-    const token = o.token ?? activeToken();
+    const token = (o.token as CancelToken | undefined) ?? activeToken();
     const wrapped = token !== undefined || o.signal != null;
-    const target = o.filename == null && o.name == null ? this.#defaultTargets[wrapped ? 1 : 0] : this.#targetOf(o.filename, o.name, wrapped);
+    const target = o.filename == null && o.name == null ? this.#defaultTargets[wrapped ? 1 : 0]
+      : this.#targetOf(o.filename as string | null | undefined, o.name as string | null | undefined, wrapped);
     if (target === undefined) throw new Error('filename must be provided to run() or in options object');
-    if (!wrapped) return this.#runPlain(task, o.transferList, target);
-    const read = readTask(task, o.transferList as TransferListItem[] | undefined);
-    const graceMs = o.graceMs ?? this.graceMs;
-    if (o.signal != null) return this.#runWithSignal(read, target, token, o.signal, graceMs);
+    const transferList = o.transferList as TransferListItem[] | undefined;
+    if (!wrapped) return this.#runPlain(task, transferList, target);
+    const read = readTask(task, transferList);
+    const graceMs = (o.graceMs as number | undefined) ?? this.graceMs;
+    if (o.signal != null) return this.#runWithSignal(read, target, token, o.signal as Signal, graceMs);
     return this.#runWithToken(read, target, token!, graceMs, undefined, undefined);
   }
 
   /** No token, no signal: the task goes to piscina as it is. */
-  #runPlain(task: unknown, transferList: PiscinaRunOptions['transferList'], target: string): Promise<unknown> {
+  #runPlain(task: unknown, transferList: TransferListItem[] | undefined, target: string): Promise<unknown> {
     this.#inFlight++;
-    return super.run(task as T, { transferList, filename: ENTRY, name: target }).finally(() => {
+    return super.run(task as T, { transferList: transferList as never, filename: ENTRY, name: target }).finally(() => {
       this.#inFlight--;
       this.#completed++;
       if (this.#setup.condemned.size > 0) this.#reap();
