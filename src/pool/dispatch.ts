@@ -50,9 +50,16 @@ export function observeStarts(inner: Balancer, condemned: ReadonlyMap<number, un
   };
 }
 
+/** The queue options of a task whose caller gave none: only the run (a small object, built on every task). */
+class RunOnly {
+  readonly [RUN]: Startable;
+  constructor(run: Startable) { this[RUN] = run; }
+}
+
 /** Queue options for a payload: the user's own (inherited, so a custom task queue still reads them) plus the run. */
 export function queueOptionsFor(own: unknown, run: Startable): object {
-  const options = Object.create(own !== null && typeof own === 'object' ? own : null) as Record<symbol, unknown>;
+  if (own === null || typeof own !== 'object') return new RunOnly(run);
+  const options = Object.create(own) as Record<symbol, unknown>;
   options[RUN] = run;
   return options;
 }

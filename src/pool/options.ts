@@ -85,22 +85,18 @@ export interface RunOptionsRead {
   transferList: unknown; filename: unknown; name: unknown; signal: unknown; token: unknown; graceMs: unknown;
 }
 
-const isOwn = Object.prototype.propertyIsEnumerable;
-
-function own(options: object, key: string): unknown {
-  return isOwn.call(options, key) ? (options as Record<string, unknown>)[key] : undefined;
-}
-
 /**
  * @internal Read `run`'s options once (a getter runs once), then piscina's checks with its messages
- * (its callers match on them); a bad one rejects. Nothing is copied into a dictionary object: this
- * is on every task's path.
+ * (its callers match on them); a bad one rejects. `Object.keys` is what piscina's `Object.assign`
+ * copy reads too (own enumerable properties), without building a dictionary object on every task.
  */
 export function readRunOptions(options: object): RunOptionsRead {
-  const o: RunOptionsRead = {
-    transferList: own(options, 'transferList'), filename: own(options, 'filename'), name: own(options, 'name'),
-    signal: own(options, 'signal'), token: own(options, 'token'), graceMs: own(options, 'graceMs'),
-  };
+  const o: RunOptionsRead = { transferList: undefined, filename: undefined, name: undefined, signal: undefined, token: undefined, graceMs: undefined };
+  for (const key of Object.keys(options)) {
+    if (key === 'transferList' || key === 'filename' || key === 'name' || key === 'signal' || key === 'token' || key === 'graceMs') {
+      o[key] = (options as Record<string, unknown>)[key];
+    }
+  }
   if (o.transferList !== undefined && !Array.isArray(o.transferList)) throw new TypeError('transferList argument must be an Array');
   if (o.filename != null && typeof o.filename !== 'string') throw new TypeError('filename argument must be a string');
   if (o.filename === '') throw new TypeError('options.filename: expected a path or a file URL, got ""');

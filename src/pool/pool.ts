@@ -119,7 +119,7 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
    * `Piscina.run`, plus `token` and `graceMs`. Never throws: a bad argument rejects the returned
    * promise (`TypeError`/`RangeError`, nothing started), as piscina's own checks do.
    */
-  override run<V = R>(task: T, options: TurnPoolRunOptions = {}): Promise<V> {
+  override run<V = R>(task: T, options: TurnPoolRunOptions = NO_OPTIONS): Promise<V> {
     try {
       return this.#run(task, options) as Promise<V>;
     } catch (error) {
@@ -299,6 +299,8 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     return target;
   }
 }
+
+const NO_OPTIONS: TurnPoolRunOptions = Object.freeze({});
 
 function isLive(token: CancelToken): boolean {
   const state = token[STATE];
