@@ -80,7 +80,7 @@ export function toPath(filename: string): string {
   return !isAbsolute(filename) && (filename.startsWith('./') || filename.startsWith('../')) ? resolve(filename) : filename;
 }
 
-/** `run`'s options as read: own enumerable properties only, as piscina's `Object.assign` copy reads them. */
+/** @internal `run`'s options as read. */
 export interface RunOptionsRead {
   transferList: unknown; filename: unknown; name: unknown; signal: unknown; token: unknown; graceMs: unknown;
 }
