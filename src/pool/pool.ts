@@ -11,7 +11,6 @@ import { Piscina, queueOptionsSymbol, transferableSymbol, valueSymbol } from 'pi
 import { abortedTaskError, CancelledError, describe } from '../errors.js';
 import { activeToken } from '../token/context.js';
 import { TurnRegistry } from '../token/registry.js';
-import { slabById } from '../token/slab.js';
 import type { TokenState } from '../token/state.js';
 import { isCancelToken, STATE, type CancelToken } from '../token/token.js';
 import { queueOptionsFor } from './dispatch.js';
@@ -19,7 +18,8 @@ import {
   ENTRY, onAbort, readRunOptions, setupPool, toPath, type PiscinaOptions, type PiscinaRunOptions, type PoolSetup,
   type Signal,
 } from './options.js';
-import { encodeTarget, P_BUFFERS, P_ROOT_SLAB, P_SLAB } from './protocol.js';
+import { encodeTarget } from './protocol.js';
+import { WorkerBook } from './worker-book.js';
 import { TaskRun, type RunHost, type Settlement, type SignalCause } from './task-run.js';
 
 export interface TurnPoolOptions extends PiscinaOptions {
@@ -73,14 +73,12 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
   readonly #setup: PoolSetup;
   /** The encoded targets (plain, wrapped) of the pool's own filename and name; `undefined`s when the pool has no filename. */
   readonly #defaultTargets: [string | undefined, string | undefined];
-  readonly #concurrent: boolean;
   /** Encoded targets by `filename\0name\0wrapped`. */
   readonly #targets = new Map<string, string>();
   /** Tokens made for tasks run with a plain `signal` outside any turn. */
   readonly #signalTokens = new TurnRegistry();
   #signalSeq = 0;
-  /** Slab ids sent to each worker thread, by thread id (protocol.ts). */
-  readonly #sent = new Map<number, Set<number>>();
+  readonly #workers: WorkerBook;
   /**
    * Tasks handed to piscina and not yet settled there. A task dropped on cancel can still sit in
    * piscina's queue until a worker refuses it; it is counted here and in `queueSize` alike, so
@@ -94,8 +92,8 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
   #optionsView: (Piscina['options'] & { graceMs: number }) | undefined;
   readonly #host: RunHost = {
     onSettled: (run, how) => this.#onSettled(run, how),
-    onStarted: (run) => this.#sendSlabs(run),
-    hardStop: (run) => this.#hardStop(run),
+    onStarted: (run) => this.#workers.sendSlabs(run),
+    hardStop: (run) => this.#workers.hardStop(run),
   };
 
   constructor(options: TurnPoolOptions = {}) {
@@ -103,7 +101,11 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     super(setup.piscina);
     this.#setup = setup;
     this.graceMs = setup.graceMs;
-    this.#concurrent = super.options.concurrentTasksPerWorker > 1;
+    this.#workers = new WorkerBook(setup.condemned, {
+      terminate: (threadId) => this.#terminate(threadId),
+      liveThreadIds: () => this.threads.map((worker) => worker.threadId),
+      maxThreads: this.maxThreads,
+    }, super.options.concurrentTasksPerWorker > 1);
     this.#defaultTargets = setup.filename === null ? [undefined, undefined]
       : [this.#target(setup.filename, setup.name, false), this.#target(setup.filename, setup.name, true)];
   }
@@ -150,7 +152,7 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     return super.run(task as T, { transferList: transferList as never, filename: ENTRY, name: target }).finally(() => {
       this.#inFlight--;
       this.#completed++;
-      if (this.#setup.condemned.size > 0) this.#reap();
+      this.#workers.reap();
     });
   }
 
@@ -208,63 +210,8 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     if (how === 'value' || how === 'error' || how === 'cooperative') this.#completed++;
     if (how === 'cooperative') this.#cooperativeStops++;
     else if (how === 'hard') this.#hardStops++;
-    // A payload that never reached its worker (it could not be cloned): its buffers did not either.
-    if (how === 'error' && run.sentSlabs !== undefined) for (const id of run.sentSlabs) this.#sent.get(run.worker!.id)?.delete(id);
-    if (this.#setup.condemned.size > 0) this.#reap();
-  }
-
-  /** Attach the buffers of the slabs the chosen worker has not been sent yet (protocol.ts). */
-  #sendSlabs(run: TaskRun): void {
-    const threadId = run.worker!.id;
-    let sent = this.#sent.get(threadId);
-    if (sent === undefined) {
-      if (this.#sent.size >= 2 * this.maxThreads) this.#forgetGoneWorkers();
-      this.#sent.set(threadId, (sent = new Set()));
-    }
-    const slab = run.payload[P_SLAB] as number;
-    const root = run.payload[P_ROOT_SLAB] as number | undefined;
-    if (sent.has(slab) && (root === undefined || sent.has(root))) return;
-    const ids = [slab, root].filter((id, i, all): id is number => id !== undefined && !sent.has(id) && all.indexOf(id) === i);
-    run.payload[P_BUFFERS] = ids.map((id) => [id, slabById(id)!.buffer]);
-    for (const id of ids) sent.add(id);
-    run.sentSlabs = ids;
-  }
-
-  #forgetGoneWorkers(): void {
-    const live = new Set(this.threads.map((worker) => worker.threadId));
-    for (const id of this.#sent.keys()) if (!live.has(id)) this.#sent.delete(id);
-  }
-
-  /**
-   * The hard stop of a started task that piscina does not abort itself (task-run.ts): terminate
-   * its worker (piscina respawns one and rejects the task), unless other tasks share it — then the
-   * worker is condemned, the task abandoned (true: reject it now), and the worker ends when they
-   * have settled (`#reap`), or after one more grace window if they have not (then they reject with
-   * piscina's "worker exited" error).
-   */
-  #hardStop(run: TaskRun): boolean {
-    const worker = run.worker!;
-    const condemned = this.#setup.condemned.get(worker.id);
-    const abandoned = (condemned?.abandoned ?? 0) + 1;
-    if (!this.#concurrent || worker.currentUsage <= abandoned) {
-      this.#end(worker.id);
-      return false;
-    }
-    if (condemned !== undefined) condemned.abandoned = abandoned;
-    else this.#setup.condemned.set(worker.id, { worker, abandoned, deadline: setTimeout(() => this.#end(worker.id), run.graceMs) });
-    return true;
-  }
-
-  /** End each condemned worker that runs nothing but its abandoned tasks. */
-  #reap(): void {
-    for (const [id, { worker, abandoned }] of this.#setup.condemned) if (worker.currentUsage <= abandoned) this.#end(id);
-  }
-
-  #end(threadId: number): void {
-    const condemned = this.#setup.condemned.get(threadId);
-    if (condemned !== undefined) clearTimeout(condemned.deadline);
-    this.#setup.condemned.delete(threadId);
-    this.#terminate(threadId);
+    if (how === 'error') this.#workers.unsend(run);
+    this.#workers.reap();
   }
 
   #terminate(threadId: number): void {
