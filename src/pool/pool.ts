@@ -3,7 +3,7 @@
  * hard-stopped only when they do not listen. It is a piscina (subclass): events, getters, statics,
  * `close`/`destroy`/dispose are piscina's own. What it adds: each task's token travels to the
  * worker as numbers (protocol.ts), the cancel rules live in task-run.ts, options are read in
- * options.ts; this file builds payloads, keeps the counts and ends workers on a hard stop.
+ * options.ts, per-worker bookkeeping in worker-book.ts; this file builds payloads and keeps the counts.
  */
 
 import type { TransferListItem } from 'node:worker_threads';
