@@ -85,14 +85,20 @@ export interface RunOptionsRead {
   transferList: unknown; filename: unknown; name: unknown; signal: unknown; token: unknown; graceMs: unknown;
 }
 
+const NOTHING_READ: RunOptionsRead = Object.freeze({
+  transferList: undefined, filename: undefined, name: undefined, signal: undefined, token: undefined, graceMs: undefined,
+});
+
 /**
  * @internal Read `run`'s options once (a getter runs once), then piscina's checks with its messages
  * (its callers match on them); a bad one rejects. `Object.keys` is what piscina's `Object.assign`
  * copy reads too (own enumerable properties), without building a dictionary object on every task.
  */
 export function readRunOptions(options: object): RunOptionsRead {
+  const keys = Object.keys(options);
+  if (keys.length === 0) return NOTHING_READ;
   const o: RunOptionsRead = { transferList: undefined, filename: undefined, name: undefined, signal: undefined, token: undefined, graceMs: undefined };
-  for (const key of Object.keys(options)) {
+  for (const key of keys) {
     if (key === 'transferList' || key === 'filename' || key === 'name' || key === 'signal' || key === 'token' || key === 'graceMs') {
       o[key] = (options as Record<string, unknown>)[key];
     }
