@@ -15,7 +15,8 @@
  *    process, with a reporter that prints one JSON line per test, and prints both pass counts and
  *    every test whose outcome differs.
  *
- * Needs the registry (step 1) and what is installed here; nothing is written outside a temp dir.
+ * Needs the registry (step 1) and what is installed here, plus a stand-in for `concat-stream`
+ * (CONCAT_STREAM below); nothing is written outside a temp dir.
  * Options: `--keep` keeps the temp dir; `--only <substring>` runs matching test files only.
  */
 
@@ -67,8 +68,9 @@ function main() {
     compile(dir);
     if (variant === 'turnpool') shim(dir);
     // `import('piscina')` in the tests resolves to the package under test.
-    mkdirSync(join(dir, 'node_modules'), { recursive: true });
+    mkdirSync(join(dir, 'node_modules', 'concat-stream'), { recursive: true });
     symlinkSync(dir, join(dir, 'node_modules', 'piscina'), 'dir');
+    writeFileSync(join(dir, 'node_modules', 'concat-stream', 'index.js'), CONCAT_STREAM);
     variants[variant] = dir;
   }
 
@@ -213,6 +215,23 @@ function walk(dir) {
     return statSync(path).isDirectory() ? walk(path) : [path];
   });
 }
+
+/**
+ * A stand-in for `concat-stream`, the one devDependency of piscina's tests that is not installed
+ * here (console-log.test.ts pipes a child's output into it): collect what is written, hand it to
+ * the callback at the end (joined strings, or one Buffer).
+ */
+const CONCAT_STREAM = `'use strict';
+const { Writable } = require('node:stream');
+module.exports = function concat(callback) {
+  const chunks = [];
+  return new Writable({
+    decodeStrings: false,
+    write(chunk, _encoding, done) { chunks.push(chunk); done(); },
+    final(done) { callback(chunks.every((c) => typeof c === 'string') ? chunks.join('') : Buffer.concat(chunks.map((c) => Buffer.from(c)))); done(); },
+  });
+};
+`;
 
 /** A node:test reporter: one JSON line per finished test (suites are not tests). */
 const REPORTER = `
