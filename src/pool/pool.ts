@@ -179,6 +179,7 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     const own = parent === undefined ? this.#signalTokens.beginTurn(`signal-${++this.#signalSeq}`) : parent.child();
     const cause: SignalCause = { aborted: false, reason: undefined };
     const stop = onAbort(signal, () => {
+      if (own.isCancelled()) return; // the turn's stop came first: it is the cause
       cause.aborted = true;
       cause.reason = (signal as { reason?: unknown }).reason;
       own.cancel(cause.reason ?? 'cancel.user');
