@@ -199,16 +199,16 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     run.release = release;
     run.signal = signal;
     (payload as unknown as Record<symbol, unknown>)[queueOptionsSymbol] = queueOptionsFor(read.queueOptions, run);
-    this.#submit(run, read.transfers, target);
+    this.#submit(run, payload, read.transfers, target);
     return run.promise;
   }
 
-  #submit(run: TaskRun, transfers: TransferListItem[] | undefined, target: string): void {
+  #submit(run: TaskRun, payload: unknown[], transfers: TransferListItem[] | undefined, target: string): void {
     const options = { signal: run.abortable ? run as never : null, transferList: transfers as never, filename: ENTRY, name: target };
     this.#inFlight++;
     let result: Promise<unknown>;
     try {
-      result = super.run(run.payload as T, options);
+      result = super.run(payload as T, options);
     } catch (error) {
       // A custom task queue that throws: the run ends here, its owner and token with it.
       this.#inFlight--;

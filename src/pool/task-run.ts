@@ -38,6 +38,13 @@ export interface RunHost {
 /** Set when the run's cancel came from a plain `signal`: the rejection is then piscina's `AbortError`. */
 export interface SignalCause { aborted: boolean; reason: unknown }
 
+/** The resolvers of the promise being made: one shared executor, no closure per run. */
+const captured: { resolve: ((value: unknown) => void) | undefined; reject: ((error: unknown) => void) | undefined } = { resolve: undefined, reject: undefined };
+function capture(resolve: (value: unknown) => void, reject: (error: unknown) => void): void {
+  captured.resolve = resolve;
+  captured.reject = reject;
+}
+
 export class TaskRun implements Owner, Startable {
   readonly kind = 'task';
   readonly token: CancelToken;
@@ -78,7 +85,9 @@ export class TaskRun implements Owner, Startable {
     this.graceMs = graceMs;
     this.abortable = abortable;
     this.payload = payload;
-    this.promise = new Promise((resolve, reject) => { this.#resolve = resolve; this.#reject = reject; });
+    this.promise = new Promise(capture);
+    this.#resolve = captured.resolve!;
+    this.#reject = captured.reject!;
     addOwnerOf(token, this);
   }
 

@@ -41,11 +41,12 @@ export class WorkerBook {
       if (this.#sent.size >= 2 * this.#control.maxThreads) this.#forgetGoneWorkers();
       this.#sent.set(threadId, (sent = new Set()));
     }
-    const slab = run.payload[P_SLAB] as number;
-    const root = run.payload[P_ROOT_SLAB] as number | undefined;
+    const payload = run.payload;
+    const slab = payload[P_SLAB] as number;
+    const root = payload[P_ROOT_SLAB] as number | undefined;
     if (sent.has(slab) && (root === undefined || sent.has(root))) return;
     const ids = [slab, root].filter((id, i, all): id is number => id !== undefined && !sent.has(id) && all.indexOf(id) === i);
-    run.payload[P_BUFFERS] = ids.map((id) => [id, slabById(id)!.buffer]);
+    payload[P_BUFFERS] = ids.map((id) => [id, slabById(id)!.buffer]);
     for (const id of ids) sent.add(id);
     run.sentSlabs = ids;
   }
