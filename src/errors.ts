@@ -195,3 +195,16 @@ export function checkFunction(name: string, value: unknown): asserts value is (.
     throw new TypeError(`${name}: expected a function, got ${describe(value)}`);
   }
 }
+
+/**
+ * The rejection of a pool task stopped through a plain `signal`, in piscina's shape so code written
+ * for piscina keeps working: `name` is `'AbortError'`, the message is piscina's, `cause` is the
+ * signal's reason (even when that is undefined). It is still a `CancelledError`
+ * (`isCancelledError()` is true), and `hard` tells whether the worker had to be terminated.
+ */
+export function abortedTaskError(signalReason: unknown, options: Omit<CancelledErrorOptions, 'cause'>): CancelledError {
+  const error = new CancelledError('The task has been aborted', options);
+  Object.defineProperty(error, 'name', { value: 'AbortError', writable: true, configurable: true, enumerable: false });
+  Object.defineProperty(error, 'cause', { value: signalReason, writable: true, configurable: true, enumerable: false });
+  return error;
+}

@@ -10,6 +10,11 @@ export {
 } from './errors.js';
 export type { TokenHandle } from './token/slot.js';
 export { TurnPool, type TurnPoolOptions, type TurnPoolRunOptions, type TurnPoolStats } from './pool/pool.js';
+/** Piscina's named exports, where a caller moving from `piscina` to `TurnPool` imports them. */
+export {
+  move, isWorkerThread, workerData, transferableSymbol, valueSymbol, queueOptionsSymbol, FixedQueue, ArrayTaskQueue,
+  type TaskQueue, type PiscinaTask,
+} from 'piscina';
 export { TurnRunner, LISTENER_WARNING, type TurnRunnerOptions, type RunOptions } from './turn/runner.js';
 export type { Turn } from './turn/active-turn.js';
 export type { StopReport, TurnOutcome, TurnOutcomeStatus } from './turn/report.js';

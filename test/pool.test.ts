@@ -117,8 +117,10 @@ describe('a running task that is cancelled', () => {
 });
 
 describe('hostile task bodies end and leave the pool healthy', () => {
-  for (const name of ['polls', 'neverChecks', 'swallows', 'blocksElsewhere', 'awaitsTimer']) {
-    it(`${name}: ends within grace plus a small bound, and the next task runs`, async () => {
+  // How each body ends: only `polls` listens; the others must be hard-stopped once the 100 ms grace is over.
+  const hardByBody: Record<string, boolean> = { polls: false, neverChecks: true, swallows: true, blocksElsewhere: true, awaitsTimer: true };
+  for (const [name, hard] of Object.entries(hardByBody)) {
+    it(`${name}: ends ${hard ? 'hard, after the 100 ms grace and within 1 s of it' : 'cooperatively, within the grace'}, and the next task runs`, async () => {
       const pool = onePool({ graceMs: 100 });
       const token = registry.beginTurn('s');
       const f = flags();
@@ -127,8 +129,14 @@ describe('hostile task bodies end and leave the pool healthy', () => {
       const t0 = performance.now();
       token.cancel();
       const e = await rejection(p);
+      const elapsed = performance.now() - t0;
       expect(isCancelledError(e)).toBe(true);
-      expect(performance.now() - t0).toBeLessThan(2100);
+      expect(e.hard).toBe(hard);
+      expect(pool.stats()).toMatchObject({ hardStops: hard ? 1 : 0, cooperativeStops: hard ? 0 : 1, running: 0 });
+      // The grace is honoured (never cut short), and the hard stop follows it closely. A cooperative
+      // end is within the grace by construction (else it would be hard).
+      if (hard) expect(elapsed).toBeGreaterThanOrEqual(99);
+      expect(elapsed).toBeLessThan(100 + 1000);
       await expect(pool.run({ value: 7 }, { name: 'echo' })).resolves.toMatchObject({ value: 7 });
     });
   }
@@ -356,22 +364,38 @@ describe('lifecycle', () => {
 });
 
 describe('bad input', () => {
-  it('rejects a negative or NaN graceMs with a RangeError', () => {
+  it('refuses a negative, NaN or too long graceMs with a RangeError: the constructor throws, run() rejects', async () => {
     expect(() => new TurnPool({ filename: tasks, graceMs: -1 })).toThrow(RangeError);
     expect(() => new TurnPool({ filename: tasks, graceMs: Number.NaN })).toThrow(/graceMs/);
+    expect(() => new TurnPool({ filename: tasks, graceMs: 2 ** 31 })).toThrow(/graceMs.*2147483647/);
     const pool = onePool();
-    expect(() => pool.run({}, { graceMs: -5 })).toThrow(RangeError);
+    await expect(pool.run({}, { graceMs: -5 })).rejects.toThrow(RangeError);
+    await expect(pool.run({}, { graceMs: 2 ** 31 })).rejects.toThrow(/options\.graceMs.*2147483647/);
+    expect(pool.stats()).toMatchObject({ completed: 0, running: 0, queued: 0 });
   });
 
-  it('rejects a token that is not a CancelToken with a TypeError and starts nothing', () => {
+  it('rejects (never throws) a token that is not a CancelToken and other bad options, and starts nothing', async () => {
     const pool = onePool();
-    expect(() => pool.run({}, { token: { signal: new AbortController().signal } as never })).toThrow(/options\.token: expected a CancelToken/);
-    expect(() => pool.run({}, { signal: {} as never })).toThrow(TypeError);
-    expect(() => pool.run({}, { filename: 42 as never })).toThrow(/options\.filename: expected a string/);
+    const calls = [
+      () => pool.run({}, { token: { signal: new AbortController().signal } as never }),
+      () => pool.run({}, { signal: {} as never }),
+      () => pool.run({}, { filename: 42 as never }),
+      () => pool.run({}, { filename: '' }),
+      () => pool.run({}, 7 as never),
+    ];
+    const errors = await Promise.all(calls.map((call) => rejection(call())));
+    expect(errors.map((e) => e.message)).toEqual([
+      expect.stringMatching(/options\.token: expected a CancelToken/),
+      expect.stringMatching(/options\.signal: expected an AbortSignal or an EventEmitter/),
+      'filename argument must be a string',
+      expect.stringMatching(/options\.filename: expected a path/),
+      'options must be an object',
+    ]);
     const nameless = new TurnPool({ minThreads: 0, maxThreads: 1 });
     pools.push(nameless);
-    expect(() => nameless.run({})).toThrow(/no filename/);
-    expect(pool.stats()).toMatchObject({ running: 0, queued: 0 });
+    await expect(nameless.run({})).rejects.toThrow('filename must be provided to run() or in options object');
+    expect(pool.stats()).toMatchObject({ completed: 0, running: 0, queued: 0 });
+    expect(registry.stats().liveOwners).toBe(0);
   });
 
   it('fullstop/worker functions outside a pool task throw a clear error', async () => {

@@ -1,44 +1,53 @@
 /**
  * The token of the pool task running on this thread, behind `fullstop/worker`'s free functions.
  *
- * With one task per worker at a time (piscina's default `concurrentTasksPerWorker: 1`) the binding
- * is a plain module variable, set before the handler is called and cleared when its result
- * settles — so it holds across the awaits of an async task at no cost. With several concurrent
- * tasks per worker the pool entry binds through AsyncLocalStorage instead (`bindConcurrent`).
+ * Each task gets its own `TaskBinding`, bound through AsyncLocalStorage for the task's whole async
+ * life: a timer or callback that a task leaves behind keeps seeing that task's binding, never the
+ * binding of whichever task runs when it fires. When the task settles its binding is marked `over`,
+ * so such leftovers see a retired token (their checks throw) instead of the next task's token.
  *
  * Outside a pool task every function throws: a call there is a mistake (in a thread you start
  * yourself, use `tokenFromHandle(handle)`), and failing loudly beats a check that never fires.
- * Inside a task run without a token they are no-ops: nothing can cancel such a task
- * cooperatively, and `sleep` just sleeps.
+ * Inside a task run without a token they are no-ops while the task runs: nothing can cancel such a
+ * task cooperatively, and `sleep` just sleeps.
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { checkRequiredMs } from '../src/errors.js';
-import { SlotToken } from './worker-token.js';
+import { cancelledError, checkRequiredMs, type CancelledError } from '../src/errors.js';
+import type { SlotToken } from './worker-token.js';
 
-/** A task with no token: checks pass, sleep sleeps. */
-export const NO_TOKEN = 'none';
-export type TaskBinding = SlotToken | typeof NO_TOKEN;
+/** One task's view of its token. */
+export class TaskBinding {
+  /** The task's token; `undefined` for a task run without one. */
+  readonly token: SlotToken | undefined;
+  /** True once the task settled: what it left behind sees a retired token. */
+  over = false;
 
-let current: TaskBinding | undefined;
-let concurrent: AsyncLocalStorage<TaskBinding> | undefined;
+  constructor(token: SlotToken | undefined) {
+    this.token = token;
+  }
 
-export function bindSerial(binding: TaskBinding | undefined): void {
-  current = binding;
+  /** The error a check throws once the task is over. */
+  overError(): CancelledError {
+    return cancelledError('the pool task is over (token retired): a timer or callback it left behind ran after it settled', { reason: 'retired' });
+  }
 }
 
-export function runConcurrent<T>(binding: TaskBinding, fn: () => T): T {
-  concurrent ??= new AsyncLocalStorage();
-  return concurrent.run(binding, fn);
+/** The binding of each task, for everything the task starts; no store outside a task. */
+const storage = new AsyncLocalStorage<TaskBinding>();
+
+/** Run `fn` with `binding` as the task's binding for everything `fn` starts, sync or async. */
+export function runBound<T>(binding: TaskBinding, fn: () => T): T {
+  return storage.run(binding, fn);
 }
 
 /** The binding of the task running now, `undefined` outside a task (the probe worker wraps it). */
 export function currentBinding(): TaskBinding | undefined {
-  return concurrent?.getStore() ?? current;
+  return storage.getStore();
 }
 
 function binding(what: string): TaskBinding {
-  const b = concurrent?.getStore() ?? current;
+  const b = storage.getStore();
   if (b === undefined) {
     throw new Error(`fullstop/worker: ${what}() was called outside a TurnPool task; in a thread you start yourself, use tokenFromHandle(handle)`);
   }
@@ -48,36 +57,40 @@ function binding(what: string): TaskBinding {
 /** Throws `CancelledError` if this task's token is cancelled or retired. */
 export function checkCancelled(): void {
   const b = binding('checkCancelled');
-  if (b !== NO_TOKEN) b.checkCancelled();
+  if (b.over) throw b.overError();
+  b.token?.checkCancelled();
 }
 
-/** True once this task's token is cancelled or retired. */
+/** True once this task's token is cancelled or retired (or the task is over). */
 export function isCancelled(): boolean {
   const b = binding('isCancelled');
-  return b !== NO_TOKEN && b.isCancelled();
+  return b.over || (b.token !== undefined && b.token.isCancelled());
 }
 
 /** Sleep up to `ms` on the token's slot: wakes at once on cancel or retire, then throws `CancelledError`. */
 export function sleep(ms: number): void {
   const b = binding('sleep');
-  if (b !== NO_TOKEN) return b.sleep(ms);
   checkRequiredMs('ms', ms);
+  if (b.over) throw b.overError();
+  if (b.token !== undefined) return b.token.sleep(ms);
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 /** `checkCancelled()`, then block while the token's registry is paused; a stop wakes it and it throws. */
 export function checkpoint(): void {
   const b = binding('checkpoint');
-  if (b !== NO_TOKEN) b.checkpoint();
+  if (b.over) throw b.overError();
+  b.token?.checkpoint();
 }
 
 /** Cancel this task's turn from inside the worker; the main thread's `token.signal` aborts. */
 export function cancelTurn(reason?: unknown): boolean {
   const b = binding('cancelTurn');
-  if (b === NO_TOKEN) return false;
+  const token = b.token;
+  if (token === undefined || b.over) return false;
   // The task's own (child) slot too, so this task's next check throws without waiting for the
   // main thread to cascade the root's cancel down.
-  const tripped = (b.root ?? b).cancel(reason);
-  if (b.root !== undefined) b.cancel(reason);
+  const tripped = (token.root ?? token).cancel(reason);
+  if (token.root !== undefined) token.cancel(reason);
   return tripped;
 }

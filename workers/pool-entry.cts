@@ -4,6 +4,10 @@
  * Proxy. The pool packs the user's real filename and export name into piscina's `name`
  * (src/pool/protocol.ts), and this Proxy hands piscina a wrapped handler for each one.
  * `__esModule: true` keeps piscina's interop helper from copying the (empty) export list.
+ *
+ * The promise returned here never rejects: piscina swallows a failed lookup and reports "No
+ * handler function exported" instead of the cause, so the user's module is loaded by the handler
+ * itself, at the first task (workers/pool-task.ts), where its error reaches that task.
  */
 
 const handlers = new Map<string, Promise<unknown>>();

@@ -1,18 +1,19 @@
 /**
- * The TurnPool worker side: load the user's handler, bind each task's token for the task's
- * duration, unbind it when the task settles.
+ * The TurnPool worker side: load the user's handler as piscina would, bind each task's token for
+ * the task's whole async life, mark the binding over when the task settles.
  *
- * Kept lean on purpose (issue #3, P5): the per-task path is a slab lookup, one small token object
+ * Kept lean on purpose: the per-task path is a slab lookup, one small token object, one binding
  * and a direct call of the user's handler; no promise unless the handler returns one.
  */
 
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
+import { MessagePort } from 'node:worker_threads';
 import {
-  decodeTarget, NEED_SLAB, P_BUFFERS, P_GENERATION, P_INDEX, P_ROOT_GENERATION, P_ROOT_INDEX, P_ROOT_SLAB,
-  P_SLAB, P_TASK, type Target,
+  decodeTarget, P_BUFFERS, P_GENERATION, P_INDEX, P_ROOT_GENERATION, P_ROOT_INDEX, P_ROOT_SLAB, P_SLAB, P_TASK,
+  type Target,
 } from '../src/pool/protocol.js';
-import { bindSerial, NO_TOKEN, runConcurrent, type TaskBinding } from './current.js';
+import { runBound, TaskBinding } from './current.js';
 import { SlotToken } from './worker-token.js';
 
 type Handler = (task: unknown) => unknown;
@@ -20,72 +21,153 @@ type Payload = unknown[];
 
 /** Every slab buffer this worker has been sent, by slab id. */
 const slabs = new Map<number, Int32Array>();
+const requireHere = createRequire(import.meta.url);
 
-/** Called once per target by pool-entry.cjs (piscina caches the result). */
-export async function handlerFor(encoded: string): Promise<Handler> {
+/**
+ * The handler piscina caches for one target. The user's module is loaded at the first task, not
+ * when the worker starts: a module that throws, exits or never settles at import then fails that
+ * task with its own error (piscina would swallow the `require` error, and a worker that exits
+ * while starting up leaves the queue waiting for ever). A failed load is tried again by the next
+ * task, as piscina does.
+ */
+export function handlerFor(encoded: string): Handler {
   const target = decodeTarget(encoded);
   if (target === undefined) throw new Error(`fullstop: ${JSON.stringify(encoded)} is not a TurnPool task target`);
-  const user = await loadHandler(target);
-  return target.concurrent ? (payload) => runTaskConcurrent(user, payload as Payload) : (payload) => runTaskSerial(user, payload as Payload);
+  const run = target.wrapped ? runTask : runPlainTask;
+  let user: Handler | undefined;
+  let loading: Promise<Handler> | undefined;
+  const load = (): Promise<Handler> => (loading ??= loadHandler(target).then(
+    (handler) => (user = handler),
+    (error: unknown) => { loading = undefined; throw error; },
+  ));
+  return (payload) => user !== undefined ? run(user, payload as never) : load().then((handler) => run(handler, payload as never));
 }
 
-/** The same lookup piscina does: the module itself if it is a function, else its export `name`. */
+/**
+ * Piscina's lookup (worker.ts `getHandler`), with the causes kept: `require` first (CommonJS, and a
+ * module whose export is a promise of the handler), then `import()` for what `require` cannot load
+ * (ESM, top-level await). The export is the module itself if it is a function, else `name`
+ * (awaited: an async-initialised module exports a promise).
+ */
 async function loadHandler({ filename, name }: Target): Promise<Handler> {
   let mod: unknown;
+  let requireError: unknown;
   try {
-    mod = createRequire(import.meta.url)(filename);
+    mod = interop(requireHere(filename));
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ERR_REQUIRE_ESM') throw e;
-    mod = await import(pathToFileURL(filename).href);
+    requireError = e;
   }
-  let handler = typeof mod === 'function' ? mod : (mod as Record<string, unknown>)[name];
-  if (typeof handler !== 'function' && name === 'default') handler = (mod as { default?: unknown }).default;
-  if (typeof handler !== 'function') throw new Error(`No handler function "${name}" exported from ${filename}`);
+  let handler: unknown = typeof mod === 'function' ? mod : mod === undefined ? undefined : await (mod as Record<string, unknown>)[name];
+  if (typeof handler !== 'function') {
+    let namespace: Record<string, unknown>;
+    try {
+      namespace = await import(pathToFileURL(filename).href) as Record<string, unknown>;
+    } catch (e) {
+      // `require` found the file but it is ESM, or has top-level await: the import error is the cause.
+      // A file `require` could not find at all: say so as piscina does ("Cannot find module").
+      throw loadError(e, requireError);
+    }
+    handler = await namespace[name];
+  }
+  if (typeof handler !== 'function') {
+    throw new TypeError(`No handler function exported from ${filename}: its export ${JSON.stringify(name)} is ${handler === undefined ? 'missing' : `a ${typeof handler}`}`);
+  }
   return handler as Handler;
 }
 
-function runTaskSerial(user: Handler, payload: Payload): unknown {
-  const binding = bindingOf(payload);
-  bindSerial(binding);
+/** TypeScript's `__importStar`, as piscina's compiled `require` sees a module. */
+function interop(mod: unknown): unknown {
+  if (mod !== null && typeof mod === 'object' && (mod as { __esModule?: unknown }).__esModule) return mod;
+  const view: Record<string, unknown> = {};
+  if (mod !== null && mod !== undefined) {
+    for (const key of Object.getOwnPropertyNames(mod)) if (key !== 'default') view[key] = (mod as Record<string, unknown>)[key];
+  }
+  view.default = mod;
+  return view;
+}
+
+/** Which of the two attempts names the cause. */
+function loadError(importError: unknown, requireError: unknown): unknown {
+  const code = (requireError as { code?: unknown } | undefined)?.code;
+  // Not found, ESM, top-level await: `import()` was the real attempt (and says "Cannot find module").
+  if (requireError === undefined || code === 'MODULE_NOT_FOUND' || code === 'ERR_REQUIRE_ESM' || code === 'ERR_REQUIRE_ASYNC_MODULE') return importError;
+  // A CommonJS module that threw while loading: its own error, not the import's rerun of it.
+  return requireError;
+}
+
+/**
+ * One task: its binding holds for everything the handler starts, and is marked over when the
+ * handler settles (leftovers then see a retired token, current.ts).
+ */
+function runTask(user: Handler, payload: Payload): unknown {
+  return runWith(user, bindingOf(payload), payload[P_TASK]);
+}
+
+/** A task run without a token: the checks pass, `sleep` sleeps (current.ts). */
+function runPlainTask(user: Handler, task: unknown): unknown {
+  return runWith(user, new TaskBinding(undefined), task);
+}
+
+function runWith(user: Handler, binding: TaskBinding, task: unknown): unknown {
   let result: unknown;
   try {
-    result = user(payload[P_TASK]);
+    result = runBound(binding, () => user(task));
   } catch (e) {
-    bindSerial(undefined);
+    binding.over = true;
     throw e;
   }
   if (!isThenable(result)) {
-    bindSerial(undefined);
+    binding.over = true;
     return result;
   }
-  // The binding stays for the whole async task: piscina runs one task at a time per worker here.
-  return Promise.resolve(result).finally(() => bindSerial(undefined));
-}
-
-function runTaskConcurrent(user: Handler, payload: Payload): unknown {
-  return runConcurrent(bindingOf(payload), () => user(payload[P_TASK]));
+  return Promise.resolve(result).finally(() => { binding.over = true; });
 }
 
 function bindingOf(payload: Payload): TaskBinding {
-  if (payload.length === 1) return NO_TOKEN;
   const buffers = payload[P_BUFFERS] as [number, SharedArrayBuffer][] | undefined;
   if (buffers !== undefined) for (const [id, buffer] of buffers) slabs.set(id, new Int32Array(buffer));
   const cells = slabs.get(payload[P_SLAB] as number);
   const hasRoot = payload[P_ROOT_SLAB] !== undefined;
   const rootCells = hasRoot ? slabs.get(payload[P_ROOT_SLAB] as number) : cells;
   if (cells === undefined || rootCells === undefined) {
-    const missing = [payload[P_SLAB], payload[P_ROOT_SLAB]].filter((id) => id !== undefined && !slabs.has(id as number));
-    throw new Error(NEED_SLAB + missing.join(','));
+    // The pool sends every slab with the first task that needs it on this thread (protocol.ts).
+    throw new Error(`fullstop: internal error: this worker was never sent slab ${cells === undefined ? String(payload[P_SLAB]) : String(payload[P_ROOT_SLAB])}`);
   }
   const token = new SlotToken(cells, payload[P_INDEX] as number, payload[P_GENERATION] as number);
   // A task dropped from the queue on cancel may still be posted to a worker: it must not run
   // (task-run.ts). One load decides it, before any user code.
   if (token.isCancelled()) throw token.error();
-  if (!hasRoot) return token;
-  token.root = new SlotToken(rootCells, payload[P_ROOT_INDEX] as number, payload[P_ROOT_GENERATION] as number);
-  return token;
+  if (hasRoot) token.root = new SlotToken(rootCells, payload[P_ROOT_INDEX] as number, payload[P_ROOT_GENERATION] as number);
+  return new TaskBinding(token);
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
+
+/**
+ * A result (or a thrown value) that structured cloning refuses: piscina's worker would throw from
+ * `postMessage` in a microtask, the worker would die and the task would reject with an empty
+ * object. Instead the task rejects with an error that says so, and the worker lives on. Only
+ * piscina's response shape (`taskId`, `result`, `error`, `time`) is touched; any other message
+ * throws as it always did.
+ */
+function keepResponsesCloneable(): void {
+  const post = MessagePort.prototype.postMessage;
+  MessagePort.prototype.postMessage = function postMessage(this: MessagePort, message: unknown, transfer?: never) {
+    try {
+      return post.call(this, message, transfer);
+    } catch (e) {
+      if (!isResponse(message)) throw e;
+      const what = message.error === null ? "the task's result" : 'the error the task threw';
+      const why = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+      return post.call(this, { ...message, result: null, error: new TypeError(`${what} cannot be sent to the main thread (${why})`) });
+    }
+  };
+}
+
+function isResponse(message: unknown): message is { error: unknown } {
+  return message !== null && typeof message === 'object' && 'taskId' in message && 'result' in message && 'error' in message && 'time' in message;
+}
+
+keepResponsesCloneable();

@@ -1,7 +1,7 @@
 /**
- * The pool target of `fullstop probe`: runs the user's task function with its token rebound to a
- * `RecordingToken` (workers/probe-token.ts) for the duration of the task, then binds the real one
- * back. The user's module is loaded by this same worker, so its `fullstop/worker` import (or a
+ * The pool target of `fullstop probe`: runs the user's task function under a binding of its own
+ * whose token is a `RecordingToken` (workers/probe-token.ts) around the task's real one, for
+ * everything the function starts (AsyncLocalStorage, as the pool binds its tasks). The user's module is loaded by this same worker, so its `fullstop/worker` import (or a
  * relative import of the compiled runtime) is the module instance whose binding is rebound here.
  *
  * Errors meant for the probe's own messages carry a prefix (`LOAD_FAILED`, `NO_EXPORT`,
@@ -12,7 +12,7 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { isCancelledError } from '../src/errors.js';
-import { bindSerial, currentBinding } from './current.js';
+import { currentBinding, runBound, TaskBinding } from './current.js';
 import { LOAD_FAILED, NO_EXPORT, type ProbeJob } from './probe-record.js';
 import { RecordingToken } from './probe-token.js';
 import { SlotToken } from './worker-token.js';
@@ -25,20 +25,22 @@ const handlers = new Map<string, Promise<Handler>>();
 /** Run one probe job: the user's function, with every check of its token recorded. */
 export async function probeTask(job: ProbeJob): Promise<unknown> {
   const user = await handlerOf(job.filename, job.name);
-  const real = currentBinding();
+  const real = currentBinding()?.token;
   if (!(real instanceof SlotToken)) throw new Error('fullstop probe: a probe task runs only with a token');
   const recorder = new RecordingToken(real, job.record);
-  bindSerial(recorder);
+  // The user's function, and everything it starts, sees the recording token; what it leaves
+  // behind sees a binding that is over once the task settled, as the pool's own bindings do.
+  const binding = new TaskBinding(recorder);
   let stoppedAtCheck = false;
   try {
     recorder.begin();
-    return await user(job.task);
+    return await runBound(binding, () => user(job.task));
   } catch (e) {
     stoppedAtCheck = isCancelledError(e);
     throw e;
   } finally {
+    binding.over = true;
     recorder.end(!stoppedAtCheck);
-    bindSerial(real);
   }
 }
 
@@ -56,7 +58,8 @@ async function load(filename: string, name: string): Promise<Handler> {
     try {
       mod = createRequire(import.meta.url)(filename);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ERR_REQUIRE_ESM') throw e;
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ERR_REQUIRE_ESM' && code !== 'ERR_REQUIRE_ASYNC_MODULE') throw e;
       mod = await import(pathToFileURL(filename).href);
     }
   } catch (e) {

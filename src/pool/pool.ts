@@ -1,42 +1,46 @@
 /**
- * `TurnPool`: a drop-in for Piscina whose tasks stop in microseconds when their token is
- * cancelled, and are hard-stopped only when they do not listen. It composes a `Piscina`; every
- * piscina option passes through. The cancel rules live in task-run.ts; this file validates at the
- * boundary, builds payloads (protocol.ts) and keeps the counts.
+ * `TurnPool`: a `Piscina` whose tasks stop in microseconds when their token is cancelled, and are
+ * hard-stopped only when they do not listen. It is a piscina (subclass): events, getters, statics,
+ * `close`/`destroy`/dispose are piscina's own. What it adds: each task's token travels to the
+ * worker as numbers (protocol.ts), the cancel rules live in task-run.ts, options are read in
+ * options.ts, per-worker bookkeeping in worker-book.ts; this file builds payloads and keeps the counts.
  */
 
-import { fileURLToPath } from 'node:url';
 import type { TransferListItem } from 'node:worker_threads';
 import { Piscina, queueOptionsSymbol, transferableSymbol, valueSymbol } from 'piscina';
-import { CancelledError, checkMs, describe } from '../errors.js';
+import { abortedTaskError, CancelledError, describe } from '../errors.js';
 import { activeToken } from '../token/context.js';
 import { TurnRegistry } from '../token/registry.js';
 import type { TokenState } from '../token/state.js';
 import { isCancelToken, STATE, type CancelToken } from '../token/token.js';
-import { leastBusy, observeStarts, queueOptionsFor } from './dispatch.js';
-import { encodeTarget, NEED_SLAB, P_BUFFERS } from './protocol.js';
-import { TaskRun, type RunHost, type Settlement } from './task-run.js';
-import { slabById } from '../token/slab.js';
-
-type PiscinaOptions = NonNullable<ConstructorParameters<typeof Piscina>[0]>;
+import { queueOptionsFor } from './dispatch.js';
+import {
+  ENTRY, onAbort, readRunOptions, setupPool, toPath, type PiscinaOptions, type PiscinaRunOptions, type PoolSetup,
+  type Signal,
+} from './options.js';
+import { encodeTarget } from './protocol.js';
+import { WorkerBook } from './worker-book.js';
+import { TaskRun, type RunHost, type Settlement, type SignalCause } from './task-run.js';
 
 export interface TurnPoolOptions extends PiscinaOptions {
   /**
-   * How long a cancelled task may run on before its worker is terminated, when its token is
-   * cancelled directly (a `TurnRunner` stop brings its own grace).
+   * How long a cancelled task may run on before its worker is terminated, when its token (or its
+   * `signal`) is cancelled directly (a `TurnRunner` stop brings its own grace). `0` terminates at
+   * once, as piscina does on abort.
    * @default 100
    */
   graceMs?: number;
 }
 
-export interface TurnPoolRunOptions {
-  /** The token to bind in the worker. Default: `activeToken()` when no `signal` is given. */
+export interface TurnPoolRunOptions extends PiscinaRunOptions {
+  /** The token to bind in the worker. Default: `activeToken()` (the turn this call runs in), if any. */
   token?: CancelToken;
-  /** A plain AbortSignal gets the same cooperative-then-hard treatment as a token. */
-  signal?: AbortSignal;
-  name?: string;
-  filename?: string;
-  transferList?: TransferListItem[];
+  /**
+   * Piscina's abort signal (an `AbortSignal` or an EventEmitter with an `'abort'` event). It gets
+   * the cooperative-then-hard stop; inside a turn the task's token is still a child of the turn's,
+   * so a stop of the turn reaches the task too. Its rejection is piscina's `AbortError`.
+   */
+  signal?: Signal | null;
   /** Overrides the pool's `graceMs` for this task. */
   graceMs?: number;
 }
@@ -46,7 +50,7 @@ export interface TurnPoolStats {
   completed: number;
   /** Cancelled tasks that settled by themselves within the grace window. */
   cooperativeStops: number;
-  /** Cancelled tasks whose worker was terminated. */
+  /** Cancelled tasks whose worker was terminated (or condemned, when it ran other tasks too). */
   hardStops: number;
   /** Tasks on a worker now. */
   running: number;
@@ -54,8 +58,8 @@ export interface TurnPoolStats {
   queued: number;
 }
 
-const ENTRY = fileURLToPath(new URL('../../workers/pool-entry.cjs', import.meta.url));
-const DEFAULT_GRACE_MS = 100;
+/** A task as read once, before anything is set up for it (a throwing getter changes nothing). */
+interface ReadTask { value: unknown; transfers: TransferListItem[] | undefined; queueOptions: unknown }
 
 /**
  * @example
@@ -63,149 +67,174 @@ const DEFAULT_GRACE_MS = 100;
  * const token = turns.beginTurn('s1');
  * const result = await pool.run({ n: 42 }, { token }); // in tool.js: checkpoint() between phases
  */
-export class TurnPool implements RunHost {
+export class TurnPool<T = any, R = any> extends Piscina<T, R> {
+  /** The pool's grace window in ms (see `TurnPoolOptions.graceMs`). */
   readonly graceMs: number;
-  readonly #piscina: Piscina;
-  readonly #defaultFilename: string | null;
-  readonly #defaultName: string;
-  /** The encoded target of the pool's own filename and name; `undefined` when the pool has no filename. */
-  readonly #defaultTarget: string | undefined;
-  readonly #concurrent: boolean;
-  /** Tasks with a token go to piscina as abortable only when workers run several at once (task-run.ts). */
-  readonly #abortable: boolean;
-  /** Encoded targets by `filename\0name` (piscina caches a handler per distinct name). */
+  readonly #setup: PoolSetup;
+  /** The encoded targets (plain, wrapped) of the pool's own filename and name; `undefined`s when the pool has no filename. */
+  readonly #defaultTargets: [string | undefined, string | undefined];
+  /** Encoded targets by `filename\0name\0wrapped`. */
   readonly #targets = new Map<string, string>();
-  /** Tokens made for tasks run with a plain `signal`. */
+  /** Tokens made for tasks run with a plain `signal` outside any turn. */
   readonly #signalTokens = new TurnRegistry();
   #signalSeq = 0;
+  readonly #workers: WorkerBook;
   /**
    * Tasks handed to piscina and not yet settled there. A task dropped on cancel can still sit in
    * piscina's queue until a worker refuses it; it is counted here and in `queueSize` alike, so
    * `running` stays right.
    */
   #inFlight = 0;
-  /** Tasks that ran and settled with a value or an error (cooperative stops included). */
   #completed = 0;
   #cooperativeStops = 0;
   #hardStops = 0;
+  /** `options` as the user gave them; `undefined` until first read. */
+  #optionsView: (Piscina['options'] & { graceMs: number }) | undefined;
+  readonly #host: RunHost = {
+    onSettled: (run, how) => this.#onSettled(run, how),
+    onStarted: (run) => this.#workers.sendSlabs(run),
+    hardStop: (run) => this.#workers.hardStop(run),
+  };
 
   constructor(options: TurnPoolOptions = {}) {
-    if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
-    const { graceMs = DEFAULT_GRACE_MS, filename, name, loadBalancer, ...rest } = options;
-    checkMs('options.graceMs', graceMs);
-    if (filename != null && typeof filename !== 'string') throw new TypeError(`options.filename: expected a string or a file URL string, got ${describe(filename)}`);
-    if (name != null && typeof name !== 'string') throw new TypeError(`options.name: expected a string, got ${describe(name)}`);
-    this.graceMs = graceMs;
-    this.#defaultFilename = filename == null ? null : toPath(filename);
-    this.#defaultName = name ?? 'default';
-    this.#concurrent = (rest.concurrentTasksPerWorker ?? 1) > 1;
-    this.#abortable = this.#concurrent;
-    const balancer = loadBalancer ?? leastBusy(rest.concurrentTasksPerWorker ?? 1);
-    this.#defaultTarget = this.#defaultFilename === null ? undefined : this.#target(this.#defaultFilename, this.#defaultName);
-    this.#piscina = new Piscina({
-      ...rest,
-      filename: ENTRY,
-      name: this.#defaultTarget ?? 'default',
-      loadBalancer: observeStarts(balancer as never) as never,
-    });
+    const setup = setupPool(options);
+    super(setup.piscina);
+    this.#setup = setup;
+    this.graceMs = setup.graceMs;
+    this.#workers = new WorkerBook(setup.condemned, {
+      terminate: (threadId) => this.#terminate(threadId),
+      liveThreadIds: () => this.threads.map((worker) => worker.threadId),
+      maxThreads: this.maxThreads,
+    }, super.options.concurrentTasksPerWorker > 1);
+    this.#defaultTargets = setup.filename === null ? [undefined, undefined]
+      : [this.#target(setup.filename, setup.name, false), this.#target(setup.filename, setup.name, true)];
+  }
+
+  /** Piscina's options, with the filename, name and load balancer as given (not the pool's wrappers). */
+  override get options(): Piscina['options'] & { graceMs: number } {
+    return (this.#optionsView ??= Object.assign(Object.create(null), super.options, {
+      filename: this.#setup.filename, name: this.#setup.name, loadBalancer: this.#setup.loadBalancer, graceMs: this.graceMs,
+    }));
   }
 
   /**
-   * Same shape as `Piscina.run`. Bad arguments throw at once (`TypeError`/`RangeError`, nothing is
-   * started); everything else — a cancel, the task's own error — rejects the returned promise.
+   * `Piscina.run`, plus `token` and `graceMs`. Never throws: a bad argument rejects the returned
+   * promise (`TypeError`/`RangeError`, nothing started), as piscina's own checks do.
    */
-  run<R = unknown>(task: unknown, options: TurnPoolRunOptions = {}): Promise<R> {
-    if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
-    const { signal, transferList } = options;
-    let { token } = options;
-    if (token !== undefined && !isCancelToken(token)) throw new TypeError(`options.token: expected a CancelToken, got ${describe(token)}`);
-    if (signal != null && !(signal instanceof AbortSignal)) throw new TypeError(`options.signal: expected an AbortSignal, got ${describe(signal)}`);
-    checkMs('options.graceMs', options.graceMs);
-    if (options.filename != null && typeof options.filename !== 'string') throw new TypeError(`options.filename: expected a string or a file URL string, got ${describe(options.filename)}`);
-    if (options.name != null && typeof options.name !== 'string') throw new TypeError(`options.name: expected a string, got ${describe(options.name)}`);
-    const name = options.filename == null && options.name == null ? this.#defaultTarget : this.#targetOf(options);
-    if (name === undefined) throw new TypeError('options.filename: no filename given to the TurnPool or to run()');
-    const [value, transfers] = unwrapMovable(task, transferList);
-
-    if (token === undefined && signal == null) token = activeToken();
-    if (token === undefined && signal == null) return this.#runPlain([value], transfers, name);
-    const graceMs = options.graceMs ?? this.graceMs;
-    if (signal == null) return this.#runWithToken<R>(value, transfers, name, token!, graceMs, undefined);
-    const bound = this.#tokenForSignal(token, signal);
-    return this.#runWithToken<R>(value, transfers, name, bound.token, graceMs, bound.release);
-  }
-
-  #runPlain<R>(payload: unknown[], transferList: TransferListItem[] | undefined, name: string): Promise<R> {
-    this.#inFlight++;
-    return this.#piscina.run(payload, { transferList: transferList as never, filename: ENTRY, name }).finally(() => {
-      this.#inFlight--;
-      this.#completed++;
-    });
-  }
-
-  #runWithToken<R>(task: unknown, transferList: TransferListItem[] | undefined, name: string, token: CancelToken, graceMs: number,
-    release: (() => void) | undefined): Promise<R> {
-    const state = token[STATE];
-    if (state.retired || state.isCancelled()) {
-      release?.();
-      return Promise.reject(new CancelledError(`pool task not started: turn ${token.turnId ?? '(none)'} of session ${token.sessionId} is ${state.retired ? 'over' : 'cancelled'}`, {
-        reason: token.reason, sessionId: token.sessionId, turnId: token.turnId,
-      }));
+  override run<V = R>(task: T, options: TurnPoolRunOptions = NO_OPTIONS): Promise<V> {
+    try {
+      return this.#run(task, options) as Promise<V>;
+    } catch (error) {
+      return Promise.reject(error);
     }
-    const run = new TaskRun(this, token, graceMs, this.#abortable);
-    run.release = release;
-    const payload = payloadFor(task, state);
-    (payload as unknown as Record<symbol, unknown>)[queueOptionsSymbol] = queueOptionsFor(task, run);
-    this.#submit(run, payload, transferList, name);
-    return run.promise as Promise<R>;
   }
 
-  #submit(run: TaskRun, payload: unknown[], transferList: TransferListItem[] | undefined, name: string): void {
-    const options = { signal: run.abortable ? run as never : null, transferList: transferList as never, filename: ENTRY, name };
+  #run(task: unknown, options: TurnPoolRunOptions): Promise<unknown> {
+    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+    const o = readRunOptions(options);
+    if (o.token !== undefined && !isCancelToken(o.token)) throw new TypeError(`options.token: expected a CancelToken, got ${describe(o.token)}`);
+    const token = (o.token as CancelToken | undefined) ?? activeToken();
+    const wrapped = token !== undefined || o.signal != null;
+    const target = o.filename == null && o.name == null ? this.#defaultTargets[wrapped ? 1 : 0]
+      : this.#targetOf(o.filename as string | null | undefined, o.name as string | null | undefined, wrapped);
+    if (target === undefined) throw new Error('filename must be provided to run() or in options object');
+    const transferList = o.transferList as TransferListItem[] | undefined;
+    if (!wrapped) return this.#runPlain(task, transferList, target);
+    const read = readTask(task, transferList);
+    const graceMs = (o.graceMs as number | undefined) ?? this.graceMs;
+    if (o.signal != null) return this.#runWithSignal(read, target, token, o.signal as Signal, graceMs);
+    return this.#runWithToken(read, target, token!, graceMs, undefined, undefined);
+  }
+
+  /** No token, no signal: the task goes to piscina as it is. */
+  #runPlain(task: unknown, transferList: TransferListItem[] | undefined, target: string): Promise<unknown> {
     this.#inFlight++;
-    this.#piscina.run(payload, options).then(
-      (value) => {
-        this.#inFlight--;
-        run.resolveWith(value);
-      },
-      (error) => {
-        this.#inFlight--;
-        const missing = missingSlabs(error);
-        if (missing === undefined || run.done || run.aborted) return run.rejectWith(error);
-        // The worker had never seen this slab: send it once, with the buffers.
-        payload[P_BUFFERS] = missing.map((id) => [id, slabById(id)!.buffer]);
-        run.started = false;
-        this.#submit(run, payload, transferList, name);
-      },
+    return super.run(task as T, { transferList: transferList as never, filename: ENTRY, name: target }).then(this.#plainValue, this.#plainError);
+  }
+
+  // Made once, not per task (and `then`, not `finally`, which costs two more promises a task).
+  readonly #plainValue = (value: unknown): unknown => {
+    this.#plainSettled();
+    return value;
+  };
+
+  readonly #plainError = (error: unknown): never => {
+    this.#plainSettled();
+    throw error;
+  };
+
+  #plainSettled(): void {
+    this.#inFlight--;
+    this.#completed++;
+    this.#workers.reap();
+  }
+
+  /**
+   * A plain signal cancels a token of this task's own: a child of the turn's token when there is
+   * one (a stop of the turn still reaches the task), else a fresh root. It stops this task only.
+   */
+  #runWithSignal(read: ReadTask, target: string, parent: CancelToken | undefined, signal: Signal, graceMs: number): Promise<unknown> {
+    if ((signal as { aborted?: unknown }).aborted) return Promise.reject(abortedTaskError((signal as { reason?: unknown }).reason, { hard: false }));
+    if (parent !== undefined && !isLive(parent)) return Promise.reject(notStarted(parent));
+    const own = parent === undefined ? this.#signalTokens.beginTurn(`signal-${++this.#signalSeq}`) : parent.child();
+    const cause: SignalCause = { aborted: false, reason: undefined };
+    const stop = onAbort(signal, () => {
+      if (own.isCancelled()) return; // the turn's stop came first: it is the cause
+      cause.aborted = true;
+      cause.reason = (signal as { reason?: unknown }).reason;
+      own.cancel(cause.reason ?? 'cancel.user');
+    });
+    return this.#runWithToken(read, target, own, graceMs, () => { stop(); own.retire(); }, cause);
+  }
+
+  #runWithToken(read: ReadTask, target: string, token: CancelToken, graceMs: number, release: (() => void) | undefined,
+    signal: SignalCause | undefined): Promise<unknown> {
+    if (!isLive(token)) {
+      release?.();
+      return Promise.reject(notStarted(token));
+    }
+    const payload = payloadFor(read.value, token[STATE]);
+    // A task with a plain signal follows piscina's abortable rules exactly (task-run.ts).
+    const run = new TaskRun(this.#host, token, graceMs, signal !== undefined, payload);
+    run.release = release;
+    run.signal = signal;
+    (payload as unknown as Record<symbol, unknown>)[queueOptionsSymbol] = queueOptionsFor(read.queueOptions, run);
+    this.#submit(run, payload, read.transfers, target);
+    return run.promise;
+  }
+
+  #submit(run: TaskRun, payload: unknown[], transfers: TransferListItem[] | undefined, target: string): void {
+    const options = { signal: run.abortable ? run as never : null, transferList: transfers as never, filename: ENTRY, name: target };
+    this.#inFlight++;
+    let result: Promise<unknown>;
+    try {
+      result = super.run(payload as T, options);
+    } catch (error) {
+      // A custom task queue that throws: the run ends here, its owner and token with it.
+      this.#inFlight--;
+      return run.rejectWith(error);
+    }
+    result.then(
+      (value) => { this.#inFlight--; run.resolveWith(value); },
+      (error) => { this.#inFlight--; run.rejectWith(error); },
     );
   }
 
-  /** @internal RunHost: the hard stop of a task that is not abortable in piscina's sense. */
-  terminate(threadId: number): void {
-    void this.#piscina.threads.find((worker) => worker.threadId === threadId)?.terminate();
-  }
-
-  /**
-   * A plain signal (with or without a token) cancels a token of this task's own: a fresh root when
-   * there is no token, else a child (the signal stops this task only, never the turn).
-   */
-  #tokenForSignal(token: CancelToken | undefined, signal: AbortSignal): { token: CancelToken; release: () => void } {
-    const own = token === undefined ? this.#signalTokens.beginTurn(`signal-${++this.#signalSeq}`) : token.child();
-    const onAbort = () => own.cancel(signal.reason ?? 'cancel.user');
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-    return { token: own, release: () => { signal.removeEventListener('abort', onAbort); own.retire(); } };
-  }
-
-  /** @internal RunHost */
-  onSettled(how: Settlement): void {
+  #onSettled(run: TaskRun, how: Settlement): void {
     if (how === 'value' || how === 'error' || how === 'cooperative') this.#completed++;
     if (how === 'cooperative') this.#cooperativeStops++;
     else if (how === 'hard') this.#hardStops++;
+    if (how === 'error') this.#workers.unsend(run);
+    this.#workers.reap();
   }
 
+  #terminate(threadId: number): void {
+    void this.threads.find((worker) => worker.threadId === threadId)?.terminate();
+  }
+
+  /** Counts of this pool's tasks since it was made (`running`/`queued` are now). */
   stats(): TurnPoolStats {
-    const queued = this.#piscina.queueSize;
+    const queued = this.queueSize;
     return {
       completed: this.#completed,
       cooperativeStops: this.#cooperativeStops,
@@ -215,31 +244,34 @@ export class TurnPool implements RunHost {
     };
   }
 
-  /** Waits for running and queued tasks, then ends every worker. */
-  close(options?: { force?: boolean }): Promise<void> { return this.#piscina.close(options); }
-  /** Ends every worker now; pending tasks reject. */
-  destroy(): Promise<void> { return this.#piscina.destroy(); }
-  [Symbol.asyncDispose](): Promise<void> { return this.destroy(); }
-
-  /** The piscina underneath, for what TurnPool does not wrap (`threads`, `utilization`, events). */
-  get piscina(): Piscina { return this.#piscina; }
+  /** @deprecated A TurnPool is a Piscina: use the pool itself. */
+  get piscina(): Piscina { return this; }
 
   /** The encoded target of a run that names its own filename or export; `undefined` without a filename. */
-  #targetOf(options: TurnPoolRunOptions): string | undefined {
-    const filename = options.filename == null ? this.#defaultFilename : toPath(options.filename);
-    return filename === null ? undefined : this.#target(filename, options.name ?? this.#defaultName);
+  #targetOf(filename: string | null | undefined, name: string | null | undefined, wrapped: boolean): string | undefined {
+    const path = filename == null ? this.#setup.filename : toPath(filename);
+    return path === null ? undefined : this.#target(path, name ?? this.#setup.name, wrapped);
   }
 
-  #target(filename: string, name: string): string {
-    const key = `${filename}\0${name}`;
+  #target(filename: string, name: string, wrapped: boolean): string {
+    const key = `${filename}\0${name}\0${wrapped ? 1 : 0}`;
     let target = this.#targets.get(key);
-    if (target === undefined) this.#targets.set(key, (target = encodeTarget({ filename, name, concurrent: this.#concurrent })));
+    if (target === undefined) this.#targets.set(key, (target = encodeTarget({ filename, name, wrapped })));
     return target;
   }
 }
 
-function toPath(filename: string): string {
-  return filename.startsWith('file:') ? fileURLToPath(filename) : filename;
+const NO_OPTIONS: TurnPoolRunOptions = Object.freeze({});
+
+function isLive(token: CancelToken): boolean {
+  const state = token[STATE];
+  return !state.retired && !state.isCancelled();
+}
+
+function notStarted(token: CancelToken): CancelledError {
+  return new CancelledError(`pool task not started: turn ${token.turnId ?? '(none)'} of session ${token.sessionId} is ${token.retired ? 'over' : 'cancelled'}`, {
+    reason: token.reason, sessionId: token.sessionId, turnId: token.turnId,
+  });
 }
 
 function payloadFor(task: unknown, state: TokenState): unknown[] {
@@ -251,16 +283,17 @@ function payloadFor(task: unknown, state: TokenState): unknown[] {
   return [task, slab.id, index, generation, r.slab.id, r.index, r.generation];
 }
 
-/** `Piscina.move()` wraps a value; the wrapper must not end up inside our payload. */
-function unwrapMovable(task: unknown, transferList: TransferListItem[] | undefined): [unknown, TransferListItem[] | undefined] {
-  if (task === null || typeof task !== 'object' || (task as Record<symbol, unknown>)[valueSymbol] === undefined) return [task, transferList];
-  const moved = (task as Record<symbol, unknown>)[transferableSymbol] as TransferListItem;
-  return [(task as Record<symbol, unknown>)[valueSymbol], [...(transferList ?? []), moved]];
+/**
+ * Every read of the user's task, once each, before anything is set up for it: `Piscina.move()`'s
+ * wrapper (it must not end up inside the payload) and the task's own queue options.
+ */
+function readTask(task: unknown, transferList: TransferListItem[] | undefined): ReadTask {
+  if (task === null || typeof task !== 'object') return { value: task, transfers: transferList, queueOptions: undefined };
+  const t = task as Record<symbol, unknown>;
+  const queueOptions = t[queueOptionsSymbol];
+  if (t[MOVABLE] !== true || !(transferableSymbol in t) || !(valueSymbol in t)) return { value: task, transfers: transferList, queueOptions };
+  return { value: t[valueSymbol], transfers: [...(transferList ?? []), t[transferableSymbol] as TransferListItem], queueOptions };
 }
 
-function missingSlabs(error: unknown): number[] | undefined {
-  const message = (error as { message?: unknown } | null)?.message;
-  if (typeof message !== 'string' || !message.startsWith(NEED_SLAB)) return undefined;
-  return message.slice(NEED_SLAB.length).split(',').map(Number);
-}
-
+/** Piscina's private mark of a `move()`d value, found once on a value piscina marked. */
+const MOVABLE = Object.getOwnPropertySymbols(Piscina.move(new ArrayBuffer(0)) as object).find((s) => s.description === 'Piscina.kMovable')!;

@@ -5,13 +5,16 @@
  * Per task only numbers travel: `[task, slabId, index, generation]`, plus the turn's root slot
  * `[..., rootSlabId, rootIndex, rootGeneration]` when the task's token is a child (so
  * `cancelTurn()` in the worker trips the whole turn, not just the task's child token). A worker
- * keeps every slab buffer it has seen, by id. The first time a worker meets a slab id it does not
- * know, it refuses the task before running any user code (`NEED_SLAB` + the ids), and the pool
- * sends that task once more with `[[id, buffer], ...]` at `P_BUFFERS`. So a buffer crosses to each
- * worker about once, and the common path carries no SharedArrayBuffer (which costs ~8% of
- * throughput when cloned into every payload).
+ * keeps every slab buffer it has been sent, by id. The pool remembers, per worker thread, which
+ * slabs it has sent there; when the load balancer hands a task to a thread that has not seen one
+ * of its slabs, the buffers ride along once at `P_BUFFERS` (the payload is cloned only when piscina
+ * posts it, right after the balancer chose). So a buffer crosses to each worker once, the common
+ * path carries no SharedArrayBuffer (cloning one into every payload costs throughput), and no
+ * control signal ever travels in text that a task could also write (an error message).
  *
- * A task run with no token at all travels as `[task]`.
+ * A task run with no token at all travels as the task itself, exactly as piscina sends it (a custom
+ * task queue sees the caller's task, `move()` and transfer lists are piscina's own); its target
+ * says so (`wrapped: false`).
  */
 
 export const P_TASK = 0;
@@ -21,28 +24,29 @@ export const P_GENERATION = 3;
 export const P_ROOT_SLAB = 4;
 export const P_ROOT_INDEX = 5;
 export const P_ROOT_GENERATION = 6;
-/** `[[slabId, buffer], ...]` for slabs the worker said it lacks; absent on the common path. */
+/** `[[slabId, buffer], ...]` for slabs the chosen worker has not been sent yet; absent on the common path. */
 export const P_BUFFERS = 7;
-
-/** Message prefix of the refusal a worker sends for an unknown slab (never reaches the caller). */
-export const NEED_SLAB = 'fullstop:need-slab:';
 
 /** Where the user's handler lives, packed into piscina's `name` (piscina sends `name` with every task anyway). */
 export interface Target {
   filename: string;
   name: string;
-  /** >1 binds the token with AsyncLocalStorage (tasks interleave in one worker), else a plain variable. */
-  concurrent: boolean;
+  /** The payload is the `[task, slab, …]` array above; false: it is the task itself (no token). */
+  wrapped: boolean;
 }
 
 const TARGET_PREFIX = 'fullstop:';
 
 export function encodeTarget(target: Target): string {
-  return TARGET_PREFIX + JSON.stringify([target.filename, target.name, target.concurrent ? 1 : 0]);
+  return TARGET_PREFIX + JSON.stringify([target.filename, target.name, target.wrapped ? 1 : 0]);
+}
+
+export function isTarget(name: unknown): name is string {
+  return typeof name === 'string' && name.startsWith(TARGET_PREFIX);
 }
 
 export function decodeTarget(encoded: string): Target | undefined {
-  if (!encoded.startsWith(TARGET_PREFIX)) return undefined;
-  const [filename, name, concurrent] = JSON.parse(encoded.slice(TARGET_PREFIX.length)) as [string, string, number];
-  return { filename, name, concurrent: concurrent === 1 };
+  if (!isTarget(encoded)) return undefined;
+  const [filename, name, wrapped] = JSON.parse(encoded.slice(TARGET_PREFIX.length)) as [string, string, number];
+  return { filename, name, wrapped: wrapped === 1 };
 }

@@ -1,35 +1,48 @@
 /**
- * One run of a task that has a token: the cancel rules of issue #3 in one place.
+ * One run of a task that has a token: the cancel rules in one place.
  *
  *   queued  + cancel → dropped now: `run` rejects at once. The payload may still reach a worker
  *                      later; the worker refuses a task whose slot no longer reads running before
  *                      any user code (workers/pool-task.ts), so it never runs.
  *   started + cancel → cooperative: the worker's checks throw; the worker is reused.
  *                      Unless a runner stop governs the grace (owners.ts), a timer of `graceMs`
- *                      then hard-stops it: its worker thread is terminated and piscina respawns one.
+ *                      then hard-stops it (`graceMs: 0`: at once, as piscina aborts).
  *   settled          → a value is never replaced, even when it arrives after the cancel.
  *
- * Rule: with one task per worker (piscina's default) a task is *not* given to piscina as
- * abortable. Piscina routes abortable tasks around its queue (they ignore `maxQueue`, and each
- * submit costs ~3 µs more — measured, P5), so instead the run records which thread took it
- * (`markStarted`) and the hard stop terminates that thread itself. With several tasks per worker a
- * terminate would take the neighbours down too, so there the run is handed to piscina as its
- * AbortSignal and piscina's "an abortable task owns its worker" rule keeps it alone on its thread.
+ * Rule (who owns a worker): a task run with a plain `signal` is given to piscina as abortable, so
+ * piscina's rules hold for it exactly (it never shares a worker, its hard stop is piscina's
+ * terminate). A task with only a token is not: it queues and shares workers as a plain task does
+ * (`maxQueue`, `concurrentTasksPerWorker`), the run records which worker took it (`markStarted`,
+ * from the load balancer) and the pool's `RunHost.hardStop` ends that worker — at once when the
+ * task is alone on it, else once its neighbours have settled (the stopped task is abandoned and
+ * rejects hard at once; no new task goes to that worker meanwhile).
  */
 
-import { CancelledError, isCancelledError } from '../errors.js';
+import { abortedTaskError, CancelledError, isCancelledError } from '../errors.js';
 import { addOwnerOf, removeOwnerOf } from '../token/owners.js';
 import type { Owner } from '../token/state.js';
 import { isStopGoverned } from '../token/owners.js';
 import type { CancelToken } from '../token/token.js';
-import type { Startable } from './dispatch.js';
+import type { Startable, WorkerView } from './dispatch.js';
 
 export type Settlement = 'value' | 'error' | 'cooperative' | 'dropped' | 'hard';
 
 export interface RunHost {
-  onSettled(how: Settlement): void;
-  /** Terminate the worker thread `threadId` (the pool respawns one). */
-  terminate(threadId: number): void;
+  onSettled(run: TaskRun, how: Settlement): void;
+  /** The task left the queue for `worker` (piscina posts it right after). */
+  onStarted(run: TaskRun): void;
+  /** End the worker of a started, non-abortable run; true when the run is abandoned (rejected now). */
+  hardStop(run: TaskRun): boolean;
+}
+
+/** Set when the run's cancel came from a plain `signal`: the rejection is then piscina's `AbortError`. */
+export interface SignalCause { aborted: boolean; reason: unknown }
+
+/** The resolvers of the promise being made: one shared executor, no closure per run. */
+const captured: { resolve: ((value: unknown) => void) | undefined; reject: ((error: unknown) => void) | undefined } = { resolve: undefined, reject: undefined };
+function capture(resolve: (value: unknown) => void, reject: (error: unknown) => void): void {
+  captured.resolve = resolve;
+  captured.reject = reject;
 }
 
 export class TaskRun implements Owner, Startable {
@@ -38,15 +51,21 @@ export class TaskRun implements Owner, Startable {
   readonly graceMs: number;
   /** Handed to piscina as its AbortSignal (see the rule above). */
   readonly abortable: boolean;
+  /** The wire payload (protocol.ts); the pool adds slab buffers to it when a worker lacks them. */
+  readonly payload: unknown[];
   /** The AbortSignal side, read by piscina. */
   aborted = false;
   reason: unknown = undefined;
   started = false;
-  /** The thread that took the task; `undefined` until it started. */
-  threadId: number | undefined;
+  /** The worker that took the task; `undefined` until it started. */
+  worker: WorkerView | undefined;
+  /** Slab ids whose buffers rode with this payload to `worker`; `undefined` if none. */
+  sentSlabs: number[] | undefined;
   /** True once the hard stop was fired at this run. */
   hard = false;
   done = false;
+  /** `undefined` unless the task was run with a plain `signal`. */
+  signal: SignalCause | undefined;
   /** Undoes what the pool set up for this run alone (a plain signal's token); `undefined` if nothing. */
   release: (() => void) | undefined;
   readonly promise: Promise<unknown>;
@@ -60,21 +79,25 @@ export class TaskRun implements Owner, Startable {
   #resolveSettled: (() => void) | undefined;
   readonly #host: RunHost;
 
-  constructor(host: RunHost, token: CancelToken, graceMs: number, abortable: boolean) {
+  constructor(host: RunHost, token: CancelToken, graceMs: number, abortable: boolean, payload: unknown[]) {
     this.#host = host;
     this.token = token;
     this.graceMs = graceMs;
     this.abortable = abortable;
-    this.promise = new Promise((resolve, reject) => { this.#resolve = resolve; this.#reject = reject; });
+    this.payload = payload;
+    this.promise = new Promise(capture);
+    this.#resolve = captured.resolve!;
+    this.#reject = captured.reject!;
     addOwnerOf(token, this);
   }
 
   addEventListener(_type: 'abort', listener: () => void): void { this.#onAbort = listener; }
   removeEventListener(): void { this.#onAbort = undefined; }
 
-  markStarted(threadId: number): void {
+  markStarted(worker: WorkerView): void {
     this.started = true;
-    this.threadId = threadId;
+    this.worker = worker;
+    this.#host.onStarted(this);
   }
 
   get settled(): Promise<void> {
@@ -86,9 +109,9 @@ export class TaskRun implements Owner, Startable {
   onCancel(): void {
     if (this.done) return;
     if (!this.started) return this.#drop();
-    if (!isStopGoverned(this.token) && this.#graceTimer === undefined) {
-      this.#graceTimer = setTimeout(() => this.hardStop(), this.graceMs);
-    }
+    if (isStopGoverned(this.token) || this.#graceTimer !== undefined) return;
+    if (this.graceMs === 0) void this.hardStop();
+    else this.#graceTimer = setTimeout(() => this.hardStop(), this.graceMs);
   }
 
   /** The turn ended while the task runs: its slot reads retired, so it is the same as a cancel. */
@@ -102,23 +125,22 @@ export class TaskRun implements Owner, Startable {
     }
     this.hard = true;
     if (this.abortable) this.#abortPiscina();
-    else this.#host.terminate(this.threadId!);
+    else if (this.#host.hardStop(this)) this.#settle('hard', this.#cancelled(undefined));
     return this.settled;
   }
 
   #drop(): void {
-    if (this.abortable) return this.#abortPiscina(); // piscina rejects now; `settle` maps it
-    this.#finish('dropped');
-    this.#reject(this.#cancelled(undefined));
+    if (this.abortable) return this.#abortPiscina(); // piscina rejects now; `rejectWith` maps it
+    this.#settle('dropped', this.#cancelled(undefined));
   }
 
   #abortPiscina(): void {
     this.aborted = true;
-    this.reason = this.token.reason;
+    this.reason = this.signal?.aborted ? this.signal.reason : this.token.reason;
     this.#onAbort?.();
   }
 
-  /** Piscina's outcome: a value is kept even if a cancel came first; ignored once dropped. */
+  /** Piscina's outcome: a value is kept even if a cancel came first; ignored once settled. */
   resolveWith(value: unknown): void {
     if (this.done) return;
     this.#finish(this.token.isCancelled() ? 'cooperative' : 'value');
@@ -128,23 +150,21 @@ export class TaskRun implements Owner, Startable {
   /** Map piscina's failure to ours; an error thrown for another reason passes unchanged. */
   rejectWith(error: unknown): void {
     if (this.done) return;
-    if (this.hard || this.aborted) {
-      this.#finish(this.hard ? 'hard' : 'dropped');
-      return this.#reject(this.#cancelled(error));
-    }
-    if (isCancelledError(error)) {
-      this.#finish('cooperative');
-      return this.#reject(this.#cancelled(error));
-    }
-    this.#finish('error');
+    if (this.hard || this.aborted) return this.#settle(this.hard ? 'hard' : 'dropped', this.#cancelled(error));
+    if (isCancelledError(error)) return this.#settle('cooperative', this.#cancelled(error));
+    this.#settle('error', error);
+  }
+
+  #settle(how: Settlement, error: unknown): void {
+    this.#finish(how);
     this.#reject(error);
   }
 
   #cancelled(cause: unknown): CancelledError {
+    const options = { reason: this.token.reason, sessionId: this.token.sessionId, turnId: this.token.turnId, hard: this.hard };
+    if (this.signal?.aborted) return abortedTaskError(this.signal.reason, options);
     const what = this.hard ? `hard-stopped after its grace window (${this.graceMs} ms or the stop's)` : this.started ? 'stopped' : 'dropped from the queue';
-    return new CancelledError(`pool task ${what}: turn ${this.token.turnId ?? '(none)'} of session ${this.token.sessionId} was cancelled`, {
-      reason: this.token.reason, sessionId: this.token.sessionId, turnId: this.token.turnId, hard: this.hard, cause,
-    });
+    return new CancelledError(`pool task ${what}: turn ${this.token.turnId ?? '(none)'} of session ${this.token.sessionId} was cancelled`, { ...options, cause });
   }
 
   #finish(how: Settlement): void {
@@ -154,6 +174,6 @@ export class TaskRun implements Owner, Startable {
     removeOwnerOf(this.token, this);
     this.release?.();
     this.#resolveSettled?.();
-    this.#host.onSettled(how);
+    this.#host.onSettled(this, how);
   }
 }
