@@ -4,7 +4,7 @@
  * - Time, for a tree of five that ignores SIGTERM, from the end of the grace window (the moment a
  *   runner's grace ends and it calls the owner's `hardStop()`) until every pid is gone (no /proc
  *   entry, or a zombie), against a raw `process.kill(-pgid, 'SIGKILL')` on the same kind of tree,
- *   samples interleaved. Both sides detect "gone" with the same poll.
+ *   in pairs. Both sides detect "gone" with the same poll.
  * - Survivors, on that tree and on one with a setsid escape, after fullstop's stop vs execa's
  *   `cancelSignal` vs tree-kill alone (SIGTERM, grace, SIGKILL), each with the same grace.
  *
@@ -12,14 +12,13 @@
  * the end of its sample, so the bench leaves nothing behind.
  */
 
-import { spawn } from 'node:child_process';
 import { execa } from 'execa';
 import treeKill from 'tree-kill';
 import { exec } from '../src/exec/index.js';
 import { TurnRegistry } from '../src/index.js';
 import { governStop, ownersOf } from '../src/token/owners.js';
-import { compare, type BenchResult, type SuiteContext, type Suite } from './harness.js';
-import { alive, delay, pidsOf, reap, Scratch, untilGone } from './trees.js';
+import { compare, median, samplePairs, type Suite } from './harness.js';
+import { alive, delay, pidsOf, reap, Scratch, spawnGroup, untilGone } from './trees.js';
 
 /** The tree of five (shell, two sleeps, nested shell and its sleep), all ignoring SIGTERM. Pids in "$1" and "$1.n". */
 const IGNORES_TERM = `trap '' TERM
@@ -35,19 +34,21 @@ echo "$$ $s" > "$1.tmp" && mv "$1.tmp" "$1"
 wait`;
 
 const GRACE_MS = 50;
+const registry = new TurnRegistry();
+const scratch = () => (current ??= new Scratch());
+let current: Scratch | undefined;
 
-/** One fullstop sample: a governed stop sends SIGTERM; the clock starts when the runner would call hardStop(). */
-async function fullstopSample(registry: TurnRegistry, scratch: Scratch): Promise<{ goneMs: number; resolvedMs: number }> {
+/** fullstop: a governed stop sends SIGTERM; the clock starts when the runner would call hardStop(). */
+async function fullstopSample(): Promise<{ goneMs: number; resolvedMs: number }> {
   const token = registry.beginTurn('bench');
-  const pidfile = scratch.pidfile();
+  const pidfile = scratch().pidfile();
   const running = exec('sh', ['-c', IGNORES_TERM, 'tree', pidfile], { token, graceMs: GRACE_MS });
   const pids = await pidsOf(pidfile);
   try {
     governStop(token);
     token.cancel();
-    const [owner] = ownersOf(token);
     const start = performance.now();
-    const stopped = owner!.hardStop();
+    const stopped = ownersOf(token)[0]!.hardStop();
     await untilGone(pids);
     const goneMs = performance.now() - start;
     await stopped;
@@ -60,11 +61,10 @@ async function fullstopSample(registry: TurnRegistry, scratch: Scratch): Promise
   }
 }
 
-/** One raw sample: the same tree spawned detached by node; SIGTERM the group, then time a group SIGKILL. */
-async function rawSample(scratch: Scratch): Promise<number> {
-  const pidfile = scratch.pidfile();
-  const child = spawn('sh', ['-c', IGNORES_TERM, 'tree', pidfile], { detached: true, stdio: 'ignore' });
-  const exited = new Promise((r) => child.once('exit', r));
+/** Raw: the same tree spawned detached by node; SIGTERM the group, then time a group SIGKILL. */
+async function rawSample(): Promise<number> {
+  const pidfile = scratch().pidfile();
+  const { child, exited } = spawnGroup(IGNORES_TERM, pidfile);
   const pids = await pidsOf(pidfile);
   try {
     process.kill(-child.pid!, 'SIGTERM');
@@ -78,11 +78,10 @@ async function rawSample(scratch: Scratch): Promise<number> {
   }
 }
 
+/** A way of stopping `script`'s tree with a grace of GRACE_MS; returns the tree's pids once it is done. */
 type Stopper = (script: string, pidfile: string) => Promise<number[]>;
-
-/** fullstop: a token cancel with its own grace. Returns the tree's pids once the stop is over. */
-function fullstopStopper(registry: TurnRegistry): Stopper {
-  return async (script, pidfile) => {
+const stoppers: Record<string, Stopper> = {
+  async fullstop(script, pidfile) {
     const token = registry.beginTurn('bench-survivors');
     try {
       const running = exec('sh', ['-c', script, 'tree', pidfile], { token, graceMs: GRACE_MS });
@@ -93,38 +92,33 @@ function fullstopStopper(registry: TurnRegistry): Stopper {
     } finally {
       registry.endTurn('bench-survivors', token);
     }
-  };
-}
-
-/** execa's own cancel: `cancelSignal`, SIGKILL after the same grace (`forceKillAfterDelay`). */
-const execaStopper: Stopper = async (script, pidfile) => {
-  const controller = new AbortController();
-  const running = execa('sh', ['-c', script, 'tree', pidfile], {
-    cancelSignal: controller.signal, forceKillAfterDelay: GRACE_MS, stdio: 'ignore', reject: false,
-  });
-  const pids = await pidsOf(pidfile);
-  controller.abort();
-  await running;
-  await delay(GRACE_MS);
-  return pids;
-};
-
-/** tree-kill alone, used the polite way: SIGTERM the tree, wait the grace, SIGKILL the tree. */
-const treeKillStopper: Stopper = async (script, pidfile) => {
-  const child = spawn('sh', ['-c', script, 'tree', pidfile], { stdio: 'ignore' });
-  const exited = new Promise((r) => child.once('exit', r));
-  const pids = await pidsOf(pidfile);
-  await new Promise((r) => treeKill(child.pid!, 'SIGTERM', r));
-  await delay(GRACE_MS);
-  await new Promise((r) => treeKill(child.pid!, 'SIGKILL', r));
-  await exited;
-  await delay(GRACE_MS);
-  return pids;
+  },
+  /** execa's own cancel: `cancelSignal`, SIGKILL after the same grace (`forceKillAfterDelay`). */
+  async execaCancelSignal(script, pidfile) {
+    const controller = new AbortController();
+    const running = execa('sh', ['-c', script, 'tree', pidfile], { cancelSignal: controller.signal, forceKillAfterDelay: GRACE_MS, stdio: 'ignore', reject: false });
+    const pids = await pidsOf(pidfile);
+    controller.abort();
+    await running;
+    await delay(GRACE_MS);
+    return pids;
+  },
+  /** tree-kill alone, used the polite way: SIGTERM the tree, wait the grace, SIGKILL the tree. */
+  async treeKillAlone(script, pidfile) {
+    const { child, exited } = spawnGroup(script, pidfile, false);
+    const pids = await pidsOf(pidfile);
+    await new Promise((r) => treeKill(child.pid!, 'SIGTERM', r));
+    await delay(GRACE_MS);
+    await new Promise((r) => treeKill(child.pid!, 'SIGKILL', r));
+    await exited;
+    await delay(GRACE_MS);
+    return pids;
+  },
 };
 
 /** Survivors of one stop: pids still alive a grace after the stopper is done (then reaped). */
-async function survivors(stopper: Stopper, script: string, scratch: Scratch): Promise<number> {
-  const pids = await stopper(script, scratch.pidfile());
+async function survivors(stopper: Stopper, script: string): Promise<number> {
+  const pids = await stopper(script, scratch().pidfile());
   await delay(GRACE_MS);
   const left = alive(pids).length;
   await reap(pids);
@@ -132,9 +126,9 @@ async function survivors(stopper: Stopper, script: string, scratch: Scratch): Pr
 }
 
 /** Does execa's promise settle within 1 s of a cancel while escaped grandchildren hold its pipes? */
-async function execaPipedSettles(scratch: Scratch): Promise<boolean> {
+async function execaPipedSettles(): Promise<boolean> {
   const controller = new AbortController();
-  const pidfile = scratch.pidfile();
+  const pidfile = scratch().pidfile();
   const running = execa('sh', ['-c', SETSID_ESCAPE, 'tree', pidfile], { cancelSignal: controller.signal, forceKillAfterDelay: GRACE_MS, reject: false });
   const pids = await pidsOf(pidfile);
   controller.abort();
@@ -144,53 +138,33 @@ async function execaPipedSettles(scratch: Scratch): Promise<boolean> {
   return settled;
 }
 
-async function run(ctx: SuiteContext): Promise<BenchResult[]> {
-  const samples = ctx.quick ? 3 : 40;
-  const registry = new TurnRegistry();
-  const scratch = new Scratch();
-  try {
-    const fullstop: number[] = [];
-    const resolved: number[] = [];
-    const raw: number[] = [];
-    // One warm-up of each, not recorded (first spawn, first /proc walk).
-    await fullstopSample(registry, scratch);
-    await rawSample(scratch);
-    for (let i = 0; i < samples; i++) {
-      const f = await fullstopSample(registry, scratch);
-      fullstop.push(f.goneMs);
-      resolved.push(f.resolvedMs);
-      raw.push(await rawSample(scratch));
+export const suite: Suite = {
+  name: 'exec',
+  ids: ['P6'],
+  async run(ctx) {
+    const samples = ctx.quick ? 3 : 40;
+    try {
+      // One warm-up pair, not recorded (first spawn, first /proc walk).
+      const { samples: s } = await samplePairs('P6', { pairs: samples, warmup: 1 }, { fullstop: fullstopSample, raw: rawSample });
+      ctx.progress(`exec: P6 ${samples} samples each side`);
+      const trees = { ignoresTermTreeOfFive: IGNORES_TERM, setsidEscape: SETSID_ESCAPE };
+      const counts: Record<string, Record<string, number>> = {};
+      for (const [tree, script] of Object.entries(trees)) {
+        counts[tree] = {};
+        for (const [name, stopper] of Object.entries(stoppers)) counts[tree]![name] = await survivors(stopper, script);
+      }
+      ctx.progress('exec: survivor counts done');
+      return [compare({
+        id: 'P6', metric: 'SIGTERM-ignoring tree of five: end of grace → every pid gone', unit: 'ms', better: 'lower',
+        extra: {
+          goal: '≤ 3×, ≤ 2 ms', samples, survivors: counts, treePids: { ignoresTermTreeOfFive: 5, setsidEscape: 4 },
+          fullstopHardStopResolvedMedianMs: median(s.fullstop.map((f) => f.resolvedMs)),
+          execaPromiseSettlesWithin1sWhenEscapeesHoldPipes: await execaPipedSettles(), graceMs: GRACE_MS,
+        },
+      }, s.fullstop.map((f) => f.goneMs), 'process.kill(-pgid, SIGKILL)', s.raw, { paired: true })];
+    } finally {
+      current?.remove();
+      current = undefined;
     }
-    ctx.progress(`exec: P6 ${samples} samples each side`);
-    const stoppers: Record<string, Stopper> = {
-      fullstop: fullstopStopper(registry), execaCancelSignal: execaStopper, treeKillAlone: treeKillStopper,
-    };
-    const trees: Record<string, string> = { ignoresTermTreeOfFive: IGNORES_TERM, setsidEscape: SETSID_ESCAPE };
-    const counts: Record<string, Record<string, number>> = {};
-    for (const [treeName, script] of Object.entries(trees)) {
-      counts[treeName] = {};
-      for (const [name, stopper] of Object.entries(stoppers)) counts[treeName]![name] = await survivors(stopper, script, scratch);
-    }
-    ctx.progress('exec: survivor counts done');
-    const piped = await execaPipedSettles(scratch);
-    const sorted = [...resolved].sort((a, b) => a - b);
-    return [compare({
-      id: 'P6',
-      metric: 'SIGTERM-ignoring tree of five: end of grace → every pid gone',
-      unit: 'ms',
-      better: 'lower',
-      extra: {
-        goal: '≤ 3×, ≤ 2 ms', samples,
-        survivors: counts,
-        treePids: { ignoresTermTreeOfFive: 5, setsidEscape: 4 },
-        fullstopHardStopResolvedMedianMs: sorted[Math.floor(sorted.length / 2)],
-        execaPromiseSettlesWithin1sWhenEscapeesHoldPipes: piped,
-        graceMs: GRACE_MS,
-      },
-    }, fullstop, 'process.kill(-pgid, SIGKILL)', raw, { paired: true })];
-  } finally {
-    scratch.remove();
-  }
-}
-
-export const suite: Suite = { name: 'exec', ids: ['P6'], run };
+  },
+};

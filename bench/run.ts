@@ -52,20 +52,19 @@ export function formatNumber(n: number): string {
 const ratioCell = (ratio: number | undefined, spread: BenchResult['spread']) =>
   ratio === undefined ? '' : `${formatNumber(ratio)}×${spread ? ` [${formatNumber(spread.q1)}–${formatNumber(spread.q3)}]` : ''}`;
 
-/** The printed table (one line a row; ratios with the quartiles of their per-pair ratios) and the notes. */
+/**
+ * The printed table (one line a row; ratios with the quartiles of their per-pair ratios) and the
+ * notes. Not `console.table`: it quotes every string cell.
+ */
 export function formatTable(results: readonly BenchResult[]): string {
-  const pad = (cells: string[][]) => {
-    const widths = cells[0]!.map((_, c) => Math.max(...cells.map((row) => [...row[c]!].length)));
-    return cells.map((row) => row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd());
-  };
-  const rows = results.map((r) => [
-    r.id, r.metric, `${formatNumber(r.fullstop.median)} ${r.unit}`, `${formatNumber(r.fullstop.p99)}`,
-    r.baseline.name, `${formatNumber(r.baseline.median)}`, ratioCell(r.ratio, r.spread),
-    r.shape ? `${formatNumber(r.shape.median)}` : '', ratioCell(r.shapeRatio, r.shapeSpread), r.better,
-  ]);
   const head = ['id', 'metric', 'fullstop', 'p99', 'baseline', 'median', 'ratio [IQR]', 'shape', 'shapeRatio [IQR]', 'better'];
+  const cells = [head, ...results.map((r) => [
+    r.id, r.metric, `${formatNumber(r.fullstop.median)} ${r.unit}`, formatNumber(r.fullstop.p99), r.baseline.name, formatNumber(r.baseline.median),
+    ratioCell(r.ratio, r.spread), r.shape ? formatNumber(r.shape.median) : '', ratioCell(r.shapeRatio, r.shapeSpread), r.better,
+  ])];
+  const widths = head.map((_, c) => Math.max(...cells.map((row) => [...row[c]!].length)));
   const notes = results.filter((r) => r.extra).map((r) => `${r.id}: ${JSON.stringify(r.extra).replace(/"([^"]+)":/g, '$1=')}`);
-  return [...pad([head, ...rows]), '', ...notes].join('\n');
+  return [...cells.map((row) => row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()), '', ...notes].join('\n');
 }
 
 /** `--svg`: per time row, a fullstop bar and a baseline bar on one log axis, in µs. Standalone SVG. */
@@ -121,7 +120,7 @@ async function main(): Promise<number> {
       const { suite } = (await import(pathToFileURL(join(here, file)).href)) as { suite?: Suite };
       if (typeof suite?.name !== 'string' || typeof suite.run !== 'function') throw new TypeError('expected an export `suite` with a `name` and a `run` function');
       const whole = wants(suite.name) || wants(stem);
-      if (!whole && suite.ids !== undefined && !suite.ids.some(wants)) continue;
+      if (!whole && !suite.ids.some(wants)) continue;
       log(`${stem}: running${args.quick ? ' (quick)' : ''}…`);
       const t0 = performance.now();
       const rows = await suite.run({ quick: args.quick === true, progress: (m) => log(`  ${stem}: ${m}`), wants: whole ? () => true : wants });

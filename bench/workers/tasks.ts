@@ -9,16 +9,22 @@ import { cancelTurn, checkCancelled, isCancelled, isCancelledError, sleep } from
 import { LINGER_MS, READY, SPARE, TRIP_AFTER_MS, type FlagsTask } from './protocol.js';
 
 const now = () => process.hrtime.bigint();
+const step = (x: number) => (Math.imul(x, 1103515245) + 12345) | 0;
 
 function ready(flags: Int32Array): void {
   Atomics.store(flags, READY, 1);
   Atomics.notify(flags, READY);
 }
 
-/** P5, and P4's next task. */
-export function trivial(n: number): number {
-  return n;
+/** Returns the stamp taken as `e` was caught, if it is the CancelledError; else rethrows it. */
+function caught(e: unknown): bigint {
+  const at = now();
+  if (isCancelledError(e)) return at;
+  throw e;
 }
+
+/** P5, and P4's next task. */
+export const trivial = (n: number): number => n;
 
 /** P1: blocked in `sleep()`; returns when the `CancelledError` was caught in the task. */
 export function sleeper({ flags }: FlagsTask): bigint {
@@ -26,9 +32,7 @@ export function sleeper({ flags }: FlagsTask): bigint {
   try {
     sleep(60_000);
   } catch (e) {
-    const at = now();
-    if (isCancelledError(e)) return at;
-    throw e;
+    return caught(e);
   }
   throw new Error('sleeper: slept 60 s without a cancel');
 }
@@ -47,12 +51,10 @@ export function pollsEveryIteration({ flags }: FlagsTask): [bigint, number] {
   try {
     for (;;) {
       checkCancelled();
-      x = (Math.imul(x, 1103515245) + 12345) | 0;
+      x = step(x);
     }
   } catch (e) {
-    const at = now();
-    if (isCancelledError(e)) return [at, x];
-    throw e;
+    return [caught(e), x];
   }
 }
 
@@ -60,7 +62,7 @@ export function pollsEveryIteration({ flags }: FlagsTask): [bigint, number] {
 export function pollsIsCancelled({ flags }: FlagsTask): [bigint, number] {
   ready(flags);
   let x = 1;
-  while (!isCancelled()) x = (Math.imul(x, 1103515245) + 12345) | 0;
+  while (!isCancelled()) x = step(x);
   return [now(), x];
 }
 
