@@ -70,8 +70,7 @@ async function run(ctx: SuiteContext): Promise<BenchResult[]> {
     return [];
   }
   const prefix = `fullstop-bench:${process.pid}:${randomBytes(3).toString('hex')}`;
-  const clients: Client[] = [];
-  const fleets: Fleet[] = [];
+  const [clients, fleets, rows]: [Client[], Fleet[], BenchResult[]] = [[], [], []];
   const client = async (from?: Client) => {
     const c = from?.duplicate() ?? createClient({ socket: { host: '127.0.0.1', port: PORT } });
     c.on('error', () => {});
@@ -84,18 +83,14 @@ async function run(ctx: SuiteContext): Promise<BenchResult[]> {
     fleets.push(f);
     return f;
   };
-  const rows: BenchResult[] = [];
   try {
-    const fleetA = await fleet('bench-a', await client());
-    const fleetB = await fleet('bench-b', await client());
-    const plainRunner = runner();
+    const [fleetA, fleetB, plainRunner] = [await fleet('bench-a', await client()), await fleet('bench-b', await client()), runner()];
 
     // Raw floor connections: x requests, y subscribes (the owner), z answers, w subscribes (the requester).
     const [x, z] = [await client(), await client()];
     const [y, w] = [await client(x), await client(z)];
     const sha = await x.sendCommand(['SCRIPT', 'LOAD', 'return 1']) as string;
-    let onFloor: (() => void) | undefined;
-    let onAck: (() => void) | undefined;
+    let onFloor: (() => void) | undefined, onAck: (() => void) | undefined;
     await y.subscribe(`${prefix}:raw:owner`, () => { if (onAck !== undefined) void z.sendCommand(['PUBLISH', `${prefix}:raw:requester`, 'ack']); onFloor?.(); });
     await w.subscribe(`${prefix}:raw:requester`, () => onAck?.());
     const rawOnce = async (withAck: boolean): Promise<number> => {
@@ -108,7 +103,7 @@ async function run(ctx: SuiteContext): Promise<BenchResult[]> {
       return us(performance.now() - t0);
     };
 
-    if (ctx.wants('F1') || ctx.wants('F2') || ctx.wants('F3')) {
+    if (['F1', 'F2', 'F3', 'F4'].some(ctx.wants)) {
       const samples = ctx.quick ? 40 : 200;
       ctx.progress(`F1/F2 fleetB.stop() → A aborts / B holds stopped, ${samples} samples`);
       let turn = 0;

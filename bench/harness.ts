@@ -7,7 +7,8 @@
 import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
-import { GO, READY, type RawCommand, type RawReport } from './workers/protocol.js';
+import type { CancelToken, TurnRegistry } from '../src/index.js';
+import type { TokenHandle } from '../workers/runtime.js';
 
 /** Spread of the per-pair ratios behind `ratio`: quartiles and extremes, and how many pairs. */
 export type Spread = Record<'min' | 'q1' | 'q3' | 'max' | 'pairs', number>;
@@ -132,14 +133,27 @@ export async function samplePairs<S extends Record<string, unknown>>(
   return { samples, voided };
 }
 
-/** The cross-thread clock (bench/workers/protocol.ts) and µs between two of its stamps. */
+// What main and the workers (bench/workers/) agree on. The clock: `process.hrtime.bigint()`, one
+// monotonic clock for every thread of the process, so stamps from two threads subtract directly.
 export const now = () => process.hrtime.bigint();
 export const usSince = (t0: bigint, t1: bigint) => Number(t1 - t0) / 1000;
+/** Handshake cells over a SharedArrayBuffer: READY, set by a worker where the sample starts; GO, the raw floors' "go"; SPARE, never written (a timed sleep). */
+export const flagCells = () => new Int32Array(new SharedArrayBuffer(16));
+export const [READY, GO, SPARE] = [0, 1, 2];
+/** P3: the worker trips the turn after TRIP_AFTER_MS (main is idle by then) and lingers LINGER_MS (its reply cannot come first). */
+export const [TRIP_AFTER_MS, LINGER_MS] = [2, 5];
+/** SQ1: iterations between two token polls. */
+export const POLL_EVERY = 1000;
+/** Main → raw worker (bench/workers/raw.ts says what each kind does): one floor sample. */
+export type RawCommand =
+  | { kind: 'wait' | 'poll' | 'notify'; shape?: boolean }
+  | { kind: 'loop'; id: number; loopMs: number; handle?: TokenHandle }
+  | { kind: 'cancel'; id: number };
+/** Raw worker → main: its stamp; `ok` false if it woke from no block (or SQ1's loop ran out); `loopEndedAt`: SQ1. */
+export type RawReport = { at: bigint; ok: boolean; sink: number; loopEndedAt?: bigint };
+
 /** Main's pause after a worker's "ready" before it acts, so the worker is really blocked or spinning. */
 export const settle = () => delay(1);
-
-/** Fresh handshake cells (bench/workers/protocol.ts) over a SharedArrayBuffer, shared with a worker. */
-export const flagCells = () => new Int32Array(new SharedArrayBuffer(16));
 
 /** Resolves once the worker set `flags[READY]`; rejects if `settles` settles first (it died before). */
 export async function ready(flags: Int32Array, settles: Promise<unknown>, what: string): Promise<void> {
@@ -182,6 +196,16 @@ export class RawWorker {
   }
 
   close = () => this.worker.terminate();
+}
+
+/** `fn(token)` under a fresh turn of `session`, ended after. */
+export async function withTurn<T>(registry: TurnRegistry, session: string, fn: (token: CancelToken) => Promise<T>): Promise<T> {
+  const token = registry.beginTurn(session);
+  try {
+    return await fn(token);
+  } finally {
+    registry.endTurn(session, token);
+  }
 }
 
 /** A leaked slot, bridge or owner would make a figure a lie (and is a bug to report). */

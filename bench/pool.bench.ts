@@ -5,8 +5,7 @@
  */
 
 import { TurnPool, TurnRegistry } from '../src/index.js';
-import { assertNothingLive, compare, flagCells, now, RawWorker, ready, samplePairs, settle, usSince, type Suite, type SuiteContext } from './harness.js';
-import { GO, READY } from './workers/protocol.js';
+import { assertNothingLive, compare, flagCells, GO, now, RawWorker, ready, READY, samplePairs, settle, usSince, withTurn, type Suite, type SuiteContext } from './harness.js';
 
 const registry = new TurnRegistry();
 const flags = flagCells();
@@ -17,24 +16,18 @@ let sink = 0;
 const pairCounts = (ctx: SuiteContext, full = 300) => (ctx.quick ? { pairs: 12, warmup: 3 } : { pairs: full, warmup: 20 });
 
 /** One task under a fresh turn; once it is ready (and settled), main stamps and cancels it: µs to the task's own stamp. */
-async function cancelTask(name: string): Promise<number> {
-  const session = `lab-${++turns}`;
-  const token = registry.beginTurn(session);
-  try {
-    Atomics.store(flags, READY, 0);
-    const result = pool.run<bigint | [bigint, number]>({ flags }, { token, name });
-    await ready(flags, result, name);
-    await settle();
-    const t0 = now();
-    token.cancel();
-    const value = await result;
-    if (typeof value === 'bigint') return usSince(t0, value);
-    sink ^= value[1];
-    return usSince(t0, value[0]);
-  } finally {
-    registry.endTurn(session, token);
-  }
-}
+const cancelTask = (name: string) => withTurn(registry, `lab-${++turns}`, async (token) => {
+  Atomics.store(flags, READY, 0);
+  const result = pool.run<bigint | [bigint, number]>({ flags }, { token, name });
+  await ready(flags, result, name);
+  await settle();
+  const t0 = now();
+  token.cancel();
+  const value = await result;
+  if (typeof value === 'bigint') return usSince(t0, value);
+  sink ^= value[1];
+  return usSince(t0, value[0]);
+});
 
 /**
  * P3's floors: main waits with waitAsync on GO; `prepare` runs before the wait (as fullstop's
@@ -51,16 +44,12 @@ const waitAsyncFloor = (prepare: () => () => bigint | Promise<bigint>) => async 
 };
 const aborted = (signal: AbortSignal) => new Promise<bigint>((r) => signal.addEventListener('abort', () => r(now()), { once: true }));
 
-async function p3(): Promise<number> {
-  const token = registry.beginTurn('p3');
-  try {
-    // The task lingers after its trip: on a loaded host the default grace could hard-stop it first.
-    const [at, firedAt] = await Promise.all([pool.run<bigint>({ flags }, { token, name: 'trips', graceMs: 10_000 }), aborted(token.signal)]);
-    return usSince(at, firedAt);
-  } finally {
-    registry.endTurn('p3', token);
-  }
-}
+/** P3: the task trips its turn; µs from its stamp to main's signal listener. */
+const p3 = () => withTurn(registry, 'p3', async (token) => {
+  // The task lingers after its trip: on a loaded host the default grace could hard-stop it first.
+  const [at, firedAt] = await Promise.all([pool.run<bigint>({ flags }, { token, name: 'trips', graceMs: 10_000 }), aborted(token.signal)]);
+  return usSince(at, firedAt);
+});
 
 async function rows(ctx: SuiteContext) {
   const head = (id: string, metric: string, goal: string, voided: number) => ({ id, metric, unit: 'µs', better: 'lower' as const, extra: { goal, voided } });

@@ -18,28 +18,20 @@ export const USAGE = `usage: node dist/bench/run.js [--quick] [--only ID_OR_SUIT
   --json FILE  write the results JSON { date, node, cpus, results }
   --svg FILE   write a log-scale bar chart of the rows measured in time`;
 
-export interface ResultsDocument {
-  date: string;
-  node: string;
-  cpus: number;
-  results: BenchResult[];
-}
+export type ResultsDocument = { date: string; node: string; cpus: number; results: BenchResult[] };
 
 /** The problems of one row (empty if valid): tools read the JSON, so a malformed row fails its suite. */
 export function validateResult(r: BenchResult): string[] {
-  const where = `${String(r?.id)}: `;
   const finite = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
-  const problems: string[] = [];
-  if (typeof r?.id !== 'string' || r.id === '') problems.push(`id: expected a non-empty string, got ${JSON.stringify(r?.id)}`);
-  if (typeof r?.metric !== 'string' || typeof r?.unit !== 'string') problems.push(`${where}metric and unit: expected strings`);
-  if (r?.better !== 'lower' && r?.better !== 'higher') problems.push(`${where}better: expected 'lower' or 'higher', got ${JSON.stringify(r?.better)}`);
-  for (const side of ['fullstop', 'baseline', 'shape'] as const) {
-    if (side === 'shape' && r?.shape === undefined) continue;
-    if (!finite(r?.[side]?.median) || !finite(r?.[side]?.p99)) problems.push(`${where}${side}.median and .p99: expected finite numbers`);
-  }
-  if (r?.baseline?.median === 0) problems.push(`${where}baseline.median: is 0, so no ratio (put counts like that in extra)`);
-  if (!finite(r?.ratio)) problems.push(`${where}ratio: expected a finite number, got ${JSON.stringify(r?.ratio)}`);
-  return problems;
+  const sides = r?.shape === undefined ? (['fullstop', 'baseline'] as const) : (['fullstop', 'baseline', 'shape'] as const);
+  return [
+    (typeof r?.id !== 'string' || r.id === '') && `id: expected a non-empty string, got ${JSON.stringify(r?.id)}`,
+    (typeof r?.metric !== 'string' || typeof r?.unit !== 'string') && 'metric and unit: expected strings',
+    r?.better !== 'lower' && r?.better !== 'higher' && `better: expected 'lower' or 'higher', got ${JSON.stringify(r?.better)}`,
+    ...sides.map((side) => !(finite(r?.[side]?.median) && finite(r?.[side]?.p99)) && `${side}.median and .p99: expected finite numbers`),
+    r?.baseline?.median === 0 && 'baseline.median: is 0, so no ratio (put counts like that in extra)',
+    !finite(r?.ratio) && `ratio: expected a finite number, got ${JSON.stringify(r?.ratio)}`,
+  ].filter((p): p is string => typeof p === 'string').map((p) => (p.startsWith('id:') ? p : `${String(r?.id)}: ${p}`));
 }
 
 /** Three significant digits, thousands separated, no exponent. */

@@ -1,20 +1,13 @@
 /**
- * The status quo: how long a worker deep in a synchronous loop takes to notice a cancel.
- *
- * SQ1  Today: the main thread posts a cancel message on the worker's MessagePort. The worker is in
- *      a LOOP_MS synchronous loop, so the message is delivered only when the loop returns to the
- *      event loop. fullstop: the same loop polls `tokenFromHandle(handle).isCancelled()` every
- *      POLL_EVERY iterations and the main thread calls `token.cancel()`. Both cancel CANCEL_AT_MS
- *      into the loop; the figure is the time from post (or cancel) to the worker noticing.
- *
- * Not tinybench: one sample is one real loop in a real worker (bench/workers/raw.ts), and what is
- * measured spans two threads. Pairs alternate which side goes first; a void sample voids its pair.
+ * SQ1, the status quo: a worker in a LOOP_MS synchronous loop, cancelled CANCEL_AT_MS in, by a
+ * MessagePort message (delivered only when the loop returns to the event loop) vs `token.cancel()`
+ * (the loop polls `isCancelled()` every POLL_EVERY iterations): µs from the cancel to the worker
+ * noticing. One sample is one real loop in the raw worker (bench/workers/raw.ts).
  */
 
 import { setTimeout as delay } from 'node:timers/promises';
 import { TurnRegistry } from '../src/index.js';
-import { assertNothingLive, compare, now, RawWorker, samplePairs, usSince, type Suite } from './harness.js';
-import { POLL_EVERY, type RawCommand } from './workers/protocol.js';
+import { assertNothingLive, compare, now, POLL_EVERY, RawWorker, samplePairs, usSince, withTurn, type RawCommand, type Suite } from './harness.js';
 
 const LOOP_MS = 50;
 const CANCEL_AT_MS = 10;
@@ -48,14 +41,7 @@ export const suite: Suite = {
           const id = ++ids;
           return sample(raw, { kind: 'loop', id, loopMs: LOOP_MS }, () => raw.worker.postMessage({ kind: 'cancel', id } satisfies RawCommand));
         },
-        token: async () => {
-          const token = registry.beginTurn('sq1');
-          try {
-            return await sample(raw, { kind: 'loop', id: ++ids, loopMs: LOOP_MS, handle: token.handle }, () => token.cancel());
-          } finally {
-            registry.endTurn('sq1', token);
-          }
-        },
+        token: () => withTurn(registry, 'sq1', (token) => sample(raw, { kind: 'loop', id: ++ids, loopMs: LOOP_MS, handle: token.handle }, () => token.cancel())),
       });
       assertNothingLive(registry, 'SQ1');
       return [compare(

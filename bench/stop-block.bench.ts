@@ -1,9 +1,7 @@
 /**
- * S1-0, S1-1000: how long one stop holds the event loop — `token.cancel()` on a turn with one exec
- * tree, until `exec` settles — on a host with N extra idle processes (spawned here, reaped after),
- * vs a raw `process.kill(-pgid, 'SIGTERM')` of the same kind of tree. The figure bounds the longest
- * stretch between two event-loop turns (`blockOf`); goal ≤ 1 ms and flat in N: the stop's walk
- * should cost the tree, not the host. Public API only: `exec({ token })`, `cancel()`.
+ * S1-0, S1-1000: how long one stop holds the event loop (`token.cancel()` on a turn with one exec
+ * tree, until `exec` settles) with N extra idle processes on the host, vs a raw
+ * `process.kill(-pgid, 'SIGTERM')` of the same kind of tree. docs/benchmarks.md, "S1", has the method.
  */
 
 import { spawn } from 'node:child_process';
@@ -19,10 +17,7 @@ trap 'kill $s 2>/dev/null; wait; exit 143' TERM
 echo "$$ $s" > "$1.tmp" && mv "$1.tmp" "$1"
 wait`;
 
-/**
- * `n` idle processes in a group of their own: a shell and `n` sleeps. The shell reaps them on
- * SIGTERM, because this host's init does not reap orphans (each would stay a zombie).
- */
+/** `n` idle processes: a shell and `n` sleeps, which it reaps on SIGTERM (this host's init leaves orphans as zombies). */
 async function idleProcesses(n: number): Promise<() => Promise<unknown>> {
   if (n === 0) return async () => {};
   const script = `trap 'kill $pids 2>/dev/null; wait; exit 0' TERM
@@ -36,16 +31,13 @@ i=0; pids=; while [ $i -lt ${n} ]; do sleep 100000 & pids="$pids $!"; i=$((i+1))
   return () => (shell.kill('SIGTERM'), exited);
 }
 
-/** The process's CPU time so far, in ms (getrusage: exact for the running thread, unlike /proc's schedstat). */
+/** The process's CPU time so far, in ms. */
 const processCpuMs = () => (({ user, system }) => (user + system) / 1000)(process.cpuUsage());
 
 /**
- * How long the event loop is held from `start()` until its promise settles (ms). Per stretch
- * between two `setImmediate` turns (the first includes `start()`'s synchronous part), main's block
- * is at most the wall-clock gap (which also counts being descheduled: on a loaded host, mostly
- * other people's work) and at most the process's CPU time (which also counts libuv's pool and
- * V8's helper threads, as Node 20 has no per-thread figure): `block` is the longest stretch's
- * smaller of the two, a bound blind to both; `wall` the longest gap alone.
+ * The event loop's longest stretch between two `setImmediate` turns from `start()` until its
+ * promise settles (ms): `block`, the smaller of its wall-clock gap and the process's CPU time (each
+ * bounds main's block, and each is blind to what the other counts); `wall`, the wall gap alone.
  */
 async function blockOf(start: () => Promise<unknown>): Promise<{ block: number; wall: number }> {
   let settled = false;

@@ -13,7 +13,7 @@
 
 import { parentPort, workerData } from 'node:worker_threads';
 import { tokenFromHandle } from '../../workers/runtime.js';
-import { GO, LINGER_MS, POLL_EVERY, READY, SPARE, TRIP_AFTER_MS, type RawCommand, type RawReport } from './protocol.js';
+import { GO, LINGER_MS, POLL_EVERY, READY, SPARE, TRIP_AFTER_MS, type RawCommand, type RawReport } from '../harness.js';
 
 const port = parentPort!;
 const flags = workerData.flags as Int32Array;

@@ -1,26 +1,23 @@
 /**
  * Task bodies of the pool and runner suites, named by what they do. TurnPool and raw Piscina load
- * this same file; raw Piscina only runs `trivial` and `rawSleeper` (`fullstop/worker` functions
+ * this same file; raw Piscina runs only `trivial` and `rawSleeper` (`fullstop/worker` functions
  * throw outside a TurnPool task). A task a cancel ends returns the moment it noticed, on the
- * process-wide clock (protocol.ts), so the result carries the measurement.
+ * process-wide clock (harness.ts), so the result carries the measurement.
  */
 
 import { cancelTurn, checkCancelled, isCancelled, isCancelledError, sleep } from '../../workers/runtime.js';
-import { LINGER_MS, READY, SPARE, TRIP_AFTER_MS, type FlagsTask } from './protocol.js';
+import { LINGER_MS, READY, SPARE, TRIP_AFTER_MS } from '../harness.js';
+
+/** A task's argument: its handshake cells. */
+type FlagsTask = { flags: Int32Array };
 
 const now = () => process.hrtime.bigint();
 const step = (x: number) => (Math.imul(x, 1103515245) + 12345) | 0;
 
+/** Say "ready" on the handshake cell: the sample starts here. */
 function ready(flags: Int32Array): void {
   Atomics.store(flags, READY, 1);
   Atomics.notify(flags, READY);
-}
-
-/** Returns the stamp taken as `e` was caught, if it is the CancelledError; else rethrows it. */
-function caught(e: unknown): bigint {
-  const at = now();
-  if (isCancelledError(e)) return at;
-  throw e;
 }
 
 /** P5, and P4's next task. */
@@ -32,7 +29,9 @@ export function sleeper({ flags }: FlagsTask): bigint {
   try {
     sleep(60_000);
   } catch (e) {
-    return caught(e);
+    const at = now();
+    if (isCancelledError(e)) return at;
+    throw e;
   }
   throw new Error('sleeper: slept 60 s without a cancel');
 }
@@ -54,7 +53,9 @@ export function pollsEveryIteration({ flags }: FlagsTask): [bigint, number] {
       x = step(x);
     }
   } catch (e) {
-    return [caught(e), x];
+    const at = now();
+    if (isCancelledError(e)) return [at, x];
+    throw e;
   }
 }
 
