@@ -4,13 +4,14 @@
  * writes its pids to a file (the handshake); whatever survives a sample is SIGKILLed by pid.
  */
 
+import { setTimeout as delay } from 'node:timers/promises';
 import { execa } from 'execa';
 import treeKill from 'tree-kill';
 import { exec } from '../src/exec/index.js';
 import { TurnRegistry, type CancelToken } from '../src/index.js';
 import { governStop, ownersOf } from '../src/token/owners.js';
 import { compare, samplePairs, type Suite } from './harness.js';
-import { alive, delay, pidsOf, reap, Scratch, spawnGroup, untilGone } from './trees.js';
+import { alive, pidsOf, reap, Scratch, spawnGroup, untilGone } from './trees.js';
 
 /** The tree of five (shell, two sleeps, nested shell and its sleep), all ignoring SIGTERM. Pids in "$1" and "$1.n". */
 const IGNORES_TERM = `trap '' TERM

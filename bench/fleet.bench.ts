@@ -64,154 +64,174 @@ async function dropPrefix(c: Client, prefix: string): Promise<void> {
   } while (cursor !== '0');
 }
 
+/** What the row groups share: the run's context, key prefix, and the clients and instances it closes at the end. */
+type Lab = { ctx: SuiteContext; prefix: string; client(from?: Client): Promise<Client>; fleet(nodeId: string, redis: FleetRedisClient | Client, options?: object): Promise<Fleet> };
+
+/** F1, F2: a stop relayed from B to A, against the raw floors; also the EVALSHA round trip (F3's unit). */
+async function relayRows({ ctx, prefix, client }: Lab, fleetA: Fleet, fleetB: Fleet): Promise<{ rows: BenchResult[]; rtt: number }> {
+  // Raw floor connections: x requests, y subscribes (the owner), z answers, w subscribes (the requester).
+  const [x, z] = [await client(), await client()];
+  const [y, w] = [await client(x), await client(z)];
+  const sha = await x.sendCommand(['SCRIPT', 'LOAD', 'return 1']) as string;
+  let onFloor: (() => void) | undefined, onAck: (() => void) | undefined;
+  await y.subscribe(`${prefix}:raw:owner`, () => { if (onAck !== undefined) void z.sendCommand(['PUBLISH', `${prefix}:raw:requester`, 'ack']); onFloor?.(); });
+  await w.subscribe(`${prefix}:raw:requester`, () => onAck?.());
+  const rawOnce = async (withAck: boolean): Promise<number> => {
+    const t0 = performance.now();
+    const delivered = new Promise<void>((r) => { if (withAck) onAck = r; else onFloor = r; });
+    await x.sendCommand(['EVALSHA', sha, '0']);
+    await x.sendCommand(['PUBLISH', `${prefix}:raw:owner`, 'stop']);
+    await delivered;
+    onFloor = onAck = undefined;
+    return us(performance.now() - t0);
+  };
+
+  const samples = ctx.quick ? 40 : 200;
+  ctx.progress(`F1/F2 fleetB.stop() → A aborts / B holds stopped, ${samples} samples`);
+  let turn = 0;
+  const { samples: s } = await samplePairs('F1', { pairs: samples, warmup: 5 }, { // warm-up: scripts cached, JIT settled
+    fleet: async () => {
+      const h = await heldTurn(fleetA, 'f1', `f1-${turn++}`);
+      const t0 = performance.now();
+      const answer$ = fleetB.stop('f1', { timeoutMs: 5000 });
+      const abortedAt = await h.aborted;
+      const answer = await answer$;
+      const answeredAt = performance.now();
+      await h.done;
+      if (answer.outcome !== 'stopped') throw new Error(`F1: expected stopped, got ${answer.outcome}`);
+      return { f1: us(abortedAt - t0), f2: us(answeredAt - t0), aPart: us((answer.report as StopReport).emittedAt) };
+    },
+    floor: () => rawOnce(false),
+    ackFloor: () => rawOnce(true),
+    rtt: () => timedUs(() => x.sendCommand(['EVALSHA', sha, '0'])),
+  });
+  const [f2, aPart, rtt] = [s.fleet.map((f) => f.f2), s.fleet.map((f) => f.aPart), median(s.rtt)];
+  const rows = [compare({ id: 'F1', metric: 'fleetB.stop() → A\'s token.signal aborts', unit: 'µs', better: 'lower',
+    extra: { goal: 'ratio ≤ 1.25 and median ≤ 2000 µs', evalshaRoundTripMedianUs: rtt } },
+  s.fleet.map((f) => f.f1), 'EVALSHA round trip + PUBLISH to another connection', s.floor),
+  compare({ id: 'F2', metric: 'fleetB.stop() → B holds `stopped`', unit: 'µs', better: 'lower',
+    extra: { aStopSequence: summarize(aPart), relayPart: { median: median(f2) - median(aPart) }, floorF1MedianUs: median(s.floor) } },
+  f2, 'raw request + ack (EVALSHA, PUBLISH, PUBLISH back)', s.ackFloor)];
+  return { rows, rtt };
+}
+
+/** F3, F4: what the fleet adds to a turn, one at a time and 100 sessions at once. */
+async function overheadRows({ ctx, client, fleet }: Lab, fleetA: Fleet, rtt: number): Promise<BenchResult[]> {
+  const plainRunner = runner();
+  // F3: one empty turn at a time, on an instance whose client counts the commands it sends.
+  const turns = ctx.quick ? 100 : 400;
+  ctx.progress(`F3 fleet.run vs runner.run, empty turn, ${turns} each`);
+  const counted = await client();
+  let [commands, perTurn] = [0, 0];
+  const fleetC = await fleet('bench-c', wrap(counted, { sendCommand: (args, o) => (commands++, counted.sendCommand(args, o)) }));
+  const { samples: f3 } = await samplePairs('F3', { pairs: turns, warmup: 10 }, {
+    fleet: async () => {
+      const before = commands;
+      const t = await timedUs(() => fleetC.run('f3', async () => 1));
+      perTurn = Math.max(perTurn, commands - before);
+      return t;
+    },
+    plain: () => timedUs(() => plainRunner.run('f3', async () => 1)),
+  });
+  const added = median(f3.fleet) - median(f3.plain);
+  const f3Row = compare({ id: 'F3', metric: 'fleet.run vs runner.run, empty turn', unit: 'µs', better: 'lower',
+    extra: { goal: '≤ 2 Redis round trips added', redisCommandsPerTurn: perTurn, awaitedRoundTrips: 2, addedUs: added, addedInEvalshaRoundTrips: added / rtt } },
+  f3.fleet, 'runner.run (no fleet)', f3.plain);
+
+  // F4: 100 sessions at once.
+  const [sessions, each, rounds] = [100, ctx.quick ? 3 : 10, ctx.quick ? 3 : 5];
+  ctx.progress(`F4 ${sessions} sessions × ${each} empty turns, ${rounds} rounds`);
+  const burst = (runTurn: (s: string) => Promise<unknown>) => async () => (sessions * each) / (await timedUs(() =>
+    Promise.all(Array.from({ length: sessions }, async (_, s) => { for (let k = 0; k < each; k++) await runTurn(`f4-${s}`); })))) * 1e6;
+  const { samples: f4 } = await samplePairs('F4', { pairs: rounds, warmup: 0 }, {
+    fleet: burst((s) => fleetA.run(s, async () => 1)),
+    plain: burst((s) => plainRunner.run(s, async () => 1)),
+  });
+  return [f3Row, compare({ id: 'F4', metric: `turns/s, ${sessions} sessions at once, empty turns`, unit: 'turns/s', better: 'higher' },
+    f4.fleet, 'runner.run (no fleet)', f4.plain)];
+}
+
+/** F5: a stop whose wake-up publish is lost, recovered by the owner's renewal. */
+async function lostWakeUp({ ctx, client, fleet }: Lab, fleetB: Fleet): Promise<BenchResult> {
+  const [renewMs, samples] = [200, ctx.quick ? 5 : 15];
+  ctx.progress(`F5 lost wake-up: stop with no subscriber → abort, renewMs ${renewMs}, ${samples} samples`);
+  const fleetD = await fleet('bench-deaf', await deafClient(await client()), { leaseMs: 2000, renewMs });
+  const { samples: f5 } = await samplePairs('F5', { pairs: samples, warmup: 0 }, {
+    ms: async () => {
+      const h = await heldTurn(fleetD, 'f5');
+      await delay(Math.random() * renewMs); // a random phase against the renewal timer, as a real stop has
+      const t0 = performance.now();
+      const answer = await fleetB.stop('f5', { wait: false });
+      if (answer.outcome !== 'cancelling') throw new Error(`F5: expected cancelling, got ${answer.outcome}`);
+      const ms = await h.aborted - t0;
+      await h.done;
+      return ms;
+    },
+  });
+  return compare({ id: 'F5', metric: 'lost wake-up: stop recorded → owner aborts (via renewal)', unit: 'ms', better: 'lower',
+    extra: { bound: 'renewMs', renewMs } }, f5.ms, 'renewMs', [renewMs]);
+}
+
+/** F6: a dead owner's turn, marked interrupted by another instance's sweep. */
+async function deadOwner({ ctx, prefix, client, fleet }: Lab): Promise<BenchResult> {
+  const [leaseMs, sweepMs, samples] = [500, 100, ctx.quick ? 3 : 8];
+  ctx.progress(`F6 dead owner: SIGKILL → interrupted, leaseMs ${leaseMs} + sweepMs ${sweepMs}, ${samples} samples`);
+  const fleetE = await fleet('bench-sweeper', await client(), { leaseMs: 5000, sweepMs });
+  let i = 0;
+  const { samples: f6 } = await samplePairs('F6', { pairs: samples, warmup: 0 }, {
+    ms: async () => {
+      const session = `f6-${++i}`;
+      const host = new FleetHostProcess({ prefix, nodeId: `bench-owner-${i}`, port: PORT, leaseMs, renewMs: leaseMs / 3, sweepMs: 60_000 });
+      try {
+        await host.next((m) => m.type === 'ready');
+        host.send({ cmd: 'run', sessionId: session });
+        await host.next((m) => m.type === 'started');
+        const t0 = performance.now();
+        await host.kill();
+        while ((await fleetE.turn(session))?.status !== 'interrupted') {
+          if (performance.now() - t0 > 10 * (leaseMs + sweepMs)) throw new Error('F6: the turn was never swept');
+          await delay(2);
+        }
+        return performance.now() - t0;
+      } finally {
+        await host.kill();
+      }
+    },
+  });
+  return compare({ id: 'F6', metric: 'dead owner: SIGKILL → turn interrupted by another\'s sweep', unit: 'ms', better: 'lower',
+    extra: { bound: 'leaseMs + sweepMs', leaseMs, sweepMs } }, f6.ms, 'leaseMs + sweepMs', [leaseMs + sweepMs]);
+}
+
 async function run(ctx: SuiteContext): Promise<BenchResult[]> {
   if (!(await redisAnswers(PORT))) {
     ctx.progress(`fleet: no Redis at 127.0.0.1:${PORT} — F1–F6 skipped (start one: redis-server --port ${PORT} --save '' --daemonize yes)`);
     return [];
   }
   const prefix = `fullstop-bench:${process.pid}:${randomBytes(3).toString('hex')}`;
-  const [clients, fleets, rows]: [Client[], Fleet[], BenchResult[]] = [[], [], []];
-  const client = async (from?: Client) => {
-    const c = from?.duplicate() ?? createClient({ socket: { host: '127.0.0.1', port: PORT } });
-    c.on('error', () => {});
-    clients.push(c);
-    await c.connect();
-    return c;
-  };
-  const fleet = async (nodeId: string, redis: FleetRedisClient | Client, options = {}) => {
-    const f = await Fleet.start({ redis: redis as FleetRedisClient, runner: runner(), nodeId, prefix, ...options });
-    fleets.push(f);
-    return f;
+  const [clients, fleets]: [Client[], Fleet[]] = [[], []];
+  const lab: Lab = {
+    ctx, prefix,
+    async client(from) {
+      const c = from?.duplicate() ?? createClient({ socket: { host: '127.0.0.1', port: PORT } });
+      c.on('error', () => {});
+      clients.push(c);
+      await c.connect();
+      return c;
+    },
+    async fleet(nodeId, redis, options = {}) {
+      fleets.push(await Fleet.start({ redis: redis as FleetRedisClient, runner: runner(), nodeId, prefix, ...options }));
+      return fleets.at(-1)!;
+    },
   };
   try {
-    const [fleetA, fleetB, plainRunner] = [await fleet('bench-a', await client()), await fleet('bench-b', await client()), runner()];
-
-    // Raw floor connections: x requests, y subscribes (the owner), z answers, w subscribes (the requester).
-    const [x, z] = [await client(), await client()];
-    const [y, w] = [await client(x), await client(z)];
-    const sha = await x.sendCommand(['SCRIPT', 'LOAD', 'return 1']) as string;
-    let onFloor: (() => void) | undefined, onAck: (() => void) | undefined;
-    await y.subscribe(`${prefix}:raw:owner`, () => { if (onAck !== undefined) void z.sendCommand(['PUBLISH', `${prefix}:raw:requester`, 'ack']); onFloor?.(); });
-    await w.subscribe(`${prefix}:raw:requester`, () => onAck?.());
-    const rawOnce = async (withAck: boolean): Promise<number> => {
-      const t0 = performance.now();
-      const delivered = new Promise<void>((r) => { if (withAck) onAck = r; else onFloor = r; });
-      await x.sendCommand(['EVALSHA', sha, '0']);
-      await x.sendCommand(['PUBLISH', `${prefix}:raw:owner`, 'stop']);
-      await delivered;
-      onFloor = onAck = undefined;
-      return us(performance.now() - t0);
-    };
-
+    const rows: BenchResult[] = [];
+    const [fleetA, fleetB] = [await lab.fleet('bench-a', await lab.client()), await lab.fleet('bench-b', await lab.client())];
     if (['F1', 'F2', 'F3', 'F4'].some(ctx.wants)) {
-      const samples = ctx.quick ? 40 : 200;
-      ctx.progress(`F1/F2 fleetB.stop() → A aborts / B holds stopped, ${samples} samples`);
-      let turn = 0;
-      const { samples: s } = await samplePairs('F1', { pairs: samples, warmup: 5 }, { // warm-up: scripts cached, JIT settled
-        fleet: async () => {
-          const h = await heldTurn(fleetA, 'f1', `f1-${turn++}`);
-          const t0 = performance.now();
-          const answer$ = fleetB.stop('f1', { timeoutMs: 5000 });
-          const abortedAt = await h.aborted;
-          const answer = await answer$;
-          const answeredAt = performance.now();
-          await h.done;
-          if (answer.outcome !== 'stopped') throw new Error(`F1: expected stopped, got ${answer.outcome}`);
-          return { f1: us(abortedAt - t0), f2: us(answeredAt - t0), aPart: us((answer.report as StopReport).emittedAt) };
-        },
-        floor: () => rawOnce(false),
-        ackFloor: () => rawOnce(true),
-        rtt: () => timedUs(() => x.sendCommand(['EVALSHA', sha, '0'])),
-      });
-      const [f2, aPart, rtt] = [s.fleet.map((f) => f.f2), s.fleet.map((f) => f.aPart), median(s.rtt)];
-      rows.push(compare({ id: 'F1', metric: 'fleetB.stop() → A\'s token.signal aborts', unit: 'µs', better: 'lower',
-        extra: { goal: 'ratio ≤ 1.25 and median ≤ 2000 µs', evalshaRoundTripMedianUs: rtt } },
-      s.fleet.map((f) => f.f1), 'EVALSHA round trip + PUBLISH to another connection', s.floor));
-      rows.push(compare({ id: 'F2', metric: 'fleetB.stop() → B holds `stopped`', unit: 'µs', better: 'lower',
-        extra: { aStopSequence: summarize(aPart), relayPart: { median: median(f2) - median(aPart) }, floorF1MedianUs: median(s.floor) } },
-      f2, 'raw request + ack (EVALSHA, PUBLISH, PUBLISH back)', s.ackFloor));
-
-      // F3: one empty turn at a time, on an instance whose client counts the commands it sends.
-      const turns = ctx.quick ? 100 : 400;
-      ctx.progress(`F3 fleet.run vs runner.run, empty turn, ${turns} each`);
-      const counted = await client();
-      let [commands, perTurn] = [0, 0];
-      const fleetC = await fleet('bench-c', wrap(counted, { sendCommand: (args, o) => (commands++, counted.sendCommand(args, o)) }));
-      const { samples: f3 } = await samplePairs('F3', { pairs: turns, warmup: 10 }, {
-        fleet: async () => {
-          const before = commands;
-          const t = await timedUs(() => fleetC.run('f3', async () => 1));
-          perTurn = Math.max(perTurn, commands - before);
-          return t;
-        },
-        plain: () => timedUs(() => plainRunner.run('f3', async () => 1)),
-      });
-      const added = median(f3.fleet) - median(f3.plain);
-      rows.push(compare({ id: 'F3', metric: 'fleet.run vs runner.run, empty turn', unit: 'µs', better: 'lower',
-        extra: { goal: '≤ 2 Redis round trips added', redisCommandsPerTurn: perTurn, awaitedRoundTrips: 2, addedUs: added, addedInEvalshaRoundTrips: added / rtt } },
-      f3.fleet, 'runner.run (no fleet)', f3.plain));
-
-      // F4: 100 sessions at once.
-      const [sessions, each, rounds] = [100, ctx.quick ? 3 : 10, ctx.quick ? 3 : 5];
-      ctx.progress(`F4 ${sessions} sessions × ${each} empty turns, ${rounds} rounds`);
-      const burst = (runTurn: (s: string) => Promise<unknown>) => async () => (sessions * each) / (await timedUs(() =>
-        Promise.all(Array.from({ length: sessions }, async (_, s) => { for (let k = 0; k < each; k++) await runTurn(`f4-${s}`); })))) * 1e6;
-      const { samples: f4 } = await samplePairs('F4', { pairs: rounds, warmup: 0 }, {
-        fleet: burst((s) => fleetA.run(s, async () => 1)),
-        plain: burst((s) => plainRunner.run(s, async () => 1)),
-      });
-      rows.push(compare({ id: 'F4', metric: `turns/s, ${sessions} sessions at once, empty turns`, unit: 'turns/s', better: 'higher' },
-        f4.fleet, 'runner.run (no fleet)', f4.plain));
+      const relay = await relayRows(lab, fleetA, fleetB);
+      rows.push(...relay.rows, ...(await overheadRows(lab, fleetA, relay.rtt)));
     }
-
-    if (ctx.wants('F5')) {
-      const [renewMs, samples] = [200, ctx.quick ? 5 : 15];
-      ctx.progress(`F5 lost wake-up: stop with no subscriber → abort, renewMs ${renewMs}, ${samples} samples`);
-      const fleetD = await fleet('bench-deaf', await deafClient(await client()), { leaseMs: 2000, renewMs });
-      const { samples: f5 } = await samplePairs('F5', { pairs: samples, warmup: 0 }, {
-        ms: async () => {
-          const h = await heldTurn(fleetD, 'f5');
-          await delay(Math.random() * renewMs); // a random phase against the renewal timer, as a real stop has
-          const t0 = performance.now();
-          const answer = await fleetB.stop('f5', { wait: false });
-          if (answer.outcome !== 'cancelling') throw new Error(`F5: expected cancelling, got ${answer.outcome}`);
-          const ms = await h.aborted - t0;
-          await h.done;
-          return ms;
-        },
-      });
-      rows.push(compare({ id: 'F5', metric: 'lost wake-up: stop recorded → owner aborts (via renewal)', unit: 'ms', better: 'lower',
-        extra: { bound: 'renewMs', renewMs } }, f5.ms, 'renewMs', [renewMs]));
-    }
-
-    if (ctx.wants('F6')) {
-      const [leaseMs, sweepMs, samples] = [500, 100, ctx.quick ? 3 : 8];
-      ctx.progress(`F6 dead owner: SIGKILL → interrupted, leaseMs ${leaseMs} + sweepMs ${sweepMs}, ${samples} samples`);
-      const fleetE = await fleet('bench-sweeper', await client(), { leaseMs: 5000, sweepMs });
-      let i = 0;
-      const { samples: f6 } = await samplePairs('F6', { pairs: samples, warmup: 0 }, {
-        ms: async () => {
-          const session = `f6-${++i}`;
-          const host = new FleetHostProcess({ prefix, nodeId: `bench-owner-${i}`, port: PORT, leaseMs, renewMs: leaseMs / 3, sweepMs: 60_000 });
-          try {
-            await host.next((m) => m.type === 'ready');
-            host.send({ cmd: 'run', sessionId: session });
-            await host.next((m) => m.type === 'started');
-            const t0 = performance.now();
-            await host.kill();
-            while ((await fleetE.turn(session))?.status !== 'interrupted') {
-              if (performance.now() - t0 > 10 * (leaseMs + sweepMs)) throw new Error('F6: the turn was never swept');
-              await delay(2);
-            }
-            return performance.now() - t0;
-          } finally {
-            await host.kill();
-          }
-        },
-      });
-      rows.push(compare({ id: 'F6', metric: 'dead owner: SIGKILL → turn interrupted by another\'s sweep', unit: 'ms', better: 'lower',
-        extra: { bound: 'leaseMs + sweepMs', leaseMs, sweepMs } }, f6.ms, 'leaseMs + sweepMs', [leaseMs + sweepMs]));
-    }
+    if (ctx.wants('F5')) rows.push(await lostWakeUp(lab, fleetB));
+    if (ctx.wants('F6')) rows.push(await deadOwner(lab));
     return rows;
   } finally {
     for (const f of fleets) await f.close();

@@ -7,18 +7,16 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-
-export const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+import { setTimeout as delay } from 'node:timers/promises';
 
 /** Alive: a /proc entry that is not a zombie (`Z`) or dead (`X`). */
-export function isAlive(pid: number): boolean {
+export const alive = (pids: readonly number[]) => pids.filter((pid) => {
   try {
     return !/^\d+ \(.*\) [ZX]/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return false;
   }
-}
-export const alive = (pids: readonly number[]) => pids.filter(isAlive);
+});
 
 /** Both sides' "gone" detector: poll every event-loop turn until no pid is alive. */
 export async function untilGone(pids: readonly number[]): Promise<void> {
@@ -42,7 +40,7 @@ export async function reap(pids: readonly number[]): Promise<void> {
   await untilGone(pids);
 }
 
-/** The raw side's tree: `script` in a shell of its own process group; `exited` when the shell is reaped. */
+/** The raw side's tree: `script` in a shell, by default in a process group of its own; `exited` when the shell is reaped. */
 export function spawnGroup(script: string, pidfile: string, detached = true) {
   const child = spawn('sh', ['-c', script, 'tree', pidfile], { detached, stdio: 'ignore' });
   return { child, exited: new Promise((r) => child.once('exit', r)) };
@@ -52,6 +50,6 @@ export function spawnGroup(script: string, pidfile: string, detached = true) {
 export class Scratch {
   readonly dir = mkdtempSync(join(tmpdir(), 'fullstop-bench-exec-'));
   #n = 0;
-  pidfile(): string { return join(this.dir, `tree-${this.#n++}`); }
-  remove(): void { rmSync(this.dir, { recursive: true, force: true }); }
+  pidfile = () => join(this.dir, `tree-${this.#n++}`);
+  remove = () => rmSync(this.dir, { recursive: true, force: true });
 }
