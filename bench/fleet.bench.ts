@@ -141,8 +141,11 @@ async function overheadRows({ ctx, client, fleet }: Lab, fleetA: Fleet, rtt: num
   // F4: 100 sessions at once.
   const [sessions, each, rounds] = [100, ctx.quick ? 3 : 10, ctx.quick ? 3 : 5];
   ctx.progress(`F4 ${sessions} sessions × ${each} empty turns, ${rounds} rounds`);
-  const burst = (runTurn: (s: string) => Promise<unknown>) => async () => (sessions * each) / (await timedUs(() =>
-    Promise.all(Array.from({ length: sessions }, async (_, s) => { for (let k = 0; k < each; k++) await runTurn(`f4-${s}`); })))) * 1e6;
+  /** Turns/s of `sessions` sessions running `each` turns one after another, all at once. */
+  const burst = (runTurn: (s: string) => Promise<unknown>) => async () => {
+    const took = await timedUs(() => Promise.all(Array.from({ length: sessions }, async (_, s) => { for (let k = 0; k < each; k++) await runTurn(`f4-${s}`); })));
+    return (sessions * each) / (took / 1e6);
+  };
   const { samples: f4 } = await samplePairs('F4', { pairs: rounds, warmup: 0 }, {
     fleet: burst((s) => fleetA.run(s, async () => 1)),
     plain: burst((s) => plainRunner.run(s, async () => 1)),

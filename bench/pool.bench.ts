@@ -53,14 +53,14 @@ const p3 = () => withTurn(registry, 'p3', async (token) => {
 });
 
 async function rows(ctx: SuiteContext) {
-  const head = (id: string, metric: string, goal: string, voided: number) => ({ id, metric, unit: 'µs', better: 'lower' as const, extra: { goal, voided } });
+  const head = (id: string, metric: string, extra: Record<string, unknown>) => ({ id, metric, unit: 'µs', better: 'lower' as const, extra });
   const out = [];
   if (ctx.wants('P1')) {
     ctx.progress(`P1 cancel → sleep() wakes, ${pairCounts(ctx).pairs} pairs`);
     const { samples: s, voided } = await samplePairs('P1', pairCounts(ctx), {
       fullstop: () => cancelTask('sleeper'), raw: () => raw.flip({ kind: 'wait' }), shape: () => raw.flip({ kind: 'wait', shape: true }),
     });
-    out.push(compare(head('P1', 'cancel → task in sleep() wakes', 'shape ≤ 1.25×', voided), s.fullstop, 'raw Atomics.notify → wait', s.raw,
+    out.push(compare(head('P1', 'cancel → task in sleep() wakes', { goal: 'shape ≤ 1.25×', voided }), s.fullstop, 'raw Atomics.notify → wait', s.raw,
       { paired: true, shape: { name: 'raw + throw a pre-built Error', samples: s.shape } }));
   }
   if (ctx.wants('P2') || ctx.wants('P2-plain')) {
@@ -69,11 +69,10 @@ async function rows(ctx: SuiteContext) {
       fullstop: () => cancelTask('pollsEveryIteration'), plain: () => cancelTask('pollsIsCancelled'),
       raw: () => raw.flip({ kind: 'poll' }), shape: () => raw.flip({ kind: 'poll', shape: true }),
     });
-    const withSink = <T extends { extra: object }>(h: T) => ({ ...h, extra: { ...h.extra, sink: sink & 1 } });
     out.push(
-      compare(withSink(head('P2', 'cancel → busy checkCancelled() throws', 'shape ≤ 1.25×', voided)), s.fullstop, 'raw Atomics.load poll', s.raw,
+      compare(head('P2', 'cancel → busy checkCancelled() throws', { goal: 'shape ≤ 1.25×', voided, sink: sink & 1 }), s.fullstop, 'raw Atomics.load poll', s.raw,
         { paired: true, shape: { name: 'raw poll + throw a pre-built Error', samples: s.shape } }),
-      compare(withSink(head('P2-plain', 'cancel → busy isCancelled() loop ends', '≤ 1.25×', voided)), s.plain, 'raw Atomics.load poll', s.raw, { paired: true }),
+      compare(head('P2-plain', 'cancel → busy isCancelled() loop ends', { goal: '≤ 1.25×', voided, sink: sink & 1 }), s.plain, 'raw Atomics.load poll', s.raw, { paired: true }),
     );
   }
   if (ctx.wants('P3')) {
@@ -88,7 +87,7 @@ async function rows(ctx: SuiteContext) {
         return () => (controller.abort(reason), fired);
       }),
     });
-    out.push(compare(head('P3', 'cancelTurn() in worker → main signal aborts', 'shape ≤ 1.1×', voided), s.fullstop, 'raw store+notify → waitAsync', s.raw,
+    out.push(compare(head('P3', 'cancelTurn() in worker → main signal aborts', { goal: 'shape ≤ 1.1×', voided }), s.fullstop, 'raw store+notify → waitAsync', s.raw,
       { paired: true, shape: { name: 'raw waitAsync + AbortController.abort', samples: s.shape } }));
   }
   return out;
