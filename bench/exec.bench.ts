@@ -1,25 +1,17 @@
 /**
- * P6: how fast a hard stop ends a process tree, and what each way of stopping leaves.
- *
- * - Time, for a tree of five that ignores SIGTERM, from the end of the grace window (the moment a
- *   runner's grace ends and it calls the owner's `hardStop()`) until every pid is gone (no /proc
- *   entry, or a zombie), against a raw `process.kill(-pgid, 'SIGKILL')` on the same kind of tree,
- *   samples interleaved. Both sides detect "gone" with the same poll.
- * - Survivors, on that tree and on one with a setsid escape, after fullstop's stop vs execa's
- *   `cancelSignal` vs tree-kill alone (SIGTERM, grace, SIGKILL), each with the same grace.
- *
- * Every tree writes its pids to a file (the handshake); whatever survives is SIGKILLed by pid at
- * the end of its sample, so the bench leaves nothing behind.
+ * P6: how fast a hard stop ends a SIGTERM-ignoring process tree, vs a raw group SIGKILL, and what
+ * each way of stopping leaves (fullstop, execa's `cancelSignal`, tree-kill alone). Every tree
+ * writes its pids to a file (the handshake); whatever survives a sample is SIGKILLed by pid.
  */
 
-import { spawn } from 'node:child_process';
+import { setTimeout as delay } from 'node:timers/promises';
 import { execa } from 'execa';
 import treeKill from 'tree-kill';
 import { exec } from '../src/exec/index.js';
-import { TurnRegistry } from '../src/index.js';
+import { TurnRegistry, type CancelToken } from '../src/index.js';
 import { governStop, ownersOf } from '../src/token/owners.js';
-import { compare, type BenchResult, type SuiteContext, type Suite } from './harness.js';
-import { alive, delay, pidsOf, reap, Scratch, untilGone } from './trees.js';
+import { compare, samplePairs, type Suite } from './harness.js';
+import { alive, pidsOf, reap, Scratch, spawnGroup, untilGone } from './trees.js';
 
 /** The tree of five (shell, two sleeps, nested shell and its sleep), all ignoring SIGTERM. Pids in "$1" and "$1.n". */
 const IGNORES_TERM = `trap '' TERM
@@ -35,36 +27,43 @@ echo "$$ $s" > "$1.tmp" && mv "$1.tmp" "$1"
 wait`;
 
 const GRACE_MS = 50;
+const registry = new TurnRegistry();
+let scratch: Scratch;
 
-/** One fullstop sample: a governed stop sends SIGTERM; the clock starts when the runner would call hardStop(). */
-async function fullstopSample(registry: TurnRegistry, scratch: Scratch): Promise<{ goneMs: number; resolvedMs: number }> {
+/** `script`'s tree under a fresh turn's token; `stop(token, pids)` once the tree wrote its pids (on a failure, the tree is reaped). */
+async function underToken<T>(script: string, stop: (token: CancelToken, pids: number[]) => Promise<T>): Promise<T> {
   const token = registry.beginTurn('bench');
   const pidfile = scratch.pidfile();
-  const running = exec('sh', ['-c', IGNORES_TERM, 'tree', pidfile], { token, graceMs: GRACE_MS });
+  const running = exec('sh', ['-c', script, 'tree', pidfile], { token, graceMs: GRACE_MS });
   const pids = await pidsOf(pidfile);
   try {
-    governStop(token);
-    token.cancel();
-    const [owner] = ownersOf(token);
-    const start = performance.now();
-    const stopped = owner!.hardStop();
-    await untilGone(pids);
-    const goneMs = performance.now() - start;
-    await stopped;
-    const resolvedMs = performance.now() - start;
+    const value = await stop(token, pids);
     await running;
-    return { goneMs, resolvedMs };
-  } finally {
+    return value;
+  } catch (error) {
     await reap(pids);
+    throw error;
+  } finally {
     registry.endTurn('bench', token);
   }
 }
 
-/** One raw sample: the same tree spawned detached by node; SIGTERM the group, then time a group SIGKILL. */
-async function rawSample(scratch: Scratch): Promise<number> {
+/** fullstop: a governed stop sends SIGTERM; the clock starts when the runner, its grace over, would call the owner's hardStop(). */
+const fullstopSample = () => underToken(IGNORES_TERM, async (token, pids) => {
+  governStop(token);
+  token.cancel();
+  const start = performance.now();
+  const stopped = ownersOf(token)[0]!.hardStop();
+  await untilGone(pids);
+  const goneMs = performance.now() - start;
+  await stopped;
+  return goneMs;
+});
+
+/** Raw: the same tree spawned detached by node; SIGTERM the group, then time a group SIGKILL until every pid is gone. */
+async function rawSample(): Promise<number> {
   const pidfile = scratch.pidfile();
-  const child = spawn('sh', ['-c', IGNORES_TERM, 'tree', pidfile], { detached: true, stdio: 'ignore' });
-  const exited = new Promise((r) => child.once('exit', r));
+  const { child, exited } = spawnGroup(IGNORES_TERM, pidfile);
   const pids = await pidsOf(pidfile);
   try {
     process.kill(-child.pid!, 'SIGTERM');
@@ -78,119 +77,59 @@ async function rawSample(scratch: Scratch): Promise<number> {
   }
 }
 
-type Stopper = (script: string, pidfile: string) => Promise<number[]>;
+/** Ways of stopping `script`'s tree with a grace of GRACE_MS; each returns the tree's pids once it is done. */
+const stoppers: Record<string, (script: string) => Promise<number[]>> = {
+  fullstop: (script) => underToken(script, async (token, pids) => (token.cancel(), pids)),
+  /** execa's own cancel: `cancelSignal`, SIGKILL after the same grace (`forceKillAfterDelay`). */
+  async execaCancelSignal(script) {
+    const [controller, pidfile] = [new AbortController(), scratch.pidfile()];
+    const running = execa('sh', ['-c', script, 'tree', pidfile], { cancelSignal: controller.signal, forceKillAfterDelay: GRACE_MS, stdio: 'ignore', reject: false });
+    const pids = await pidsOf(pidfile);
+    controller.abort();
+    await running;
+    await delay(GRACE_MS);
+    return pids;
+  },
+  /** tree-kill alone, used the polite way: SIGTERM the tree, wait the grace, SIGKILL the tree. */
+  async treeKillAlone(script) {
+    const pidfile = scratch.pidfile();
+    const { child, exited } = spawnGroup(script, pidfile, false);
+    const pids = await pidsOf(pidfile);
+    await new Promise((r) => treeKill(child.pid!, 'SIGTERM', r));
+    await delay(GRACE_MS);
+    await new Promise((r) => treeKill(child.pid!, 'SIGKILL', r));
+    await exited;
+    await delay(GRACE_MS);
+    return pids;
+  },
+};
 
-/** fullstop: a token cancel with its own grace. Returns the tree's pids once the stop is over. */
-function fullstopStopper(registry: TurnRegistry): Stopper {
-  return async (script, pidfile) => {
-    const token = registry.beginTurn('bench-survivors');
+export const suite: Suite = {
+  name: 'exec',
+  ids: ['P6'],
+  async run(ctx) {
+    const samples = ctx.quick ? 3 : 40;
+    scratch = new Scratch();
     try {
-      const running = exec('sh', ['-c', script, 'tree', pidfile], { token, graceMs: GRACE_MS });
-      const pids = await pidsOf(pidfile);
-      token.cancel();
-      await running;
-      return pids;
+      // One warm-up pair, not recorded (first spawn, first /proc walk).
+      const { samples: s } = await samplePairs('P6', { pairs: samples, warmup: 1 }, { fullstop: fullstopSample, raw: rawSample });
+      ctx.progress(`exec: P6 ${samples} pairs; survivors next`);
+      const survivors: Record<string, Record<string, number>> = {};
+      for (const [tree, script] of Object.entries({ ignoresTermTreeOfFive: IGNORES_TERM, setsidEscape: SETSID_ESCAPE })) {
+        survivors[tree] = {};
+        for (const [name, stopper] of Object.entries(stoppers)) {
+          const pids = await stopper(script);
+          await delay(GRACE_MS);
+          survivors[tree]![name] = alive(pids).length; // alive a grace after the stopper is done
+          await reap(pids);
+        }
+      }
+      return [compare({
+        id: 'P6', metric: 'SIGTERM-ignoring tree of five: end of grace → every pid gone', unit: 'ms', better: 'lower',
+        extra: { goal: '≤ 3×, ≤ 2 ms', samples, survivors, treePids: { ignoresTermTreeOfFive: 5, setsidEscape: 4 }, graceMs: GRACE_MS },
+      }, s.fullstop, 'process.kill(-pgid, SIGKILL)', s.raw, { paired: true })];
     } finally {
-      registry.endTurn('bench-survivors', token);
+      scratch.remove();
     }
-  };
-}
-
-/** execa's own cancel: `cancelSignal`, SIGKILL after the same grace (`forceKillAfterDelay`). */
-const execaStopper: Stopper = async (script, pidfile) => {
-  const controller = new AbortController();
-  const running = execa('sh', ['-c', script, 'tree', pidfile], {
-    cancelSignal: controller.signal, forceKillAfterDelay: GRACE_MS, stdio: 'ignore', reject: false,
-  });
-  const pids = await pidsOf(pidfile);
-  controller.abort();
-  await running;
-  await delay(GRACE_MS);
-  return pids;
+  },
 };
-
-/** tree-kill alone, used the polite way: SIGTERM the tree, wait the grace, SIGKILL the tree. */
-const treeKillStopper: Stopper = async (script, pidfile) => {
-  const child = spawn('sh', ['-c', script, 'tree', pidfile], { stdio: 'ignore' });
-  const exited = new Promise((r) => child.once('exit', r));
-  const pids = await pidsOf(pidfile);
-  await new Promise((r) => treeKill(child.pid!, 'SIGTERM', r));
-  await delay(GRACE_MS);
-  await new Promise((r) => treeKill(child.pid!, 'SIGKILL', r));
-  await exited;
-  await delay(GRACE_MS);
-  return pids;
-};
-
-/** Survivors of one stop: pids still alive a grace after the stopper is done (then reaped). */
-async function survivors(stopper: Stopper, script: string, scratch: Scratch): Promise<number> {
-  const pids = await stopper(script, scratch.pidfile());
-  await delay(GRACE_MS);
-  const left = alive(pids).length;
-  await reap(pids);
-  return left;
-}
-
-/** Does execa's promise settle within 1 s of a cancel while escaped grandchildren hold its pipes? */
-async function execaPipedSettles(scratch: Scratch): Promise<boolean> {
-  const controller = new AbortController();
-  const pidfile = scratch.pidfile();
-  const running = execa('sh', ['-c', SETSID_ESCAPE, 'tree', pidfile], { cancelSignal: controller.signal, forceKillAfterDelay: GRACE_MS, reject: false });
-  const pids = await pidsOf(pidfile);
-  controller.abort();
-  const settled = await Promise.race([running.then(() => true), delay(1000).then(() => false)]);
-  await reap(pids);
-  await running;
-  return settled;
-}
-
-async function run(ctx: SuiteContext): Promise<BenchResult[]> {
-  const samples = ctx.quick ? 3 : 40;
-  const registry = new TurnRegistry();
-  const scratch = new Scratch();
-  try {
-    const fullstop: number[] = [];
-    const resolved: number[] = [];
-    const raw: number[] = [];
-    // One warm-up of each, not recorded (first spawn, first /proc walk).
-    await fullstopSample(registry, scratch);
-    await rawSample(scratch);
-    for (let i = 0; i < samples; i++) {
-      const f = await fullstopSample(registry, scratch);
-      fullstop.push(f.goneMs);
-      resolved.push(f.resolvedMs);
-      raw.push(await rawSample(scratch));
-    }
-    ctx.progress(`exec: P6 ${samples} samples each side`);
-    const stoppers: Record<string, Stopper> = {
-      fullstop: fullstopStopper(registry), execaCancelSignal: execaStopper, treeKillAlone: treeKillStopper,
-    };
-    const trees: Record<string, string> = { ignoresTermTreeOfFive: IGNORES_TERM, setsidEscape: SETSID_ESCAPE };
-    const counts: Record<string, Record<string, number>> = {};
-    for (const [treeName, script] of Object.entries(trees)) {
-      counts[treeName] = {};
-      for (const [name, stopper] of Object.entries(stoppers)) counts[treeName]![name] = await survivors(stopper, script, scratch);
-    }
-    ctx.progress('exec: survivor counts done');
-    const piped = await execaPipedSettles(scratch);
-    const sorted = [...resolved].sort((a, b) => a - b);
-    return [compare({
-      id: 'P6',
-      metric: 'SIGTERM-ignoring tree of five: end of grace → every pid gone',
-      unit: 'ms',
-      better: 'lower',
-      extra: {
-        goal: '≤ 3×, ≤ 2 ms', samples,
-        survivors: counts,
-        treePids: { ignoresTermTreeOfFive: 5, setsidEscape: 4 },
-        fullstopHardStopResolvedMedianMs: sorted[Math.floor(sorted.length / 2)],
-        execaPromiseSettlesWithin1sWhenEscapeesHoldPipes: piped,
-        graceMs: GRACE_MS,
-      },
-    }, fullstop, 'process.kill(-pgid, SIGKILL)', raw, { paired: true })];
-  } finally {
-    scratch.remove();
-  }
-}
-
-export const suite: Suite = { name: 'exec', ids: ['P6'], run };

@@ -1,77 +1,58 @@
 /**
- * F1–F6: fullstop/fleet against the shared Redis at 127.0.0.1:6379 (REDIS_PORT to change it).
- * Without Redis the suite says so and gives no rows.
- *
- * Instances A (owner) and B (requester) live in this process, each with its own client and
- * subscriber connection (their runners keep no ledger: the rows measure the relay, not fdatasync).
- * Raw sides, sampled in the same rounds, alternating with the fleet's samples:
- * - F1 `fleetB.stop()` → A's `token.signal` aborts, vs the floor: one `EVALSHA` round trip (a
- *   loaded `return 1`) then one `PUBLISH` delivered to a subscriber on another connection.
- * - F2 `fleetB.stop()` → B holds `stopped`, vs a raw request/ack: that floor, then the subscriber's
- *   side publishes back (on a third connection) to a subscriber of the requester. `extra` has the
- *   part that is A's stop sequence (`report.emittedAt`).
- * - F3 `fleet.run` vs `runner.run` of an empty turn, one at a time; `extra` has the Redis commands
- *   a fleet turn sends and the added time in EVALSHA round trips.
- * - F4 turns/s with 100 sessions running empty turns at once, `fleet.run` vs `runner.run`.
- * - F5 lost wake-up: a stop whose publish reaches nobody (A's subscriber points at a closed port),
- *   stop recorded → A's signal aborts, vs `renewMs` (the bound: one renewal).
- * - F6 dead owner: A in a child process (examples/fleet-host.ts) SIGKILLed mid-turn → B's sweep
- *   marks the turn `interrupted` (polled every 2 ms), vs `leaseMs + sweepMs` (the bound).
+ * F1–F6: fullstop/fleet against the shared Redis at 127.0.0.1:6379 (REDIS_PORT to change it);
+ * without Redis the suite says so and gives no rows. docs/benchmarks.md defines the rows and their
+ * floors. Instances A (owner) and B (requester) live in this process, each with its own client and
+ * subscriber; their runners keep no ledger: the rows measure the relay, not fdatasync.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import { createClient } from 'redis';
 import { TurnRegistry, TurnRunner, type StopReport, type Turn } from '../src/index.js';
 import { Fleet, type FleetRedisClient } from '../src/fleet/index.js';
 import { FleetHostProcess, redisAnswers } from '../examples/fleet-process.js';
-import { compare, summarize, type BenchResult, type Suite, type SuiteContext } from './harness.js';
+import { compare, median, samplePairs, summarize, type BenchResult, type Suite, type SuiteContext } from './harness.js';
 
 const PORT = Number(process.env.REDIS_PORT ?? 6379);
-async function connected() {
-  const c = createClient({ socket: { host: '127.0.0.1', port: PORT } });
-  c.on('error', () => {});
-  await c.connect();
-  return c;
-}
-type Client = Awaited<ReturnType<typeof connected>>;
-
-/** A body that runs until its turn's signal aborts; `aborted` resolves with performance.now() then. */
-function heldTurn(): { body: (turn: Turn) => Promise<number>; started: Promise<void>; aborted: Promise<number> } {
-  let started!: () => void;
-  let aborted!: (at: number) => void;
-  return {
-    started: new Promise((r) => { started = r; }),
-    aborted: new Promise((r) => { aborted = r; }),
-    body: (turn) => new Promise((resolve) => {
-      turn.signal.addEventListener('abort', () => { aborted(performance.now()); resolve(0); }, { once: true });
-      started();
-    }),
-  };
-}
-
+type Client = ReturnType<typeof createClient>;
 const us = (ms: number) => ms * 1000;
+const timedUs = async (fn: () => Promise<unknown>) => { const t0 = performance.now(); await fn(); return us(performance.now() - t0); };
+const runner = () => new TurnRunner({ registry: new TurnRegistry() });
+
+/** Run a turn on `fleet` that lasts until its signal aborts; `aborted` resolves with performance.now() then. */
+async function heldTurn(fleet: Fleet, session: string, turnId?: string): Promise<{ aborted: Promise<number>; done: Promise<unknown> }> {
+  let aborted!: Promise<number>;
+  let done!: Promise<unknown>;
+  await new Promise<void>((started) => {
+    aborted = new Promise((resolve) => {
+      done = fleet.run(session, (turn: Turn) => new Promise((end) => {
+        turn.signal.addEventListener('abort', () => { resolve(performance.now()); end(0); }, { once: true });
+        started();
+      }), { turnId });
+    });
+  });
+  return { aborted, done };
+}
+
+/** `real` with some methods replaced, the others bound to it. */
+function wrap(real: Client, overrides: Partial<FleetRedisClient>): FleetRedisClient {
+  return new Proxy(real, {
+    get(target, key) {
+      if (key in overrides) return overrides[key as keyof FleetRedisClient];
+      const v = Reflect.get(target, key, target) as unknown;
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  }) as unknown as FleetRedisClient;
+}
 
 /** A client whose subscriber (its duplicate) can never connect: every publish to it is lost. */
 async function deafClient(real: Client): Promise<FleetRedisClient> {
   const closedPort = await new Promise<number>((resolve) => {
     const s = createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
   });
-  const r = real as unknown as FleetRedisClient;
-  return {
-    get isOpen() { return r.isOpen; },
-    get isReady() { return r.isReady; },
-    connect: () => r.connect(),
-    duplicate: (o) => {
-      const sub = createClient({ name: o?.name, socket: { host: '127.0.0.1', port: closedPort, reconnectStrategy: () => 1000 } });
-      return sub as unknown as FleetRedisClient;
-    },
-    sendCommand: (args, o) => r.sendCommand(args, o),
-    subscribe: (c, l) => r.subscribe(c, l),
-    unsubscribe: (c, l) => r.unsubscribe(c, l),
-    destroy: () => r.destroy(),
-    on: (e, l) => r.on(e, l),
-    off: (e, l) => r.off(e, l),
-  };
+  return wrap(real, {
+    duplicate: (o) => createClient({ name: o?.name, socket: { host: '127.0.0.1', port: closedPort, reconnectStrategy: () => 1000 } }) as unknown as FleetRedisClient,
+  });
 }
 
 async function dropPrefix(c: Client, prefix: string): Promise<void> {
@@ -83,183 +64,177 @@ async function dropPrefix(c: Client, prefix: string): Promise<void> {
   } while (cursor !== '0');
 }
 
+/** What the row groups share: the run's context, key prefix, and the clients and instances it closes at the end. */
+type Lab = { ctx: SuiteContext; prefix: string; client(from?: Client): Promise<Client>; fleet(nodeId: string, redis: FleetRedisClient | Client, options?: object): Promise<Fleet> };
+
+/** F1, F2: a stop relayed from B to A, against the raw floors; also the EVALSHA round trip (F3's unit). */
+async function relayRows({ ctx, prefix, client }: Lab, fleetA: Fleet, fleetB: Fleet): Promise<{ rows: BenchResult[]; rtt: number }> {
+  // Raw floor connections: x requests, y subscribes (the owner), z answers, w subscribes (the requester).
+  const [x, z] = [await client(), await client()];
+  const [y, w] = [await client(x), await client(z)];
+  const sha = await x.sendCommand(['SCRIPT', 'LOAD', 'return 1']) as string;
+  let onFloor: (() => void) | undefined, onAck: (() => void) | undefined;
+  await y.subscribe(`${prefix}:raw:owner`, () => { if (onAck !== undefined) void z.sendCommand(['PUBLISH', `${prefix}:raw:requester`, 'ack']); onFloor?.(); });
+  await w.subscribe(`${prefix}:raw:requester`, () => onAck?.());
+  const rawOnce = async (withAck: boolean): Promise<number> => {
+    const t0 = performance.now();
+    const delivered = new Promise<void>((r) => { if (withAck) onAck = r; else onFloor = r; });
+    await x.sendCommand(['EVALSHA', sha, '0']);
+    await x.sendCommand(['PUBLISH', `${prefix}:raw:owner`, 'stop']);
+    await delivered;
+    onFloor = onAck = undefined;
+    return us(performance.now() - t0);
+  };
+
+  const samples = ctx.quick ? 40 : 200;
+  ctx.progress(`F1/F2 fleetB.stop() → A aborts / B holds stopped, ${samples} samples`);
+  let turn = 0;
+  const { samples: s } = await samplePairs('F1', { pairs: samples, warmup: 5 }, { // warm-up: scripts cached, JIT settled
+    fleet: async () => {
+      const h = await heldTurn(fleetA, 'f1', `f1-${turn++}`);
+      const t0 = performance.now();
+      const answer$ = fleetB.stop('f1', { timeoutMs: 5000 });
+      const abortedAt = await h.aborted;
+      const answer = await answer$;
+      const answeredAt = performance.now();
+      await h.done;
+      if (answer.outcome !== 'stopped') throw new Error(`F1: expected stopped, got ${answer.outcome}`);
+      return { f1: us(abortedAt - t0), f2: us(answeredAt - t0), aPart: us((answer.report as StopReport).emittedAt) };
+    },
+    floor: () => rawOnce(false),
+    ackFloor: () => rawOnce(true),
+    rtt: () => timedUs(() => x.sendCommand(['EVALSHA', sha, '0'])),
+  });
+  const [f2, aPart, rtt] = [s.fleet.map((f) => f.f2), s.fleet.map((f) => f.aPart), median(s.rtt)];
+  const rows = [compare({ id: 'F1', metric: 'fleetB.stop() → A\'s token.signal aborts', unit: 'µs', better: 'lower',
+    extra: { goal: 'ratio ≤ 1.25 and median ≤ 2000 µs', evalshaRoundTripMedianUs: rtt } },
+  s.fleet.map((f) => f.f1), 'EVALSHA round trip + PUBLISH to another connection', s.floor),
+  compare({ id: 'F2', metric: 'fleetB.stop() → B holds `stopped`', unit: 'µs', better: 'lower',
+    extra: { aStopSequence: summarize(aPart), relayPart: { median: median(f2) - median(aPart) }, floorF1MedianUs: median(s.floor) } },
+  f2, 'raw request + ack (EVALSHA, PUBLISH, PUBLISH back)', s.ackFloor)];
+  return { rows, rtt };
+}
+
+/** F3, F4: what the fleet adds to a turn, one at a time and 100 sessions at once. */
+async function overheadRows({ ctx, client, fleet }: Lab, fleetA: Fleet, rtt: number): Promise<BenchResult[]> {
+  const plainRunner = runner();
+  // F3: one empty turn at a time, on an instance whose client counts the commands it sends.
+  const turns = ctx.quick ? 100 : 400;
+  ctx.progress(`F3 fleet.run vs runner.run, empty turn, ${turns} each`);
+  const counted = await client();
+  let [commands, perTurn] = [0, 0];
+  const fleetC = await fleet('bench-c', wrap(counted, { sendCommand: (args, o) => (commands++, counted.sendCommand(args, o)) }));
+  const { samples: f3 } = await samplePairs('F3', { pairs: turns, warmup: 10 }, {
+    fleet: async (warmup) => {
+      const before = commands;
+      const t = await timedUs(() => fleetC.run('f3', async () => 1));
+      if (!warmup) perTurn = Math.max(perTurn, commands - before);
+      return t;
+    },
+    plain: () => timedUs(() => plainRunner.run('f3', async () => 1)),
+  });
+  const added = median(f3.fleet) - median(f3.plain);
+  const f3Row = compare({ id: 'F3', metric: 'fleet.run vs runner.run, empty turn', unit: 'µs', better: 'lower',
+    extra: { goal: '≤ 2 Redis round trips added', redisCommandsPerTurn: perTurn, awaitedRoundTrips: 2, addedUs: added, addedInEvalshaRoundTrips: added / rtt } },
+  f3.fleet, 'runner.run (no fleet)', f3.plain);
+
+  // F4: 100 sessions at once.
+  const [sessions, each, rounds] = [100, ctx.quick ? 3 : 10, ctx.quick ? 3 : 5];
+  ctx.progress(`F4 ${sessions} sessions × ${each} empty turns, ${rounds} rounds`);
+  /** Turns/s of `sessions` sessions running `each` turns one after another, all at once. */
+  const burst = (runTurn: (s: string) => Promise<unknown>) => async () => {
+    const took = await timedUs(() => Promise.all(Array.from({ length: sessions }, async (_, s) => { for (let k = 0; k < each; k++) await runTurn(`f4-${s}`); })));
+    return (sessions * each) / (took / 1e6);
+  };
+  const { samples: f4 } = await samplePairs('F4', { pairs: rounds, warmup: 0 }, {
+    fleet: burst((s) => fleetA.run(s, async () => 1)),
+    plain: burst((s) => plainRunner.run(s, async () => 1)),
+  });
+  return [f3Row, compare({ id: 'F4', metric: `turns/s, ${sessions} sessions at once, empty turns`, unit: 'turns/s', better: 'higher' },
+    f4.fleet, 'runner.run (no fleet)', f4.plain)];
+}
+
+/** F5: a stop whose wake-up publish is lost, recovered by the owner's renewal. */
+async function lostWakeUp({ ctx, client, fleet }: Lab, fleetB: Fleet): Promise<BenchResult> {
+  const [renewMs, samples] = [200, ctx.quick ? 5 : 15];
+  ctx.progress(`F5 lost wake-up: stop with no subscriber → abort, renewMs ${renewMs}, ${samples} samples`);
+  const fleetD = await fleet('bench-deaf', await deafClient(await client()), { leaseMs: 2000, renewMs });
+  const { samples: f5 } = await samplePairs('F5', { pairs: samples, warmup: 0 }, {
+    ms: async () => {
+      const h = await heldTurn(fleetD, 'f5');
+      await delay(Math.random() * renewMs); // a random phase against the renewal timer, as a real stop has
+      const t0 = performance.now();
+      const answer = await fleetB.stop('f5', { wait: false });
+      if (answer.outcome !== 'cancelling') throw new Error(`F5: expected cancelling, got ${answer.outcome}`);
+      const ms = await h.aborted - t0;
+      await h.done;
+      return ms;
+    },
+  });
+  return compare({ id: 'F5', metric: 'lost wake-up: stop recorded → owner aborts (via renewal)', unit: 'ms', better: 'lower',
+    extra: { bound: 'renewMs', renewMs } }, f5.ms, 'renewMs', [renewMs]);
+}
+
+/** F6: a dead owner's turn, marked interrupted by another instance's sweep. */
+async function deadOwner({ ctx, prefix, client, fleet }: Lab): Promise<BenchResult> {
+  const [leaseMs, sweepMs, samples] = [500, 100, ctx.quick ? 3 : 8];
+  ctx.progress(`F6 dead owner: SIGKILL → interrupted, leaseMs ${leaseMs} + sweepMs ${sweepMs}, ${samples} samples`);
+  const fleetE = await fleet('bench-sweeper', await client(), { leaseMs: 5000, sweepMs });
+  let i = 0;
+  const { samples: f6 } = await samplePairs('F6', { pairs: samples, warmup: 0 }, {
+    ms: async () => {
+      const session = `f6-${++i}`;
+      const host = new FleetHostProcess({ prefix, nodeId: `bench-owner-${i}`, port: PORT, leaseMs, renewMs: leaseMs / 3, sweepMs: 60_000 });
+      try {
+        await host.next((m) => m.type === 'ready');
+        host.send({ cmd: 'run', sessionId: session });
+        await host.next((m) => m.type === 'started');
+        const t0 = performance.now();
+        await host.kill();
+        while ((await fleetE.turn(session))?.status !== 'interrupted') {
+          if (performance.now() - t0 > 10 * (leaseMs + sweepMs)) throw new Error('F6: the turn was never swept');
+          await delay(2);
+        }
+        return performance.now() - t0;
+      } finally {
+        await host.kill();
+      }
+    },
+  });
+  return compare({ id: 'F6', metric: 'dead owner: SIGKILL → turn interrupted by another\'s sweep', unit: 'ms', better: 'lower',
+    extra: { bound: 'leaseMs + sweepMs', leaseMs, sweepMs } }, f6.ms, 'leaseMs + sweepMs', [leaseMs + sweepMs]);
+}
+
 async function run(ctx: SuiteContext): Promise<BenchResult[]> {
   if (!(await redisAnswers(PORT))) {
     ctx.progress(`fleet: no Redis at 127.0.0.1:${PORT} — F1–F6 skipped (start one: redis-server --port ${PORT} --save '' --daemonize yes)`);
     return [];
   }
-  const wants = (id: string) => ctx.wants?.(id) ?? true;
   const prefix = `fullstop-bench:${process.pid}:${randomBytes(3).toString('hex')}`;
-  const clients: Client[] = [];
-  const fleets: Fleet[] = [];
-  const client = async () => { const c = await connected(); clients.push(c); return c; };
-  const rows: BenchResult[] = [];
+  const [clients, fleets]: [Client[], Fleet[]] = [[], []];
+  const lab: Lab = {
+    ctx, prefix,
+    async client(from) {
+      const c = from?.duplicate() ?? createClient({ socket: { host: '127.0.0.1', port: PORT } });
+      c.on('error', () => {});
+      clients.push(c);
+      await c.connect();
+      return c;
+    },
+    async fleet(nodeId, redis, options = {}) {
+      fleets.push(await Fleet.start({ redis: redis as FleetRedisClient, runner: runner(), nodeId, prefix, ...options }));
+      return fleets.at(-1)!;
+    },
+  };
   try {
-    const runnerA = new TurnRunner({ registry: new TurnRegistry() });
-    const runnerB = new TurnRunner({ registry: new TurnRegistry() });
-    const fleetA = await Fleet.start({ redis: await client(), runner: runnerA, nodeId: 'bench-a', prefix });
-    const fleetB = await Fleet.start({ redis: await client(), runner: runnerB, nodeId: 'bench-b', prefix });
-    fleets.push(fleetA, fleetB);
-
-    // Raw floor connections: x requests, y subscribes (the owner), z answers, w subscribes (the requester).
-    const [x, z] = [await client(), await client()];
-    const y = (await client()).duplicate(); y.on('error', () => {}); await y.connect(); clients.push(y);
-    const w = (await client()).duplicate(); w.on('error', () => {}); await w.connect(); clients.push(w);
-    const sha = await x.sendCommand(['SCRIPT', 'LOAD', 'return 1']) as string;
-    let onFloor: (() => void) | undefined;
-    let onAck: (() => void) | undefined;
-    await y.subscribe(`${prefix}:raw:owner`, () => { if (onAck !== undefined) void z.sendCommand(['PUBLISH', `${prefix}:raw:requester`, 'ack']); onFloor?.(); });
-    await w.subscribe(`${prefix}:raw:requester`, () => onAck?.());
-
-    const rawOnce = async (withAck: boolean): Promise<number> => {
-      const t0 = performance.now();
-      const delivered = new Promise<void>((r) => { if (withAck) onAck = r; else onFloor = r; });
-      await x.sendCommand(['EVALSHA', sha, '0']);
-      await x.sendCommand(['PUBLISH', `${prefix}:raw:owner`, 'stop']);
-      await delivered;
-      onFloor = undefined; onAck = undefined;
-      return performance.now() - t0;
-    };
-
-    // F1/F2: interleaved samples.
-    if (wants('F1') || wants('F2') || wants('F3')) {
-      const samples = ctx.quick ? 40 : 200;
-      ctx.progress(`F1/F2 fleetB.stop() → A aborts / B holds stopped, ${samples} samples`);
-      const f1: number[] = [], f2: number[] = [], floor: number[] = [], ackFloor: number[] = [], aPart: number[] = [], rtt: number[] = [];
-      for (let i = 0; i < samples + 5; i++) {
-        const h = heldTurn();
-        const turn$ = fleetA.run('f1', h.body, { turnId: `f1-${i}` });
-        await h.started;
-        const t0 = performance.now();
-        const answer$ = fleetB.stop('f1', { timeoutMs: 5000 });
-        const abortedAt = await h.aborted;
-        const answer = await answer$;
-        const answeredAt = performance.now();
-        await turn$;
-        if (answer.outcome !== 'stopped') throw new Error(`F1: expected stopped, got ${answer.outcome}`);
-        const f = await rawOnce(false);
-        const a = await rawOnce(true);
-        const t1 = performance.now();
-        await x.sendCommand(['EVALSHA', sha, '0']);
-        const r = performance.now() - t1;
-        if (i < 5) continue; // warm-up: scripts cached, JIT settled
-        f1.push(us(abortedAt - t0)); f2.push(us(answeredAt - t0)); floor.push(us(f)); ackFloor.push(us(a));
-        aPart.push(us((answer.report as StopReport).emittedAt)); rtt.push(us(r));
-      }
-      const floorMedian = summarize(floor).median;
-      rows.push(compare({ id: 'F1', metric: 'fleetB.stop() → A\'s token.signal aborts', unit: 'µs', better: 'lower',
-        extra: { goal: 'ratio ≤ 1.25 and median ≤ 2000 µs', evalshaRoundTripMedianUs: summarize(rtt).median } },
-      f1, 'EVALSHA round trip + PUBLISH to another connection', floor));
-      rows.push(compare({ id: 'F2', metric: 'fleetB.stop() → B holds `stopped`', unit: 'µs', better: 'lower',
-        extra: { aStopSequence: summarize(aPart), relayPart: { median: summarize(f2).median - summarize(aPart).median }, floorF1MedianUs: floorMedian } },
-      f2, 'raw request + ack (EVALSHA, PUBLISH, PUBLISH back)', ackFloor));
-
-      // F3: one empty turn at a time.
-      const turns = ctx.quick ? 100 : 400;
-      ctx.progress(`F3 fleet.run vs runner.run, empty turn, ${turns} each`);
-      let commands = 0;
-      const counting = await client();
-      const countingClient = new Proxy(counting, {
-        get(target, key) {
-          const v = Reflect.get(target, key, target) as unknown;
-          if (key === 'sendCommand') return (...args: unknown[]) => { commands++; return (v as (...a: unknown[]) => unknown).apply(target, args); };
-          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-        },
-      }) as unknown as FleetRedisClient;
-      const runnerC = new TurnRunner({ registry: new TurnRegistry() });
-      const fleetC = await Fleet.start({ redis: countingClient, runner: runnerC, nodeId: 'bench-c', prefix });
-      fleets.push(fleetC);
-      const plainRunner = new TurnRunner({ registry: new TurnRegistry() });
-      const fleetTurn: number[] = [], plainTurn: number[] = [];
-      let fleetCommands = 0;
-      for (let i = 0; i < turns + 10; i++) {
-        const before = commands;
-        let t0 = performance.now();
-        await fleetC.run('f3', async () => 1);
-        const f = performance.now() - t0;
-        const sent = commands - before;
-        t0 = performance.now();
-        await plainRunner.run('f3', async () => 1);
-        const p = performance.now() - t0;
-        if (i < 10) continue;
-        fleetTurn.push(us(f)); plainTurn.push(us(p)); fleetCommands = Math.max(fleetCommands, sent);
-      }
-      const added = summarize(fleetTurn).median - summarize(plainTurn).median;
-      rows.push(compare({ id: 'F3', metric: 'fleet.run vs runner.run, empty turn', unit: 'µs', better: 'lower',
-        extra: { goal: '≤ 2 Redis round trips added', redisCommandsPerTurn: fleetCommands, awaitedRoundTrips: 2,
-          addedUs: added, addedInEvalshaRoundTrips: added / summarize(rtt).median } },
-      fleetTurn, 'runner.run (no fleet)', plainTurn));
-
-      // F4: 100 sessions at once.
-      const sessions = 100, each = ctx.quick ? 3 : 10, rounds = ctx.quick ? 3 : 5;
-      ctx.progress(`F4 ${sessions} sessions × ${each} empty turns, ${rounds} rounds`);
-      const fleetRate: number[] = [], plainRate: number[] = [];
-      const burst = async (runTurn: (s: string) => Promise<unknown>) => {
-        const t0 = performance.now();
-        await Promise.all(Array.from({ length: sessions }, async (_, s) => { for (let k = 0; k < each; k++) await runTurn(`f4-${s}`); }));
-        return (sessions * each) / ((performance.now() - t0) / 1000);
-      };
-      for (let r = 0; r < rounds; r++) {
-        fleetRate.push(await burst((s) => fleetA.run(s, async () => 1)));
-        plainRate.push(await burst((s) => plainRunner.run(s, async () => 1)));
-      }
-      rows.push(compare({ id: 'F4', metric: `turns/s, ${sessions} sessions at once, empty turns`, unit: 'turns/s', better: 'higher' },
-        fleetRate, 'runner.run (no fleet)', plainRate));
+    const rows: BenchResult[] = [];
+    const [fleetA, fleetB] = [await lab.fleet('bench-a', await lab.client()), await lab.fleet('bench-b', await lab.client())];
+    if (['F1', 'F2', 'F3', 'F4'].some(ctx.wants)) {
+      const relay = await relayRows(lab, fleetA, fleetB);
+      rows.push(...relay.rows, ...(await overheadRows(lab, fleetA, relay.rtt)));
     }
-
-    if (wants('F5')) {
-      const renewMs = 200;
-      const samples = ctx.quick ? 5 : 15;
-      ctx.progress(`F5 lost wake-up: stop with no subscriber → abort, renewMs ${renewMs}, ${samples} samples`);
-      const runnerD = new TurnRunner({ registry: new TurnRegistry() });
-      const fleetD = await Fleet.start({ redis: await deafClient(await client()), runner: runnerD, nodeId: 'bench-deaf', prefix, leaseMs: 2000, renewMs });
-      fleets.push(fleetD);
-      const recovery: number[] = [];
-      for (let i = 0; i < samples; i++) {
-        const h = heldTurn();
-        const turn$ = fleetD.run('f5', h.body);
-        await h.started;
-        // A random phase against the renewal timer, as a real stop has.
-        await new Promise((r) => setTimeout(r, Math.random() * renewMs));
-        const t0 = performance.now();
-        const answer = await fleetB.stop('f5', { wait: false });
-        if (answer.outcome !== 'cancelling') throw new Error(`F5: expected cancelling, got ${answer.outcome}`);
-        recovery.push(await h.aborted - t0);
-        await turn$;
-      }
-      rows.push(compare({ id: 'F5', metric: 'lost wake-up: stop recorded → owner aborts (via renewal)', unit: 'ms', better: 'lower',
-        extra: { bound: 'renewMs', renewMs } }, recovery, 'renewMs', [renewMs]));
-    }
-
-    if (wants('F6')) {
-      const leaseMs = 500, sweepMs = 100;
-      const samples = ctx.quick ? 3 : 8;
-      ctx.progress(`F6 dead owner: SIGKILL → interrupted, leaseMs ${leaseMs} + sweepMs ${sweepMs}, ${samples} samples`);
-      const runnerE = new TurnRunner({ registry: new TurnRegistry() });
-      const fleetE = await Fleet.start({ redis: await client(), runner: runnerE, nodeId: 'bench-sweeper', prefix, leaseMs: 5000, sweepMs });
-      fleets.push(fleetE);
-      const recovery: number[] = [];
-      for (let i = 0; i < samples; i++) {
-        const host = new FleetHostProcess({ prefix, nodeId: `bench-owner-${i}`, port: PORT, leaseMs, renewMs: leaseMs / 3, sweepMs: 60_000 });
-        try {
-          await host.next((m) => m.type === 'ready');
-          host.send({ cmd: 'run', sessionId: `f6-${i}` });
-          await host.next((m) => m.type === 'started');
-          const t0 = performance.now();
-          await host.kill();
-          for (;;) {
-            if ((await fleetE.turn(`f6-${i}`))?.status === 'interrupted') break;
-            if (performance.now() - t0 > 10 * (leaseMs + sweepMs)) throw new Error('F6: the turn was never swept');
-            await new Promise((r) => setTimeout(r, 2));
-          }
-          recovery.push(performance.now() - t0);
-        } finally {
-          await host.kill();
-        }
-      }
-      rows.push(compare({ id: 'F6', metric: 'dead owner: SIGKILL → turn interrupted by another\'s sweep', unit: 'ms', better: 'lower',
-        extra: { bound: 'leaseMs + sweepMs', leaseMs, sweepMs } }, recovery, 'leaseMs + sweepMs', [leaseMs + sweepMs]));
-    }
+    if (ctx.wants('F5')) rows.push(await lostWakeUp(lab, fleetB));
+    if (ctx.wants('F6')) rows.push(await deadOwner(lab));
     return rows;
   } finally {
     for (const f of fleets) await f.close();

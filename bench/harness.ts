@@ -1,65 +1,55 @@
 /**
- * The contract every suite in bench/ follows, and the sampling they share. `bench/run.ts` runs the
- * suites, prints the table and writes the JSON (tools outside the repo read its shape).
- *
- * A suite measures each fullstop figure against a floor *in the same run*, pair by pair (or round
- * by round), because this machine is shared and noisy: a neighbour that slows round 3 slows both
- * sides of round 3, so the per-pair ratio holds where absolute figures move by 2×.
+ * The contract every suite in bench/ follows and the sampling they share (bench/run.ts runs them).
+ * Each fullstop figure is measured against a floor *in the same run*, pair by pair, because this
+ * machine is shared and noisy: a neighbour that slows pair 3 slows both sides of pair 3.
  */
 
-import { READY } from './workers/protocol.js';
+import { once } from 'node:events';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Worker } from 'node:worker_threads';
+import type { CancelToken, TurnRegistry } from '../src/index.js';
+import type { TokenHandle } from '../workers/runtime.js';
 
 /** Spread of the per-pair ratios behind `ratio`: quartiles and extremes, and how many pairs. */
 export type Spread = Record<'min' | 'q1' | 'q3' | 'max' | 'pairs', number>;
+type Summary = { median: number; p99: number };
 
-/** One row of the results JSON. */
+/**
+ * One row of the results JSON (docs/benchmarks.md, "The JSON"). `ratio`: the median of per-pair
+ * ratios fullstop/baseline when paired (with their `spread`), else the ratio of the medians.
+ * `shape`: the floor of the API's shape, in the same pairs. `extra`: facts printed under the table.
+ */
 export interface BenchResult {
-  /** 'T1', 'P1', 'R1', 'S1-0', …: docs/benchmarks.md lists them. */
   id: string;
-  /** What is measured, in a few words; `unit`: 'µs' | 'ms' | 'ns' | 'tasks/s' | ... */
   metric: string;
   unit: string;
-  fullstop: { median: number; p99: number };
-  baseline: { name: string; median: number; p99: number };
-  /** Median of the per-pair ratios fullstop/baseline when the samples are paired, else of the medians. */
+  fullstop: Summary;
+  baseline: { name: string } & Summary;
   ratio: number;
-  /** Of the per-pair ratios; absent for unpaired rows. */
   spread?: Spread;
-  /** The floor of the API's shape (raw + what the API must do anyway), measured in the same pairs. */
-  shape?: { name: string; median: number; p99: number };
-  /** Median of the per-pair ratios fullstop/shape floor. */
+  shape?: { name: string } & Summary;
   shapeRatio?: number;
   shapeSpread?: Spread;
   better: 'lower' | 'higher';
-  /** Extra facts for the row (goal, sub-figures, counts); printed under the table. */
   extra?: Record<string, unknown>;
 }
 
-export interface SuiteContext {
-  /** Few samples: the whole run stays under 15 s. */
-  quick: boolean;
-  /** One progress line. */
-  progress(message: string): void;
-  /** Whether the run wants the row `id` (`--only`); absent means every row. Rows are filtered anyway. */
-  wants?(id: string): boolean;
-}
+/** `quick`: few samples (the whole run under 15 s); `wants(id)`: `--only` (rows are filtered afterwards anyway). */
+export type SuiteContext = { quick: boolean; progress(message: string): void; wants(id: string): boolean };
 
-export interface Suite {
-  name: string;
-  /** The row ids this suite can produce: `--only ID` skips the suites that cannot produce ID. */
-  ids?: readonly string[];
-  run(ctx: SuiteContext): Promise<BenchResult[]>;
-}
+/** `ids`: the rows it can produce, so `--only ID` skips the suites that cannot. */
+export type Suite = { name: string; ids: readonly string[]; run(ctx: SuiteContext): Promise<BenchResult[]> };
 
 /** Nearest-rank quantile of sorted values. */
 const quantile = (sorted: readonly number[], q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
 
 /** Median and p99 of raw samples (any unit). */
-export function summarize(samples: readonly number[]): { median: number; p99: number } {
+export function summarize(samples: readonly number[]): Summary {
   if (samples.length === 0) throw new RangeError('samples: expected at least one sample');
   const sorted = [...samples].sort((a, b) => a - b);
   return { median: quantile(sorted, 0.5), p99: quantile(sorted, 0.99) };
 }
+export const median = (samples: readonly number[]) => summarize(samples).median;
 
 /** Median and spread of `a[i] / b[i]`: the verdict of paired samples. */
 export function pairedRatio(a: readonly number[], b: readonly number[]): { ratio: number; spread: Spread } {
@@ -67,24 +57,16 @@ export function pairedRatio(a: readonly number[], b: readonly number[]): { ratio
     throw new RangeError(`samples: expected two non-empty series of one length, got ${a.length} and ${b.length}`);
   }
   const r = a.map((x, i) => x / b[i]!).sort((x, y) => x - y);
-  const spread = { min: r[0]!, q1: quantile(r, 0.25), q3: quantile(r, 0.75), max: r.at(-1)!, pairs: r.length };
-  return { ratio: quantile(r, 0.5), spread };
+  return { ratio: quantile(r, 0.5), spread: { min: r[0]!, q1: quantile(r, 0.25), q3: quantile(r, 0.75), max: r.at(-1)!, pairs: r.length } };
 }
 
-export interface CompareOptions {
-  /** Sample `i` of each side was taken in the same pair or round: the ratio is the median of per-pair ratios. */
-  paired?: boolean;
-  /** The API-shape floor, paired with the fullstop samples. */
-  shape?: { name: string; samples: readonly number[] };
-}
-
-/** Build a row from raw samples of both sides. */
+/** Build a row from both sides' samples; `paired`: sample i of each side is from pair i. */
 export function compare(
-  head: Pick<BenchResult, 'id' | 'metric' | 'unit' | 'better'> & { extra?: Record<string, unknown> },
+  head: Pick<BenchResult, 'id' | 'metric' | 'unit' | 'better' | 'extra'>,
   fullstop: readonly number[],
   baselineName: string,
   baseline: readonly number[],
-  options: CompareOptions = {},
+  options: { paired?: boolean; shape?: { name: string; samples: readonly number[] } } = {},
 ): BenchResult {
   const f = summarize(fullstop);
   const b = summarize(baseline);
@@ -97,30 +79,19 @@ export function compare(
   return row;
 }
 
-/** One synchronous task of `sampleRounds`; `ops` operations a call (a batch: one timer read dwarfs a ns op). */
-export interface SampledTask {
-  name: string;
-  fn: () => unknown;
-  ops: number;
-}
-
 /**
- * Sample synchronous tasks with tinybench in rounds, the order rotating each round, so every task
- * of a comparison sees the same slice of noise. Returns, per task, one figure a round: the round's
- * median in **ns per operation** (index i of every series is round i: pass them as paired).
+ * Sample synchronous batches of `ops` operations with tinybench in rounds, the order rotating, so
+ * every task sees the same noise; per task one figure a round (its median, ns per operation).
  */
 export async function sampleRounds(
-  tasks: readonly SampledTask[],
+  tasks: readonly { name: string; fn: () => unknown; ops: number }[],
   options: { rounds: number; timeMs: number },
 ): Promise<Map<string, number[]>> {
   const { Bench } = await import('tinybench');
   const out = new Map<string, number[]>(tasks.map((t) => [t.name, []]));
   for (let round = 0; round < options.rounds; round++) {
     const bench = new Bench({ time: options.timeMs, iterations: 16, warmup: round === 0, throws: true });
-    for (let i = 0; i < tasks.length; i++) {
-      const task = tasks[(i + round) % tasks.length]!;
-      bench.add(task.name, task.fn);
-    }
+    for (const task of [...tasks.slice(round % tasks.length), ...tasks.slice(0, round % tasks.length)]) bench.add(task.name, task.fn);
     await bench.run();
     for (const task of tasks) {
       const result = bench.getTask(task.name)!.result;
@@ -132,40 +103,57 @@ export async function sampleRounds(
 }
 
 /**
- * Take `pairs` pairs: each pair samples every side once, the side that goes first rotating. A side
- * returning `undefined` voids its whole pair (so the series stay index-aligned), and the pair is
- * retaken; more than a tenth void is a failure. `warmup` pairs first, unrecorded.
+ * The paired runner (latencies in pairs, throughput in rounds): each pair samples every side once,
+ * the first side rotating. A side returning `undefined` voids its whole pair (the series stay
+ * aligned) and the pair is retaken; over a tenth void fails. `warmup` pairs first, unrecorded.
  */
-export async function samplePairs(
+export async function samplePairs<S extends Record<string, unknown>>(
   id: string,
   counts: { pairs: number; warmup: number },
-  sides: Record<string, () => Promise<number | undefined>>,
-): Promise<{ samples: Record<string, number[]>; voided: number }> {
-  const names = Object.keys(sides);
-  const samples = Object.fromEntries(names.map((n) => [n, [] as number[]]));
+  sides: { [K in keyof S]: (warmup: boolean) => Promise<S[K] | undefined> },
+): Promise<{ samples: { [K in keyof S]: S[K][] }; voided: number }> {
+  const names = Object.keys(sides) as (keyof S)[];
+  const samples = Object.fromEntries(names.map((n) => [n, []])) as unknown as { [K in keyof S]: S[K][] };
   let voided = 0;
   for (let pair = 0, kept = 0; kept < counts.pairs; pair++) {
-    const taken: number[] = [];
+    const taken = new Map<keyof S, unknown>();
     for (let k = 0; k < names.length; k++) {
       const name = names[(k + pair) % names.length]!;
-      const sample = await sides[name]!();
-      if (sample !== undefined) taken[names.indexOf(name)] = sample;
+      const sample = await sides[name](pair < counts.warmup);
+      if (sample !== undefined) taken.set(name, sample);
     }
     if (pair < counts.warmup) continue;
-    if (taken.filter((x) => x !== undefined).length < names.length) {
+    if (taken.size < names.length) {
       if (++voided > counts.pairs / 10 + 1) throw new Error(`${id}: ${voided} void pairs (a raw side never blocked before its wake)`);
       continue;
     }
-    names.forEach((n, i) => samples[n]!.push(taken[i]!));
+    for (const n of names) samples[n].push(taken.get(n) as never);
     kept++;
   }
   return { samples, voided };
 }
 
-/** Fresh handshake cells (bench/workers/protocol.ts) over a SharedArrayBuffer, shared with a worker. */
-export function flagCells(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(16));
-}
+// What main and the workers (bench/workers/) agree on. The clock: `process.hrtime.bigint()`, one
+// monotonic clock for every thread of the process, so stamps from two threads subtract directly.
+export const now = () => process.hrtime.bigint();
+export const usSince = (t0: bigint, t1: bigint) => Number(t1 - t0) / 1000;
+/** Handshake cells over a SharedArrayBuffer: READY, set by a worker where the sample starts; GO, the raw floors' "go"; SPARE, never written (a timed sleep). */
+export const flagCells = () => new Int32Array(new SharedArrayBuffer(16));
+export const [READY, GO, SPARE] = [0, 1, 2];
+/** P3: the worker trips the turn after TRIP_AFTER_MS (main is idle by then) and lingers LINGER_MS (its reply cannot come first). */
+export const [TRIP_AFTER_MS, LINGER_MS] = [2, 5];
+/** SQ1: iterations between two token polls. */
+export const POLL_EVERY = 1000;
+/** Main → raw worker (bench/workers/raw.ts says what each kind does): one floor sample. */
+export type RawCommand =
+  | { kind: 'wait' | 'poll' | 'notify'; shape?: boolean }
+  | { kind: 'loop'; id: number; loopMs: number; handle?: TokenHandle }
+  | { kind: 'cancel'; id: number };
+/** Raw worker → main: its stamp; `ok` false if it woke from no block (or SQ1's loop ran out); `loopEndedAt`: SQ1. */
+export type RawReport = { at: bigint; ok: boolean; sink: number; loopEndedAt?: bigint };
+
+/** Main's pause after a worker's "ready" before it acts, so the worker is really blocked or spinning. */
+export const settle = () => delay(1);
 
 /** Resolves once the worker set `flags[READY]`; rejects if `settles` settles first (it died before). */
 export async function ready(flags: Int32Array, settles: Promise<unknown>, what: string): Promise<void> {
@@ -176,6 +164,48 @@ export async function ready(flags: Int32Array, settles: Promise<unknown>, what: 
     (e) => { throw new Error(`${what}: failed before it was ready`, { cause: e }); },
   );
   await Promise.race([wait.value, early]);
+}
+
+/** The raw floors' plain worker (bench/workers/raw.ts). */
+export class RawWorker {
+  readonly flags = flagCells();
+  readonly worker = new Worker(new URL('./workers/raw.js', import.meta.url), { workerData: { flags: this.flags } });
+  readonly online = once(this.worker, 'online');
+
+  /** Post one command; `act` runs once the worker is ready; resolves with its report and act's value. */
+  async sample<A>(command: RawCommand, act: () => A | Promise<A>): Promise<{ report: RawReport; acted: A }> {
+    Atomics.store(this.flags, READY, 0);
+    Atomics.store(this.flags, GO, 0);
+    const report = once(this.worker, 'message') as Promise<[RawReport]>;
+    this.worker.postMessage(command);
+    await ready(this.flags, report, `raw ${command.kind}`);
+    const acted = await act();
+    return { report: (await report)[0], acted };
+  }
+
+  /** Main flips GO (and notifies) once the worker settled: µs to its stamp, or undefined (void) if it woke from no block. */
+  async flip(command: RawCommand): Promise<number | undefined> {
+    const { report, acted: t0 } = await this.sample(command, async () => {
+      await settle();
+      const t0 = now();
+      Atomics.store(this.flags, GO, 1);
+      Atomics.notify(this.flags, GO);
+      return t0;
+    });
+    return report.ok ? usSince(t0, report.at) : undefined;
+  }
+
+  close = () => this.worker.terminate();
+}
+
+/** `fn(token)` under a fresh turn of `session`, ended after. */
+export async function withTurn<T>(registry: TurnRegistry, session: string, fn: (token: CancelToken) => Promise<T>): Promise<T> {
+  const token = registry.beginTurn(session);
+  try {
+    return await fn(token);
+  } finally {
+    registry.endTurn(session, token);
+  }
 }
 
 /** A leaked slot, bridge or owner would make a figure a lie (and is a bug to report). */

@@ -1,68 +1,47 @@
 /**
- * What the pool costs a task, and what a cooperative stop saves. Same-run floors on raw Piscina.
- *
- * P4  1-thread pool: cancel a task in `sleep()`, submit the next turn's trivial task: cancel → its
- *     result, vs raw Piscina aborting through its own `signal` (terminate + respawn); goal ≤ 1/30.
- * P5  Trivial tasks, 100 in flight, 2 threads: TurnPool with `{ token }` (P5), without (P5-plain),
- *     and both pools with `concurrentTasksPerWorker: 4` (P5-c4), vs raw Piscina with the same
- *     options; the ratio is the median of ≥ 12 round ratios (goal ≥ 0.95×).
+ * What the pool costs a task, and what a cooperative stop saves, against raw Piscina in the same
+ * run (docs/benchmarks.md defines the rows). P4: cancel → the next turn's task result on a 1-thread
+ * pool, vs Piscina's own abort (terminate + respawn). P5, P5-plain, P5-c4: trivial tasks, 100 in
+ * flight, 2 threads, in rounds.
  */
 
-import { setTimeout as delay } from 'node:timers/promises';
 import { Piscina } from 'piscina';
 import { isCancelledError, TurnPool, TurnRegistry, type CancelledError, type CancelToken } from '../src/index.js';
-import { assertNothingLive, compare, flagCells, ready, samplePairs, type BenchResult, type Suite, type SuiteContext } from './harness.js';
-import { READY } from './workers/protocol.js';
+import { assertNothingLive, compare, flagCells, now, ready, READY, samplePairs, settle, usSince, withTurn, type BenchResult, type Suite, type SuiteContext } from './harness.js';
 
 const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
-const SETTLE_MS = 1;
 const IN_FLIGHT = 100;
-
-export const suite: Suite = {
-  name: 'pool-reuse',
-  ids: ['P4', 'P5', 'P5-plain', 'P5-c4'],
-  async run(ctx) {
-    const rows: BenchResult[] = [];
-    if (ctx.wants?.('P4') !== false) rows.push(await stopThenNext(ctx));
-    rows.push(...(await throughput(ctx)).filter((r) => ctx.wants?.(r.id) !== false));
-    return rows;
-  },
-};
-
-const now = () => process.hrtime.bigint();
-const usSince = (t0: bigint, t1: bigint) => Number(t1 - t0) / 1000;
+const registry = new TurnRegistry();
 
 async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
   const counts = ctx.quick ? { pairs: 3, warmup: 1 } : { pairs: 30, warmup: 2 };
   ctx.progress(`P4 stop → next task on a 1-thread pool, ${counts.pairs} pairs vs piscina abort (respawn)`);
   const options = { filename: TASKS, minThreads: 1, maxThreads: 1 };
-  const registry = new TurnRegistry();
-  const pool = new TurnPool(options);
-  const raw = new Piscina(options);
-  const flags = flagCells();
-  /** Start `running`, wait until it is ready, then `stop` and time it to `next`'s result. */
-  const stopAndNext = async (running: Promise<unknown>, stop: () => void, next: () => Promise<number>) => {
-    const stopped = running.then(() => undefined, (e: unknown) => e);
+  const [pool, raw, flags] = [new TurnPool(options), new Piscina(options), flagCells()];
+  /** Start a sleeper, wait until it is ready, then `stop` it: µs to the result of the task `stop` submits (7), and how the sleeper ended. */
+  const stopAndNext = async (sleeper: () => Promise<unknown>, stop: () => Promise<number>) => {
+    Atomics.store(flags, READY, 0);
+    const running = sleeper();
+    const stopped = running.then(() => undefined, (e: unknown) => e as Error);
     await ready(flags, running, 'P4 sleeper');
-    await delay(SETTLE_MS);
+    await settle();
     const t0 = now();
-    stop();
-    const value = await next();
+    const value = await stop();
     const us = usSince(t0, now());
-    return { us, value, error: (await stopped) as Error | undefined };
+    if (value !== 7) throw new Error(`P4: the next task returned ${value}`);
+    return { us, error: await stopped };
   };
   try {
     const { samples, voided } = await samplePairs('P4', counts, {
       fullstop: async () => {
         let token = registry.beginTurn('p4');
         try {
-          Atomics.store(flags, READY, 0);
-          const { us, value, error } = await stopAndNext(
-            pool.run({ flags }, { token, name: 'sleepsUntilStopped' }),
-            () => { token.cancel(); token = registry.beginTurn('p4'); }, // the next turn retires the stopped one
-            () => pool.run<number>(7, { token, name: 'trivial' }),
-          );
-          if (value !== 7 || !isCancelledError(error) || (error as CancelledError).hard) throw new Error(`P4: expected a cooperative stop, got ${String(error)}`);
+          const { us, error } = await stopAndNext(() => pool.run({ flags }, { token, name: 'sleepsUntilStopped' }), () => {
+            token.cancel();
+            token = registry.beginTurn('p4'); // the next turn retires the stopped one
+            return pool.run<number>(7, { token, name: 'trivial' });
+          });
+          if (!isCancelledError(error) || (error as CancelledError).hard) throw new Error(`P4: expected a cooperative stop, got ${String(error)}`);
           return us;
         } finally {
           registry.endTurn('p4', token);
@@ -70,25 +49,18 @@ async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
       },
       raw: async () => {
         const controller = new AbortController();
-        Atomics.store(flags, READY, 0);
-        const { us, value, error } = await stopAndNext(
-          raw.run({ flags }, { name: 'rawSleeper', signal: controller.signal }), () => controller.abort(), () => raw.run(7, { name: 'trivial' }),
-        );
-        if (value !== 7 || error?.name !== 'AbortError') throw new Error(`P4 raw: expected an AbortError, got ${String(error)}`);
+        const { us, error } = await stopAndNext(() => raw.run({ flags }, { name: 'rawSleeper', signal: controller.signal }),
+          () => (controller.abort(), raw.run(7, { name: 'trivial' })));
+        if (error?.name !== 'AbortError') throw new Error(`P4 raw: expected an AbortError, got ${String(error)}`);
         return us;
       },
     });
-    const stats = pool.stats();
-    if (stats.hardStops !== 0) throw new Error(`P4: ${stats.hardStops} hard stops (every stop should be cooperative)`);
-    return compare(
-      { id: 'P4', metric: 'stop → next task completes (1 thread)', unit: 'µs', better: 'lower',
-        extra: { goal: '≤ 1/30', voided, cooperativeStops: stats.cooperativeStops } },
-      samples.fullstop!, 'piscina abort (terminate + respawn)', samples.raw!, { paired: true },
-    );
+    const { hardStops, cooperativeStops } = pool.stats();
+    if (hardStops !== 0) throw new Error(`P4: ${hardStops} hard stops (every stop should be cooperative)`);
+    return compare({ id: 'P4', metric: 'stop → next task completes (1 thread)', unit: 'µs', better: 'lower', extra: { goal: '≤ 1/30', voided, cooperativeStops } },
+      samples.fullstop, 'piscina abort (terminate + respawn)', samples.raw, { paired: true });
   } finally {
-    await pool.destroy();
-    await raw.destroy();
-    assertNothingLive(registry, 'P4');
+    await Promise.all([pool.destroy(), raw.destroy()]);
   }
 }
 
@@ -96,63 +68,54 @@ async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
 async function drive(submit: (i: number) => Promise<unknown>, total: number): Promise<number> {
   const t0 = performance.now();
   await new Promise<void>((resolve, reject) => {
-    let submitted = 0;
-    let done = 0;
-    const one = (): void => {
-      const i = submitted++;
-      submit(i).then((value) => {
-        if (value !== i) return reject(new Error(`P5: task ${i} returned ${String(value)}`));
-        if (++done === total) resolve();
-        else if (submitted < total) one();
-      }, reject);
-    };
+    let [submitted, done] = [0, 0];
+    const one = (i = submitted++): unknown => submit(i).then((value) => {
+      if (value !== i) return reject(new Error(`P5: task ${i} returned ${String(value)}`));
+      if (++done === total) resolve();
+      else if (submitted < total) one();
+    }, reject);
     for (let k = 0; k < Math.min(IN_FLIGHT, total); k++) one();
   });
   return total / ((performance.now() - t0) / 1000);
 }
 
 async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
-  const rounds = ctx.quick ? 3 : 12;
-  const total = ctx.quick ? 1500 : 15_000;
+  const [rounds, total] = ctx.quick ? [3, 1500] : [12, 15_000];
+  ctx.progress(`P5 throughput, ${rounds} rounds of ${total} trivial tasks × 5 variants, ${IN_FLIGHT} in flight`);
   const options = { filename: TASKS, name: 'trivial', minThreads: 2, maxThreads: 2 };
   const four = { ...options, concurrentTasksPerWorker: 4 };
-  const registry = new TurnRegistry();
   const pools = { raw: new Piscina(options), pool: new TurnPool(options), raw4: new Piscina(four), pool4: new TurnPool(four) };
-  const variants: Record<string, (i: number, token: CancelToken) => Promise<unknown>> = {
-    raw: (i) => pools.raw.run(i),
-    token: (i, token) => pools.pool.run(i, { token }),
-    plain: (i) => pools.pool.run(i),
-    raw4: (i) => pools.raw4.run(i),
-    token4: (i, token) => pools.pool4.run(i, { token }),
-  };
-  const names = Object.keys(variants);
-  ctx.progress(`P5 throughput, ${rounds} rounds of ${total} trivial tasks × ${names.length} variants, ${IN_FLIGHT} in flight`);
-  const rates = Object.fromEntries(names.map((n) => [n, [] as number[]]));
+  /** One round of a variant: `total` tasks (a third of that in a warm-up round) under one turn. */
+  const variant = (submit: (i: number, token: CancelToken) => Promise<unknown>) => (warmup: boolean) =>
+    withTurn(registry, 'p5', (token) => drive((i) => submit(i, token), warmup ? Math.ceil(total / 3) : total));
   try {
-    for (let round = ctx.quick ? -1 : -2; round < rounds; round++) { // warm-up rounds first
-      for (let k = 0; k < names.length; k++) {
-        const name = names[(k + round + 2) % names.length]!;
-        const token = registry.beginTurn('p5');
-        try {
-          const rate = await drive((i) => variants[name]!(i, token), round < 0 ? Math.ceil(total / 3) : total);
-          if (round >= 0) rates[name]!.push(rate);
-        } finally {
-          registry.endTurn('p5', token);
-        }
-      }
-    }
+    const { samples: rates } = await samplePairs('P5', { pairs: rounds, warmup: ctx.quick ? 1 : 2 }, {
+      raw: variant((i) => pools.raw.run(i)),
+      token: variant((i, token) => pools.pool.run(i, { token })),
+      plain: variant((i) => pools.pool.run(i)),
+      raw4: variant((i) => pools.raw4.run(i)),
+      token4: variant((i, token) => pools.pool4.run(i, { token })),
+    });
+    const row = (id: string, metric: string, side: number[], base: number[], perWorker = 1) => compare({ id, metric, unit: 'tasks/s', better: 'higher',
+      extra: { goal: '≥ 0.95×', rounds, tasksPerRound: total, inFlight: IN_FLIGHT, threads: 2, concurrentTasksPerWorker: perWorker } },
+    side, `raw Piscina${perWorker > 1 ? `, concurrentTasksPerWorker ${perWorker}` : ''}`, base, { paired: true });
+    return [
+      row('P5', 'throughput, trivial tasks with { token }', rates.token, rates.raw),
+      row('P5-plain', 'throughput, trivial tasks, no token', rates.plain, rates.raw),
+      row('P5-c4', 'throughput with { token }, 4 tasks a worker', rates.token4, rates.raw4, 4),
+    ];
   } finally {
     await Promise.all(Object.values(pools).map((p) => p.destroy()));
-    assertNothingLive(registry, 'P5');
   }
-  const extra = { goal: '≥ 0.95×', rounds, tasksPerRound: total, inFlight: IN_FLIGHT, threads: 2 };
-  const row = (id: string, metric: string, side: string, base: string, perWorker = 1) => compare(
-    { id, metric, unit: 'tasks/s', better: 'higher', extra: { ...extra, concurrentTasksPerWorker: perWorker } },
-    rates[side]!, `raw Piscina${perWorker > 1 ? `, concurrentTasksPerWorker ${perWorker}` : ''}`, rates[base]!, { paired: true },
-  );
-  return [
-    row('P5', 'throughput, trivial tasks with { token }', 'token', 'raw'),
-    row('P5-plain', 'throughput, trivial tasks, no token', 'plain', 'raw'),
-    row('P5-c4', 'throughput with { token }, 4 tasks a worker', 'token4', 'raw4', 4),
-  ];
 }
+
+export const suite: Suite = {
+  name: 'pool-reuse',
+  ids: ['P4', 'P5', 'P5-plain', 'P5-c4'],
+  async run(ctx) {
+    const rows = ctx.wants('P4') ? [await stopThenNext(ctx)] : [];
+    if (['P5', 'P5-plain', 'P5-c4'].some(ctx.wants)) rows.push(...(await throughput(ctx)).filter((r) => ctx.wants(r.id)));
+    assertNothingLive(registry, 'P4–P5');
+    return rows;
+  },
+};

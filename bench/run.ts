@@ -18,28 +18,20 @@ export const USAGE = `usage: node dist/bench/run.js [--quick] [--only ID_OR_SUIT
   --json FILE  write the results JSON { date, node, cpus, results }
   --svg FILE   write a log-scale bar chart of the rows measured in time`;
 
-export interface ResultsDocument {
-  date: string;
-  node: string;
-  cpus: number;
-  results: BenchResult[];
-}
+export type ResultsDocument = { date: string; node: string; cpus: number; results: BenchResult[] };
 
 /** The problems of one row (empty if valid): tools read the JSON, so a malformed row fails its suite. */
 export function validateResult(r: BenchResult): string[] {
-  const where = `${String(r?.id)}: `;
   const finite = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
-  const problems: string[] = [];
-  if (typeof r?.id !== 'string' || r.id === '') problems.push(`id: expected a non-empty string, got ${JSON.stringify(r?.id)}`);
-  if (typeof r?.metric !== 'string' || typeof r?.unit !== 'string') problems.push(`${where}metric and unit: expected strings`);
-  if (r?.better !== 'lower' && r?.better !== 'higher') problems.push(`${where}better: expected 'lower' or 'higher', got ${JSON.stringify(r?.better)}`);
-  for (const side of ['fullstop', 'baseline', 'shape'] as const) {
-    if (side === 'shape' && r?.shape === undefined) continue;
-    if (!finite(r?.[side]?.median) || !finite(r?.[side]?.p99)) problems.push(`${where}${side}.median and .p99: expected finite numbers`);
-  }
-  if (r?.baseline?.median === 0) problems.push(`${where}baseline.median: is 0, so no ratio (put counts like that in extra)`);
-  if (!finite(r?.ratio)) problems.push(`${where}ratio: expected a finite number, got ${JSON.stringify(r?.ratio)}`);
-  return problems;
+  const sides = r?.shape === undefined ? (['fullstop', 'baseline'] as const) : (['fullstop', 'baseline', 'shape'] as const);
+  return [
+    (typeof r?.id !== 'string' || r.id === '') && `id: expected a non-empty string, got ${JSON.stringify(r?.id)}`,
+    (typeof r?.metric !== 'string' || typeof r?.unit !== 'string') && 'metric and unit: expected strings',
+    r?.better !== 'lower' && r?.better !== 'higher' && `better: expected 'lower' or 'higher', got ${JSON.stringify(r?.better)}`,
+    ...sides.map((side) => !(finite(r?.[side]?.median) && finite(r?.[side]?.p99)) && `${side}.median and .p99: expected finite numbers`),
+    r?.baseline?.median === 0 && 'baseline.median: is 0, so no ratio (put counts like that in extra)',
+    !finite(r?.ratio) && `ratio: expected a finite number, got ${JSON.stringify(r?.ratio)}`,
+  ].filter((p): p is string => typeof p === 'string').map((p) => (p.startsWith('id:') ? p : `${String(r?.id)}: ${p}`));
 }
 
 /** Three significant digits, thousands separated, no exponent. */
@@ -52,20 +44,19 @@ export function formatNumber(n: number): string {
 const ratioCell = (ratio: number | undefined, spread: BenchResult['spread']) =>
   ratio === undefined ? '' : `${formatNumber(ratio)}×${spread ? ` [${formatNumber(spread.q1)}–${formatNumber(spread.q3)}]` : ''}`;
 
-/** The printed table (one line a row; ratios with the quartiles of their per-pair ratios) and the notes. */
+/**
+ * The printed table (one line a row; ratios with the quartiles of their per-pair ratios) and the
+ * notes. Not `console.table`: it quotes every string cell.
+ */
 export function formatTable(results: readonly BenchResult[]): string {
-  const pad = (cells: string[][]) => {
-    const widths = cells[0]!.map((_, c) => Math.max(...cells.map((row) => [...row[c]!].length)));
-    return cells.map((row) => row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd());
-  };
-  const rows = results.map((r) => [
-    r.id, r.metric, `${formatNumber(r.fullstop.median)} ${r.unit}`, `${formatNumber(r.fullstop.p99)}`,
-    r.baseline.name, `${formatNumber(r.baseline.median)}`, ratioCell(r.ratio, r.spread),
-    r.shape ? `${formatNumber(r.shape.median)}` : '', ratioCell(r.shapeRatio, r.shapeSpread), r.better,
-  ]);
   const head = ['id', 'metric', 'fullstop', 'p99', 'baseline', 'median', 'ratio [IQR]', 'shape', 'shapeRatio [IQR]', 'better'];
+  const cells = [head, ...results.map((r) => [
+    r.id, r.metric, `${formatNumber(r.fullstop.median)} ${r.unit}`, formatNumber(r.fullstop.p99), r.baseline.name, formatNumber(r.baseline.median),
+    ratioCell(r.ratio, r.spread), r.shape ? formatNumber(r.shape.median) : '', ratioCell(r.shapeRatio, r.shapeSpread), r.better,
+  ])];
+  const widths = head.map((_, c) => Math.max(...cells.map((row) => [...row[c]!].length)));
   const notes = results.filter((r) => r.extra).map((r) => `${r.id}: ${JSON.stringify(r.extra).replace(/"([^"]+)":/g, '$1=')}`);
-  return [...pad([head, ...rows]), '', ...notes].join('\n');
+  return [...cells.map((row) => row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()), '', ...notes].join('\n');
 }
 
 /** `--svg`: per time row, a fullstop bar and a baseline bar on one log axis, in µs. Standalone SVG. */
@@ -121,7 +112,7 @@ async function main(): Promise<number> {
       const { suite } = (await import(pathToFileURL(join(here, file)).href)) as { suite?: Suite };
       if (typeof suite?.name !== 'string' || typeof suite.run !== 'function') throw new TypeError('expected an export `suite` with a `name` and a `run` function');
       const whole = wants(suite.name) || wants(stem);
-      if (!whole && suite.ids !== undefined && !suite.ids.some(wants)) continue;
+      if (!whole && !suite.ids.some(wants)) continue;
       log(`${stem}: running${args.quick ? ' (quick)' : ''}…`);
       const t0 = performance.now();
       const rows = await suite.run({ quick: args.quick === true, progress: (m) => log(`  ${stem}: ${m}`), wants: whole ? () => true : wants });

@@ -1,29 +1,15 @@
 /**
- * S1-0, S1-1000: how long one stop holds the event loop — `token.cancel()` on a turn with one exec
- * tree, until `exec` settles — on a host with N extra idle processes (spawned here, reaped after),
- * vs a raw `process.kill(-pgid, 'SIGTERM')` of the same kind of tree. The figure bounds the longest
- * stretch between two event-loop turns (`blockOf`); goal ≤ 1 ms and flat in N: the
- * stop's walk should cost the tree, not the host. Public API only: `exec({ token })`, `cancel()`.
+ * S1-0, S1-1000: how long one stop holds the event loop (`token.cancel()` on a turn with one exec
+ * tree, until `exec` settles) with N extra idle processes on the host, vs a raw
+ * `process.kill(-pgid, 'SIGTERM')` of the same kind of tree. docs/benchmarks.md, "S1", has the method.
  */
 
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { exec } from '../src/exec/index.js';
 import { TurnRegistry } from '../src/index.js';
-import { compare, summarize, type BenchResult, type Suite, type SuiteContext } from './harness.js';
-import { pidsOf, reap, Scratch } from './trees.js';
-
-export const suite: Suite = {
-  name: 'stop-block',
-  ids: ['S1-0', 'S1-1000'],
-  async run(ctx) {
-    const rows: BenchResult[] = [];
-    for (const n of IDLE_COUNTS) if (ctx.wants?.(`S1-${n}`) !== false) rows.push(await stopBlockRow(ctx, n));
-    return rows;
-  },
-};
-
-const IDLE_COUNTS = [0, 1000] as const;
+import { compare, median, samplePairs, type BenchResult, type Suite, type SuiteContext } from './harness.js';
+import { pidsOf, reap, Scratch, spawnGroup } from './trees.js';
 
 /** S1's tree: a shell and its sleep; on SIGTERM the shell reaps its child first (no orphan left as a zombie). */
 const DIES_ON_TERM = `sleep 1000 & s=$!
@@ -31,11 +17,8 @@ trap 'kill $s 2>/dev/null; wait; exit 143' TERM
 echo "$$ $s" > "$1.tmp" && mv "$1.tmp" "$1"
 wait`;
 
-/**
- * `n` idle processes in a group of their own: a shell and `n` sleeps. The shell reaps them on
- * SIGTERM, because this host's init does not reap orphans (each would stay a zombie).
- */
-async function idleProcesses(n: number): Promise<() => Promise<void>> {
+/** `n` idle processes: a shell and `n` sleeps, which it reaps on SIGTERM (this host's init leaves orphans as zombies). */
+async function idleProcesses(n: number): Promise<() => Promise<unknown>> {
   if (n === 0) return async () => {};
   const script = `trap 'kill $pids 2>/dev/null; wait; exit 0' TERM
 i=0; pids=; while [ $i -lt ${n} ]; do sleep 100000 & pids="$pids $!"; i=$((i+1)); done; echo ready; wait`;
@@ -45,25 +28,16 @@ i=0; pids=; while [ $i -lt ${n} ]; do sleep 100000 & pids="$pids $!"; i=$((i+1))
     shell.stdout!.on('data', (d: Buffer) => { if (d.toString().includes('ready')) resolve(); });
     shell.once('exit', (code) => reject(new Error(`S1: the idle-process shell exited (${code}) before it was ready`)));
   });
-  return async () => {
-    shell.kill('SIGTERM');
-    await exited;
-  };
+  return () => (shell.kill('SIGTERM'), exited);
 }
 
-/** The process's CPU time so far, in ms (getrusage: exact for the running thread, unlike /proc's schedstat). */
-const processCpuMs = () => {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
-};
+/** The process's CPU time so far, in ms. */
+const processCpuMs = () => (({ user, system }) => (user + system) / 1000)(process.cpuUsage());
 
 /**
- * How long the event loop is held from `start()` until its promise settles (ms). Per stretch
- * between two `setImmediate` turns (the first includes `start()`'s synchronous part), main's block
- * is at most the wall-clock gap (which also counts being descheduled: on a loaded host, mostly
- * other people's work) and at most the process's CPU time (which also counts libuv's pool and
- * V8's helper threads, as Node 20 has no per-thread figure): `block` is the longest stretch's
- * smaller of the two, a bound blind to both; `wall` the longest gap alone.
+ * The event loop's longest stretch between two `setImmediate` turns from `start()` until its
+ * promise settles (ms): `block`, the smaller of its wall-clock gap and the process's CPU time (each
+ * bounds main's block, and each is blind to what the other counts); `wall`, the wall gap alone.
  */
 async function blockOf(start: () => Promise<unknown>): Promise<{ block: number; wall: number }> {
   let settled = false;
@@ -86,32 +60,45 @@ async function stopBlockRow(ctx: SuiteContext, n: number): Promise<BenchResult> 
   const registry = new TurnRegistry();
   const scratch = new Scratch();
   const stopIdle = await idleProcesses(n);
-  const fullstop: number[] = [];
-  const raw: number[] = [];
-  const walls: number[] = [];
   try {
     const hostProcesses = readdirSync('/proc').filter((e) => /^\d+$/.test(e)).length;
-    for (let i = -1; i < pairs; i++) { // one warm-up pair
-      const token = registry.beginTurn('s1');
-      const pidfile = scratch.pidfile();
-      const running = exec('sh', ['-c', DIES_ON_TERM, 'tree', pidfile], { token, graceMs: 5000 }).catch(() => undefined);
-      const pids = await pidsOf(pidfile, false);
-      const f = await blockOf(() => { token.cancel(); return running; });
-      await reap(pids);
-      registry.endTurn('s1', token);
-      const child = spawn('sh', ['-c', DIES_ON_TERM, 'tree', (pidfile + 'r')], { detached: true, stdio: 'ignore' });
-      const exited = new Promise((r) => child.once('exit', r));
-      const rawPids = await pidsOf(pidfile + 'r', false);
-      const r = await blockOf(() => { process.kill(-child.pid!, 'SIGTERM'); return exited; });
-      await reap(rawPids);
-      if (i >= 0) { fullstop.push(f.block); raw.push(r.block); walls.push(f.wall); }
-    }
+    const { samples } = await samplePairs('S1', { pairs, warmup: 1 }, {
+      fullstop: async () => {
+        const token = registry.beginTurn('s1');
+        const pidfile = scratch.pidfile();
+        const running = exec('sh', ['-c', DIES_ON_TERM, 'tree', pidfile], { token, graceMs: 5000 }).catch(() => undefined);
+        const pids = await pidsOf(pidfile, false);
+        const f = await blockOf(() => { token.cancel(); return running; });
+        await reap(pids);
+        registry.endTurn('s1', token);
+        return f;
+      },
+      raw: async () => {
+        const pidfile = scratch.pidfile();
+        const { child, exited } = spawnGroup(DIES_ON_TERM, pidfile);
+        const pids = await pidsOf(pidfile, false);
+        const r = await blockOf(() => { process.kill(-child.pid!, 'SIGTERM'); return exited; });
+        await reap(pids);
+        return r.block;
+      },
+    });
     return compare({
       id: `S1-${n}`, metric: `event-loop block of one exec stop, ${n} extra idle processes`, unit: 'ms', better: 'lower',
-      extra: { goal: '≤ 1 ms, flat in N', idleProcesses: n, hostProcesses, pairs, measure: 'longest stretch between two event-loop turns: min(wall, process CPU)', wallGapMedianMs: summarize(walls).median },
-    }, fullstop, 'raw process.kill(-pgid, SIGTERM)', raw, { paired: true });
+      extra: { goal: '≤ 1 ms, flat in N', idleProcesses: n, hostProcesses, pairs, measure: 'longest stretch between two event-loop turns: min(wall, process CPU)',
+        wallGapMedianMs: median(samples.fullstop.map((f) => f.wall)) },
+    }, samples.fullstop.map((f) => f.block), 'raw process.kill(-pgid, SIGTERM)', samples.raw, { paired: true });
   } finally {
     await stopIdle();
     scratch.remove();
   }
 }
+
+export const suite: Suite = {
+  name: 'stop-block',
+  ids: ['S1-0', 'S1-1000'],
+  async run(ctx) {
+    const rows: BenchResult[] = [];
+    for (const n of [0, 1000]) if (ctx.wants(`S1-${n}`)) rows.push(await stopBlockRow(ctx, n));
+    return rows;
+  },
+};

@@ -8,7 +8,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { compare, pairedRatio, samplePairs, summarize, type BenchResult } from '../dist/bench/harness.js';
+import { assertNothingLive, compare, pairedRatio, samplePairs, summarize, withTurn, type BenchResult } from '../dist/bench/harness.js';
+import { TurnRegistry } from '../dist/src/index.js';
 import { formatTable, renderSvg, validateResult } from '../dist/bench/run.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -64,6 +65,26 @@ describe('pairing', () => {
     expect(voided).toBe(1);
     expect(samples).toEqual({ a: [2, 4, 5], b: [102, 104, 105] });
     expect(order.slice(0, 4)).toEqual(['a', 'b', 'b', 'a']);
+  });
+
+  it('each side is told whether its pair is a warm-up, and may sample objects to split afterwards', async () => {
+    const seen: boolean[] = [];
+    const { samples } = await samplePairs('X', { pairs: 2, warmup: 1 }, {
+      a: async (warmup) => { seen.push(warmup); return { n: seen.length }; },
+      b: async () => 1,
+    });
+    expect(seen).toEqual([true, false, false]);
+    expect(samples).toEqual({ a: [{ n: 2 }, { n: 3 }], b: [1, 1] });
+  });
+
+  it('withTurn ends its turn whether the body resolves or throws', async () => {
+    const registry = new TurnRegistry();
+    expect(await withTurn(registry, 's', async (token) => token.retired)).toBe(false);
+    await expect(withTurn(registry, 's', async () => { throw new Error('boom'); })).rejects.toThrow('boom');
+    expect(() => assertNothingLive(registry, 'X')).not.toThrow();
+    const left = registry.beginTurn('left');
+    expect(() => assertNothingLive(registry, 'X')).toThrow(/X: left live/);
+    registry.endTurn('left', left);
   });
 
   it('too many void pairs fail the row instead of measuring what is left', async () => {

@@ -1,30 +1,27 @@
 /**
- * The raw floors of P1–P3 and R*: a plain worker, no pool, no library. It gets its cells once
- * (workerData) and runs one command a message:
+ * The raw floors: a plain worker, no pool. It gets its cells once (workerData) and runs one
+ * command a message, saying "ready" first:
  *   wait   — block in `Atomics.wait` on GO until main's notify; report the wake.
  *   poll   — spin on `Atomics.load(GO)` until main flips it; report when it saw the flip.
- *   sleep  — P1's decomposition: `tokenFromHandle(handle).sleep()`, the library's wake path on a
- *            turn's root slot with no pool; report when the CancelledError was caught.
- *   slot   — P1's decomposition: a plain `Atomics.wait` on the turn's slot (`running` is its
- *            running word), so main's `token.cancel()` is timed without the library's worker side.
- *   notify — sleep TRIP_AFTER_MS, `Atomics.store` + `notify` GO (main waits with
- *            `Atomics.waitAsync`), linger LINGER_MS; report when it stored.
+ *   notify — sleep TRIP_AFTER_MS, store + notify GO (main waits with `Atomics.waitAsync`), linger
+ *            LINGER_MS; report when it stored.
+ *   loop   — SQ1: a `loopMs` synchronous loop. With `handle` it polls the token every POLL_EVERY
+ *            iterations (fullstop); without, only a `cancel` message stops it, and a message is
+ *            delivered only once the loop has returned to the event loop (the status quo).
  * With `shape`, a pre-built Error is thrown and caught after noticing, before the stamp.
  */
 
 import { parentPort, workerData } from 'node:worker_threads';
 import { tokenFromHandle } from '../../workers/runtime.js';
-import { GO, LINGER_MS, READY, SPARE, TRIP_AFTER_MS, type RawCommand, type RawReport } from './protocol.js';
+import { GO, LINGER_MS, POLL_EVERY, READY, SPARE, TRIP_AFTER_MS, type RawCommand, type RawReport } from '../harness.js';
 
 const port = parentPort!;
 const flags = workerData.flags as Int32Array;
 const now = () => process.hrtime.bigint();
 const PREBUILT = new Error('the turn is cancelled');
-
-function ready(): void {
-  Atomics.store(flags, READY, 1);
-  Atomics.notify(flags, READY);
-}
+const step = (x: number) => (Math.imul(x, 1103515245) + 12345) | 0;
+let loopEndedAt = 0n;
+let sink = 0;
 
 function noticed(shape: boolean | undefined): bigint {
   if (shape !== true) return now();
@@ -36,34 +33,53 @@ function noticed(shape: boolean | undefined): bigint {
   }
 }
 
-port.on('message', (command: RawCommand) => {
-  ready();
-  let report: RawReport;
-  if (command.kind === 'wait') {
-    const woke = Atomics.wait(flags, GO, 0, 60_000);
-    report = { at: noticed(command.shape), ok: woke === 'ok', sink: 0 };
-  } else if (command.kind === 'slot') {
-    const woke = Atomics.wait(new Int32Array(command.handle!.buffer), command.handle!.index, command.running!, 60_000);
-    report = { at: now(), ok: woke === 'ok', sink: 0 };
-  } else if (command.kind === 'sleep') {
-    const token = tokenFromHandle(command.handle!);
-    report = { at: 0n, ok: false, sink: 0 };
-    try {
-      token.sleep(60_000);
-    } catch (e) {
-      report = { at: now(), ok: (e as Error).name === 'CancelledError', sink: 0 };
+function loop(command: Extract<RawCommand, { kind: 'loop' }>): RawReport | undefined {
+  const token = command.handle === undefined ? undefined : tokenFromHandle(command.handle);
+  const deadline = now() + BigInt(command.loopMs * 1e6);
+  let x = command.id | 0;
+  do {
+    for (let i = 0; i < POLL_EVERY; i++) x = step(x);
+    if (token?.isCancelled()) {
+      const at = now();
+      return { at, ok: true, sink: (sink ^= x), loopEndedAt: at };
     }
-  } else if (command.kind === 'poll') {
-    let x = 1;
-    while (Atomics.load(flags, GO) === 0) x = (Math.imul(x, 1103515245) + 12345) | 0;
-    report = { at: noticed(command.shape), ok: true, sink: x };
-  } else {
-    Atomics.wait(flags, SPARE, 0, TRIP_AFTER_MS);
-    const at = now();
-    Atomics.store(flags, GO, 1);
-    Atomics.notify(flags, GO);
-    Atomics.wait(flags, SPARE, 0, LINGER_MS);
-    report = { at, ok: true, sink: 0 };
+  } while (now() < deadline);
+  loopEndedAt = now();
+  sink ^= x;
+  return token === undefined ? undefined : { at: 0n, ok: false, sink }; // a missed poll: void
+}
+
+function run(command: RawCommand): RawReport | undefined {
+  switch (command.kind) {
+    case 'wait': {
+      const woke = Atomics.wait(flags, GO, 0, 60_000);
+      return { at: noticed(command.shape), ok: woke === 'ok', sink: 0 };
+    }
+    case 'poll': {
+      let x = 1;
+      while (Atomics.load(flags, GO) === 0) x = step(x);
+      return { at: noticed(command.shape), ok: true, sink: x };
+    }
+    case 'notify': {
+      Atomics.wait(flags, SPARE, 0, TRIP_AFTER_MS);
+      const at = now();
+      Atomics.store(flags, GO, 1);
+      Atomics.notify(flags, GO);
+      Atomics.wait(flags, SPARE, 0, LINGER_MS);
+      return { at, ok: true, sink: 0 };
+    }
+    case 'loop':
+      return loop(command);
+    case 'cancel':
+      return { at: now(), ok: true, sink, loopEndedAt };
   }
-  port.postMessage(report);
+}
+
+port.on('message', (command: RawCommand) => {
+  if (command.kind !== 'cancel') {
+    Atomics.store(flags, READY, 1);
+    Atomics.notify(flags, READY);
+  }
+  const report = run(command);
+  if (report !== undefined) port.postMessage(report);
 });

@@ -1,24 +1,27 @@
 /**
  * Task bodies of the pool and runner suites, named by what they do. TurnPool and raw Piscina load
- * this same file; raw Piscina only runs `trivial` and `rawSleeper` (`fullstop/worker` functions
+ * this same file; raw Piscina runs only `trivial` and `rawSleeper` (`fullstop/worker` functions
  * throw outside a TurnPool task). A task a cancel ends returns the moment it noticed, on the
- * process-wide clock (protocol.ts), so the result carries the measurement.
+ * process-wide clock (harness.ts), so the result carries the measurement.
  */
 
 import { cancelTurn, checkCancelled, isCancelled, isCancelledError, sleep } from '../../workers/runtime.js';
-import { LINGER_MS, READY, SPARE, TRIP_AFTER_MS, type FlagsTask } from './protocol.js';
+import { LINGER_MS, READY, SPARE, TRIP_AFTER_MS } from '../harness.js';
+
+/** A task's argument: its handshake cells. */
+type FlagsTask = { flags: Int32Array };
 
 const now = () => process.hrtime.bigint();
+const step = (x: number) => (Math.imul(x, 1103515245) + 12345) | 0;
 
+/** Say "ready" on the handshake cell: the sample starts here. */
 function ready(flags: Int32Array): void {
   Atomics.store(flags, READY, 1);
   Atomics.notify(flags, READY);
 }
 
 /** P5, and P4's next task. */
-export function trivial(n: number): number {
-  return n;
-}
+export const trivial = (n: number): number => n;
 
 /** P1: blocked in `sleep()`; returns when the `CancelledError` was caught in the task. */
 export function sleeper({ flags }: FlagsTask): bigint {
@@ -47,7 +50,7 @@ export function pollsEveryIteration({ flags }: FlagsTask): [bigint, number] {
   try {
     for (;;) {
       checkCancelled();
-      x = (Math.imul(x, 1103515245) + 12345) | 0;
+      x = step(x);
     }
   } catch (e) {
     const at = now();
@@ -60,7 +63,7 @@ export function pollsEveryIteration({ flags }: FlagsTask): [bigint, number] {
 export function pollsIsCancelled({ flags }: FlagsTask): [bigint, number] {
   ready(flags);
   let x = 1;
-  while (!isCancelled()) x = (Math.imul(x, 1103515245) + 12345) | 0;
+  while (!isCancelled()) x = step(x);
   return [now(), x];
 }
 
