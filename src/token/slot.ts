@@ -91,10 +91,15 @@ export function readState(cells: Int32Array, index: number, generation: number):
   return generationOf(word) === generation ? stateOf(word) : STATE_RETIRED;
 }
 
-/** Wake everyone who may be sleeping on this slot or on the slab's control cell (invariant 4). */
+/**
+ * Wake everyone who may be sleeping on this slot or on the slab's control cell (invariant 4).
+ * The slot's sleepers first: the slot's word has already changed, so they need nothing more, and
+ * a worker blocked in `sleep()` is the wake a cancel is timed by. The control word only has to
+ * change before its own notify (a paused waiter compares against it, `waitWhilePaused`).
+ */
 function wake(cells: Int32Array, index: number): void {
-  Atomics.add(cells, CONTROL_INDEX, WAKE_STEP);
   Atomics.notify(cells, index);
+  Atomics.add(cells, CONTROL_INDEX, WAKE_STEP);
   Atomics.notify(cells, CONTROL_INDEX);
 }
 
