@@ -26,6 +26,13 @@ export interface WorkerToken {
    * [0, 2^31 − 1] (an unbounded wait is a bug, not a default).
    */
   sleep(ms: number): void;
+  /**
+   * `sleep` that returns instead of throwing: `Atomics.wait` on the slot for up to `ms`; `true`
+   * when the time ran out with the token still running, `false` as soon as it is cancelled or
+   * retired (at once if it already is). For a loop that ends on cancel by itself, it spares the
+   * woken thread the throw. `ms` as for `sleep`.
+   */
+  sleepUnlessCancelled(ms: number): boolean;
   /** Cancel the token from this thread. False if it is retired or its slot has been reused. */
   cancel(reason?: unknown): boolean;
 }
@@ -83,6 +90,11 @@ export class SlotToken implements WorkerToken {
     const state = sleepOnSlot(this.cells, this.index, this.generation, ms);
     if (state === STATE_CANCELLED) throw cancelled;
     if (state !== STATE_RUNNING) throw this.error();
+  }
+
+  sleepUnlessCancelled(ms: number): boolean {
+    checkRequiredMs('ms', ms);
+    return sleepOnSlot(this.cells, this.index, this.generation, ms) === STATE_RUNNING;
   }
 
   /** Block while the registry is paused; a cancel or retire wakes it, and then it throws. */
