@@ -26,6 +26,13 @@ export interface WorkerToken {
    * [0, 2^31 − 1] (an unbounded wait is a bug, not a default).
    */
   sleep(ms: number): void;
+  /**
+   * `sleep` that returns instead of throwing: `Atomics.wait` on the slot for up to `ms`; `true`
+   * when the time ran out with the token still running, `false` as soon as it is cancelled or
+   * retired (at once if it already is). For a loop that ends on cancel by itself, it spares the
+   * woken thread the throw. `ms` as for `sleep`.
+   */
+  sleepUnlessCancelled(ms: number): boolean;
   /** Cancel the token from this thread. False if it is retired or its slot has been reused. */
   cancel(reason?: unknown): boolean;
 }
@@ -36,6 +43,8 @@ export class SlotToken implements WorkerToken {
   readonly index: number;
   readonly generation: number;
   readonly #running: number;
+  /** The error the next check that finds the token cancelled throws; `undefined` until a check found it running. */
+  #ready: CancelledError | undefined;
   /** The turn's root token when this one is a child (a pool task's tool token); `cancelTurn` trips it. */
   root: SlotToken | undefined;
 
@@ -51,7 +60,25 @@ export class SlotToken implements WorkerToken {
   }
 
   checkCancelled(): void {
-    if (Atomics.load(this.cells, this.index) !== this.#running) throw this.error();
+    const word = Atomics.load(this.cells, this.index);
+    if (word === this.#running) {
+      // Built while the token runs, so the check that finds it cancelled only has to throw:
+      // building an Error is most of the time between a cancel and its throw on a thread
+      // whose caches have gone cold (docs/benchmarks.md, P2). One build a token, at its first check.
+      if (this.#ready === undefined) this.#ready = this.error(true);
+      return;
+    }
+    throw this.#errorFor(word);
+  }
+
+  /** The error of a check that read `word`: the one built ahead when it was a cancel (once), else a fresh one. */
+  #errorFor(word: number): CancelledError {
+    const cancelled = word === pack(this.generation, STATE_CANCELLED);
+    const ready = this.#ready;
+    if (!cancelled || ready === undefined) return this.error(cancelled);
+    // Each throw gets its own object: a caller that catches, changes and checks again sees a new one.
+    this.#ready = undefined;
+    return ready;
   }
 
   sleep(ms: number): void {
@@ -63,6 +90,11 @@ export class SlotToken implements WorkerToken {
     const state = sleepOnSlot(this.cells, this.index, this.generation, ms);
     if (state === STATE_CANCELLED) throw cancelled;
     if (state !== STATE_RUNNING) throw this.error();
+  }
+
+  sleepUnlessCancelled(ms: number): boolean {
+    checkRequiredMs('ms', ms);
+    return sleepOnSlot(this.cells, this.index, this.generation, ms) === STATE_RUNNING;
   }
 
   /** Block while the registry is paused; a cancel or retire wakes it, and then it throws. */

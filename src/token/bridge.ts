@@ -91,7 +91,9 @@ function waitForCancel(slab: Slab, bridge: SlabBridge, seen = Atomics.load(slab.
 function onWake(slab: Slab, bridge: SlabBridge): void {
   if (!bridge.armed) return;
   const seen = Atomics.load(slab.cells, BRIDGE_INDEX);
-  for (const target of [...bridge.watched]) {
+  // The set itself, not a copy: telling a target deletes it from the set, which a Set's iterator
+  // allows, and a token watched meanwhile (by a listener) is looked at too, which is harmless.
+  for (const target of bridge.watched) {
     const { index, generation } = target.slot;
     if (readState(slab.cells, index, generation) === STATE_CANCELLED) target.cancelFromSlot();
   }

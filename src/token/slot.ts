@@ -91,10 +91,15 @@ export function readState(cells: Int32Array, index: number, generation: number):
   return generationOf(word) === generation ? stateOf(word) : STATE_RETIRED;
 }
 
-/** Wake everyone who may be sleeping on this slot or on the slab's control cell (invariant 4). */
+/**
+ * Wake everyone who may be sleeping on this slot or on the slab's control cell (invariant 4).
+ * The slot's sleepers first: the slot's word has already changed, so they need nothing more, and
+ * a worker blocked in `sleep()` is the wake a cancel is timed by. The control word only has to
+ * change before its own notify (a paused waiter compares against it, `waitWhilePaused`).
+ */
 function wake(cells: Int32Array, index: number): void {
-  Atomics.add(cells, CONTROL_INDEX, WAKE_STEP);
   Atomics.notify(cells, index);
+  Atomics.add(cells, CONTROL_INDEX, WAKE_STEP);
   Atomics.notify(cells, CONTROL_INDEX);
 }
 
@@ -128,9 +133,15 @@ export function sealSlot(cells: Int32Array, index: number, generation: number): 
  * through the bridge cell (after the slot's own sleepers were woken).
  */
 export function cancelSlotFromHandle(cells: Int32Array, index: number, generation: number): boolean {
-  if (!cancelSlot(cells, index, generation)) return false;
+  const running = pack(generation, STATE_RUNNING);
+  if (Atomics.compareExchange(cells, index, running, pack(generation, STATE_CANCELLED)) !== running) return false;
+  // `wake` with the bridge put before the control cell: the slot's sleepers first, then the main
+  // thread (whose signal is what a cancel from here is waited for), paused waiters last.
+  Atomics.notify(cells, index);
   Atomics.add(cells, BRIDGE_INDEX, 1);
   Atomics.notify(cells, BRIDGE_INDEX);
+  Atomics.add(cells, CONTROL_INDEX, WAKE_STEP);
+  Atomics.notify(cells, CONTROL_INDEX);
   return true;
 }
 

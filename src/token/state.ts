@@ -87,6 +87,11 @@ export class TokenState implements Watched {
   #cancelled = false;
   #retired = false;
   #reason: unknown = undefined;
+  /**
+   * The `signal.reason` of a cancel with the default reason, built ahead of time once this token
+   * has both a signal and a handle on another thread (see `#prepareDefaultReason`).
+   */
+  #defaultReason: CancelledError | undefined;
   /** The public `CancelToken` of this state; `undefined` until first asked for. */
   #facade: object | undefined;
   /** Called once at retire (the registry forgets its session's token); `undefined` for a child. */
@@ -140,41 +145,90 @@ export class TokenState implements Watched {
     this.cancel(DEFAULT_CANCEL_REASON);
   }
 
-  /** See invariants 1, 2, 4 and 6. Returns false once retired, true otherwise. */
+  /**
+   * See invariants 1, 2, 4 and 6. Returns false once retired, true otherwise.
+   *
+   * Ordered for the thread that waits: the first thing done is this token's own slot trip (CAS
+   * and notify), then each running descendant's, tripped as the walk finds it. Everything a
+   * sleeper does not need (unwatching, building reasons, aborting signals, telling owners) comes
+   * after the last notify, and a leaf token allocates nothing on the way.
+   */
   cancel(reason: unknown): boolean {
     if (this.#retired) return false;
     if (this.#cancelled) return true;
-    const subtree = this.#collectRunning([]);
+    this.#cancelled = true;
     this.#reason = reason;
-    for (const state of subtree) {
-      if (state !== this) state.#reason = PARENT_CANCEL_REASON;
-      state.#cancelled = true;
-      cancelSlot(state.slot.slab.cells, state.slot.index, state.slot.generation);
-      state.#unwatch();
+    const { slab, index, generation } = this.slot;
+    cancelSlot(slab.cells, index, generation);
+    // A leaf (every pool task's token and most turns' roots) needs no subtree list at all.
+    const subtree = this.#children === undefined ? undefined : this.#tripChildren([this]);
+    // Unwatching comes after the aborts: it is bookkeeping (and may notify the bridge cell), and a
+    // listener that reads `handle` or retires the token meanwhile finds it cancelled either way.
+    if (subtree === undefined) {
+      this.#controller?.abort(this.#reasonOnCancel());
+      this.#unwatch();
+      this.#tellOwners();
+      return true;
     }
-    for (const state of subtree) state.#controller?.abort(state.abortReason());
-    for (const state of subtree) if (state.#owners !== undefined) for (const owner of [...state.#owners]) owner.onCancel?.();
+    for (const state of subtree) state.#controller?.abort(state.#reasonOnCancel());
+    for (const state of subtree) state.#unwatch();
+    for (const state of subtree) state.#tellOwners();
     return true;
   }
 
-  #collectRunning(into: TokenState[]): TokenState[] {
-    if (this.#cancelled || this.#retired) return into;
-    into.push(this);
-    if (this.#children !== undefined) for (const child of this.#children) child.#collectRunning(into);
+  /** Mark and trip every running descendant (parents before children); returns the whole subtree, this token first. */
+  #tripChildren(into: TokenState[]): TokenState[] {
+    if (this.#children !== undefined) {
+      for (const child of this.#children) {
+        if (child.#cancelled || child.#retired) continue;
+        child.#cancelled = true;
+        child.#reason = PARENT_CANCEL_REASON;
+        const { slab, index, generation } = child.slot;
+        cancelSlot(slab.cells, index, generation);
+        into.push(child);
+        child.#tripChildren(into);
+      }
+    }
     return into;
+  }
+
+  #tellOwners(): void {
+    if (this.#owners === undefined) return;
+    for (const owner of [...this.#owners]) owner.onCancel?.();
+  }
+
+  /** What `signal` aborts with: the reason built ahead of time when it applies, else a fresh one. */
+  #reasonOnCancel(): CancelledError {
+    return this.#reason === DEFAULT_CANCEL_REASON && this.#defaultReason !== undefined ? this.#defaultReason : this.abortReason();
+  }
+
+  /**
+   * A token whose handle has left the thread and whose signal someone listens to is the one
+   * whose abort a worker waits for across threads (`cancelTurn()`, a bridge wake). Its cancel
+   * then almost always carries the default reason (a slot carries no reason), so that reason is
+   * built now, once, instead of on the wake path between the bridge's wake and the listener.
+   */
+  #prepareDefaultReason(): void {
+    if (this.#defaultReason !== undefined || !this.#watched || this.#controller === undefined) return;
+    this.#defaultReason = this.#buildReason(DEFAULT_CANCEL_REASON);
   }
 
   /** The `signal.reason` of a cancelled token (never throws, whatever the reason: invariant 6). */
   abortReason(): CancelledError {
-    return cancelledError(`turn ${this.turnId ?? '(none)'} of session ${this.sessionId} was cancelled: ${renderReason(this.#reason)}`, {
-      reason: this.#reason, sessionId: this.sessionId, turnId: this.turnId,
+    return this.#buildReason(this.#reason);
+  }
+
+  #buildReason(reason: unknown): CancelledError {
+    return cancelledError(`turn ${this.turnId ?? '(none)'} of session ${this.sessionId} was cancelled: ${renderReason(reason)}`, {
+      reason, sessionId: this.sessionId, turnId: this.turnId,
     });
   }
 
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
       this.#controller = new AbortController();
-      if (this.isCancelled()) this.#controller.abort(this.abortReason());
+      if (this.isCancelled()) this.#controller.abort(this.#reasonOnCancel());
+      else this.#prepareDefaultReason();
     }
     return this.#controller.signal;
   }
@@ -184,6 +238,7 @@ export class TokenState implements Watched {
     if (!this.#watched && !this.#cancelled && !this.#retired) {
       this.#watched = true;
       watch(this, this.host.counters);
+      this.#prepareDefaultReason();
     }
     return this.slot;
   }
