@@ -3,7 +3,7 @@
  * its process group plus every descendant recorded by identity, and the only place in this mode
  * that sends a signal to any of them.
  *
- * The child leads its group: execa's `detached: true` makes it call setsid() before exec, so its
+ * The child leads its group: `detached: true` makes it call setsid() before exec, so its
  * pid P is also its group and session id.
  *
  * Identity rule (never signal a process the library did not start), enforced here and nowhere else:
