@@ -100,6 +100,23 @@ describe('appending', () => {
     expect(write.mock.calls.length).toBeLessThanOrEqual(2);
   });
 
+  it('keeps file order = seq order, and every flush covers the appends before it, when flushes write the queue themselves between background writes', async () => {
+    const ledger = await openLedger();
+    const pending: Promise<unknown>[] = [];
+    const flushed: Array<Promise<number>> = [];
+    for (let i = 0; i < 200; i++) {
+      pending.push(ledger.append(say('s', 't', `${i}`)));
+      // A flush right after appends (it writes them itself) or while a background write is in flight.
+      if (i % 7 === 3) flushed.push(ledger.flush().then(() => fileLines().length).then((n) => { expect(n).toBeGreaterThanOrEqual(i + 1); return n; }));
+      if (i % 13 === 5) await Promise.resolve();
+      if (i % 29 === 11) await pending.at(-1);
+    }
+    await Promise.all([...pending, ...flushed]);
+    const lines = fileLines();
+    expect(lines.map((l) => l.seq)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+    expect(lines.map((l) => (l as { text: string }).text)).toEqual(Array.from({ length: 200 }, (_, i) => `${i}`));
+  });
+
   it('entries() includes appends made before it that were never awaited', async () => {
     const ledger = await openLedger();
     void ledger.append(started('s', 't'));
