@@ -20,22 +20,30 @@ let registry: TurnRegistry;
 beforeEach(() => { registry = new TurnRegistry(); scene = openScene(registry); });
 afterEach(() => closeScene(scene));
 
-/** The paths read (files and directory listings) while `fn` runs, synchronously. */
-function readsDuring(fn: () => void): string[] {
-  const reads: string[] = [];
+/**
+ * The paths read (files and directory listings) while `fn` runs, synchronously: `held` were read on
+ * the main thread, `started` were only handed to libuv's pool (fs/promises) and read meanwhile.
+ */
+function readsDuring(fn: () => void): { held: string[]; started: string[] } {
+  const reads = { held: [] as string[], started: [] as string[] };
   const { readFileSync, readdirSync } = fs;
-  const spy = <F extends (...a: never[]) => unknown>(original: F) => ((path: unknown, ...rest: never[]) => {
-    if (typeof path === 'string') reads.push(path);
+  const { readFile, readdir } = fs.promises;
+  const spy = <F extends (...a: never[]) => unknown>(original: F, into: string[]) => ((path: unknown, ...rest: never[]) => {
+    if (typeof path === 'string') into.push(path);
     return original(path as never, ...rest);
   }) as unknown as F;
-  fs.readFileSync = spy(readFileSync);
-  fs.readdirSync = spy(readdirSync);
+  fs.readFileSync = spy(readFileSync, reads.held);
+  fs.readdirSync = spy(readdirSync, reads.held);
+  fs.promises.readFile = spy(readFile, reads.started);
+  fs.promises.readdir = spy(readdir, reads.started);
   syncBuiltinESMExports(); // the named imports of the library see the spies
   try {
     fn();
   } finally {
     fs.readFileSync = readFileSync;
     fs.readdirSync = readdirSync;
+    fs.promises.readFile = readFile;
+    fs.promises.readdir = readdir;
     syncBuiltinESMExports();
   }
   return reads;
@@ -53,7 +61,7 @@ async function crowd(n: number) {
 }
 
 /** The paths read by one synchronous cancel of a tree of five. */
-async function readsOfOneCancel(containment: 'auto' | 'process-group'): Promise<string[]> {
+async function readsOfOneCancel(containment: 'auto' | 'process-group'): Promise<{ held: string[]; started: string[] }> {
   const token = registry.beginTurn(`s-${Math.random()}`);
   scene.tokens.push(token);
   const pidfile = join(scene.dir, `pids-${Math.random()}`);
@@ -69,12 +77,14 @@ async function readsOfOneCancel(containment: 'auto' | 'process-group'): Promise<
 for (const { name, option } of MODES) {
   describe(`[${name}] the signal step`, () => {
     it('reads no listing of /proc, and as much of it with 300 unrelated processes as with none', async () => {
-      const all = await readsOfOneCancel(option);
+      const first = await readsOfOneCancel(option);
+      const all = [...first.held, ...first.started];
       expect(all.length).toBeGreaterThan(0); // the spies do see the library's reads
       const alone = all.filter((path) => path.startsWith('/proc'));
       const stop = await crowd(300);
       try {
-        const crowded = (await readsOfOneCancel(option)).filter((path) => path.startsWith('/proc'));
+        const again = await readsOfOneCancel(option);
+        const crowded = [...again.held, ...again.started].filter((path) => path.startsWith('/proc'));
         expect(alone).not.toContain('/proc');
         expect(crowded).not.toContain('/proc');
         // The same tree, so the same reads, give or take a racing child: not one per process of the host.
@@ -86,3 +96,12 @@ for (const { name, option } of MODES) {
     }, 30_000);
   });
 }
+
+describe('[cgroup] the signal step', () => {
+  it('holds the main thread for no read at all: the group is signalled at once, the cgroup is read off the main thread', async (ctx) => {
+    if (MODES.every((m) => m.name !== 'cgroup')) ctx.skip();
+    const { held, started } = await readsOfOneCancel('auto');
+    expect(held).toEqual([]);
+    expect(started.some((path) => path.endsWith('cgroup.procs'))).toBe(true);
+  }, 30_000);
+});

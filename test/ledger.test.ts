@@ -100,6 +100,28 @@ describe('appending', () => {
     expect(write.mock.calls.length).toBeLessThanOrEqual(2);
   });
 
+  it('keeps file order = seq order, and every flush covers the appends before it, when flushes write the queue themselves between background writes', async () => {
+    const ledger = await openLedger();
+    const pending: Promise<unknown>[] = [];
+    const flushed: Array<Promise<number>> = [];
+    const expectedAtLeast: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      pending.push(ledger.append(say('s', 't', `${i}`)));
+      // A flush right after appends (it writes them itself) or while a background write is in flight.
+      // Complete lines only: a later background write may be in flight, its line not yet whole.
+      if (i % 7 === 3) flushed.push(ledger.flush().then(() => readFileSync(file, 'utf8').split('\n').length - 1));
+      if (i % 7 === 3) expectedAtLeast.push(i + 1);
+      if (i % 13 === 5) await Promise.resolve();
+      if (i % 29 === 11) await pending.at(-1);
+    }
+    await Promise.all(pending);
+    const seen = await Promise.all(flushed);
+    seen.forEach((n, k) => expect(n).toBeGreaterThanOrEqual(expectedAtLeast[k]!));
+    const lines = fileLines();
+    expect(lines.map((l) => l.seq)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+    expect(lines.map((l) => (l as { text: string }).text)).toEqual(Array.from({ length: 200 }, (_, i) => `${i}`));
+  });
+
   it('entries() includes appends made before it that were never awaited', async () => {
     const ledger = await openLedger();
     void ledger.append(started('s', 't'));

@@ -76,26 +76,37 @@ describe('a stop during a pool task', () => {
     const proto = await fileHandlePrototype();
     const write = proto.write;
     const datasync = proto.datasync;
-    vi.spyOn(proto, 'write').mockImplementation(function (this: FileHandle, ...args: unknown[]) {
-      const text = Buffer.isBuffer(args[0]) ? args[0].toString('utf8') : String(args[0]);
-      for (const line of text.split('\n').filter(Boolean)) {
+    // What the file system saw: each line is logged when it is first found in the file — after an
+    // asynchronous write, before each sync (a flush may write the lines itself, synchronously), at
+    // the signal and at the event.
+    let seenBytes = 0;
+    const logNewLines = () => {
+      const text = readFileSync(ledger.path, 'utf8');
+      for (const line of text.slice(seenBytes).split('\n').filter(Boolean)) {
         const e = JSON.parse(line) as { type: string; status?: string };
         log.push({ what: `write ${e.type === 'status' ? `status:${e.status}` : e.type}`, at: performance.now() });
       }
-      return (write as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+      seenBytes = text.lastIndexOf('\n') + 1;
+    };
+    vi.spyOn(proto, 'write').mockImplementation(async function (this: FileHandle, ...args: unknown[]) {
+      const result: unknown = await (write as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+      logNewLines();
+      return result;
     } as never);
     vi.spyOn(proto, 'datasync').mockImplementation(async function (this: FileHandle) {
+      logNewLines();
       await datasync.call(this);
       log.push({ what: 'synced', at: performance.now() });
     });
-    runner.once('turn_aborted', () => log.push({ what: 'event', at: performance.now() }));
+    runner.once('turn_aborted', () => { logNewLines(); log.push({ what: 'event', at: performance.now() }); });
     const outcome$ = runner.run('s', async (turn) => {
-      turn.signal.addEventListener('abort', () => log.push({ what: 'signal', at: performance.now() }));
+      turn.signal.addEventListener('abort', () => { logNewLines(); log.push({ what: 'signal', at: performance.now() }); });
       const done = await turn.tool('finished', { value: 'real' }, (token) => pool.run({ value: 'real' }, { token, name: 'echo' }));
       await turn.tool('sleeps', { ms: 60_000 }, (token) => pool.run({ flags: f, ms: 60_000 }, { token, name: 'sleeper' }));
       return done;
     }, { turnId: 't1' });
     await started(f);
+    logNewLines();
     const stopAt = performance.now();
     log.length = 0;
     const report = await runner.stop('s');

@@ -17,8 +17,9 @@
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, watch, writeFileSync } from 'node:fs';
+import { readdir, readFile, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isDead, readStat } from './proc.js';
+import { isDead, readStatOffThread } from './proc.js';
 import { until } from './sweep.js';
 import type { Tree } from './tree.js';
 
@@ -152,28 +153,48 @@ export class CgroupTree implements Tree {
   }
 
   /**
-   * SIGTERM the group while the leader is unreaped (see group.ts, rule 2), and each member of the
-   * cgroup outside it. A member read from `cgroup.procs` could die and its pid be reused in the few
-   * µs before the kill; the hard stop (`cgroup.kill`) has no such window.
+   * SIGTERM the group while the leader is unreaped (see group.ts, rule 2), at once; then each member
+   * of the cgroup outside it. The members and their groups are read off the main thread (a stop
+   * must not hold the event loop for reads; the hard stop, `cgroup.kill`, reaches every member
+   * anyway). Each outsider is signalled only if its cgroup still lists it, read right before the
+   * kill: a member could die and its pid be reused while the reads were in flight, and a pid a
+   * cgroup lists names one of its members. (As before, a member that dies and whose pid is reused
+   * in the µs between that read and the kill is not guarded; `cgroup.kill` has no such window.)
    */
   terminate(): Promise<void> {
-    if (!this.#reaped) {
+    const groupSignalled = !this.#reaped;
+    if (groupSignalled) {
       try { process.kill(-this.pid, 'SIGTERM'); } catch { /* already gone */ }
     }
-    for (const pid of members(this.path)) {
-      const stat = readStat(pid);
-      if (isDead(stat) || (!this.#reaped && stat!.pgid === this.pid)) continue;
-      try { process.kill(pid, 'SIGTERM'); } catch { /* already gone */ }
+    return this.#terminateOutsiders(groupSignalled).catch(() => { /* the grace and the hard stop cover it */ });
+  }
+
+  async #terminateOutsiders(groupSignalled: boolean): Promise<void> {
+    const outsiders = new Map<string, number[]>();
+    for (const [dir, pids] of await membersOffThread(this.path)) {
+      const stats = await Promise.all(pids.map(readStatOffThread));
+      // A member of the group got the group's SIGTERM: one signal each, as for a plain kill(-pgid).
+      const left = stats.filter((stat) => !isDead(stat) && !(groupSignalled && stat!.pgid === this.pid)).map((stat) => stat!.pid);
+      if (left.length > 0) outsiders.set(dir, left);
     }
-    return Promise.resolve();
+    for (const [dir, pids] of outsiders) {
+      const listed = new Set(procsOf(dir));
+      for (const pid of pids) {
+        if (pid > 1 && listed.has(pid)) try { process.kill(pid, 'SIGTERM'); } catch { /* already gone */ }
+      }
+    }
   }
 
   isEmpty(): boolean {
     try {
-      return /^populated 0$/m.test(readFileSync(join(this.path, 'cgroup.events'), 'latin1'));
+      return isUnpopulated(readFileSync(join(this.path, 'cgroup.events'), 'latin1'));
     } catch {
       return true; // no such cgroup any more
     }
+  }
+
+  checkEmpty(): Promise<boolean> {
+    return readFile(join(this.path, 'cgroup.events'), 'latin1').then(isUnpopulated, () => true);
   }
 
   /** The kernel reports each change of `cgroup.events` (`populated 1` → `0`) as a file modification. */
@@ -198,27 +219,60 @@ export class CgroupTree implements Tree {
     try { writeFileSync(join(this.path, 'cgroup.kill'), '1'); } catch { /* removed: nothing to kill */ }
   }
 
-  dispose(): void {
-    if (removeCgroup(this.path)) return;
+  /** Resolves once the cgroup is removed, or found busy (then retried in the background). */
+  async dispose(): Promise<void> {
+    // Off the main thread: removing a cgroup can take the kernel a while.
+    if (await removeCgroupOffThread(this.path)) return;
     // A member still in uninterruptible sleep keeps the cgroup busy: retry, without holding the host.
     const deadline = performance.now() + REMOVE_RETRY_MS;
-    const retry = setInterval(() => {
-      if (removeCgroup(this.path) || performance.now() > deadline) clearInterval(retry);
-    }, 100);
-    retry.unref();
+    const retry = async (): Promise<void> => {
+      if (!(await removeCgroupOffThread(this.path)) && performance.now() <= deadline) setTimeout(retry, 100).unref();
+    };
+    setTimeout(retry, 100).unref();
   }
 }
 
-/** Pids in `path` and every cgroup below it. */
-function members(path: string): number[] {
-  const out: number[] = [];
+function isUnpopulated(events: string): boolean {
+  return /^populated 0$/m.test(events);
+}
+
+/** `removeCgroup`, off the main thread; never rejects. */
+async function removeCgroupOffThread(path: string): Promise<boolean> {
   try {
-    for (const word of readFileSync(join(path, 'cgroup.procs'), 'latin1').split('\n')) if (word !== '') out.push(Number(word));
-    for (const entry of readdirSync(path, { withFileTypes: true })) {
-      if (entry.isDirectory()) out.push(...members(join(path, entry.name)));
+    for (const entry of await readdir(path, { withFileTypes: true })) {
+      if (entry.isDirectory()) await removeCgroupOffThread(join(path, entry.name));
+    }
+    await rmdir(path);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
+
+/** The pids `dir`'s own cgroup.procs lists now (none when it is gone). */
+function procsOf(dir: string): number[] {
+  try {
+    return parseProcs(readFileSync(join(dir, 'cgroup.procs'), 'latin1'));
+  } catch {
+    return [];
+  }
+}
+
+function parseProcs(text: string): number[] {
+  const out: number[] = [];
+  for (const word of text.split('\n')) if (word !== '') out.push(Number(word));
+  return out;
+}
+
+/** The pids of `path` and of every cgroup below it, by cgroup directory, read off the main thread. */
+async function membersOffThread(path: string, into = new Map<string, number[]>()): Promise<Map<string, number[]>> {
+  try {
+    into.set(path, parseProcs(await readFile(join(path, 'cgroup.procs'), 'latin1')));
+    for (const entry of await readdir(path, { withFileTypes: true })) {
+      if (entry.isDirectory()) await membersOffThread(join(path, entry.name), into);
     }
   } catch {
     // removed under us: no members
   }
-  return out;
+  return into;
 }

@@ -75,11 +75,11 @@ export class Child {
     const stop = (cause: StopCause, governed?: boolean) => this.stop(cause, governed);
     onAbort(o.signal, this.#lifetime.signal, stop);
     onTimeout(o.timeoutMs, this.#lifetime.signal, stop);
-    this.result = this.#run(exited, outputs, startedAt).finally(() => {
+    this.result = this.#run(exited, outputs, startedAt).finally(async () => {
       this.#done = true;
       this.#lifetime.abort();
       untrack();
-      this.#tree.dispose();
+      await this.#tree.dispose();
       for (const fn of this.#onDone) fn();
     });
     this.settled = this.result.then(() => undefined, () => undefined);

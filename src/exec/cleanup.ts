@@ -1,9 +1,8 @@
 /**
  * Children still alive when the host process exits are killed.
  *
- * execa kills its children on exit through signal-exit, but not detached ones (`cleanup` is
- * ignored with `detached: true`), and every fullstop child is detached: it must lead its own
- * group. So this module does it, for foreground and background children alike, in two ways:
+ * Node kills no child at its exit, and execa's `cleanup` skips detached ones, while every fullstop
+ * child is detached: it must lead its own group. So this module does it, for foreground and background children alike, in two ways:
  * - on 'exit' (`process.exit()`, the end of the event loop), SIGKILL every live tree synchronously:
  *   an exit handler cannot await anything;
  * - for deaths without an 'exit' event (SIGKILL, SIGHUP, SIGQUIT, SIGTERM with no handler), the

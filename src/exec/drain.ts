@@ -3,9 +3,8 @@
  * drained with a bound after a stop.
  *
  * Why a bound: with piped stdio, the read end stays open while any process holds the write end,
- * and a grandchild that escaped every sweep (a double-forked daemon) may hold it forever. execa's
- * own promise hangs in exactly that case, so the output is not read through
- * it; after a stop the streams get `DRAIN_BOUND_MS` to close, then are destroyed.
+ * and a grandchild that escaped every sweep (a double-forked daemon) may hold it forever. A
+ * promise of the whole output (execa's, say) hangs in exactly that case; after a stop the streams get `DRAIN_BOUND_MS` to close, then are destroyed.
  */
 
 import { constants } from 'node:buffer';

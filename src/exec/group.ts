@@ -3,7 +3,7 @@
  * its process group plus every descendant recorded by identity, and the only place in this mode
  * that sends a signal to any of them.
  *
- * The child leads its group: execa's `detached: true` makes it call setsid() before exec, so its
+ * The child leads its group: `detached: true` makes it call setsid() before exec, so its
  * pid P is also its group and session id.
  *
  * Identity rule (never signal a process the library did not start), enforced here and nowhere else:
@@ -94,6 +94,11 @@ export class ProcessGroupTree implements Tree {
     return this.live().length === 0;
   }
 
+  /** The walk reads one small file per process of the tree, O(the tree): done in place. */
+  checkEmpty(): Promise<boolean> {
+    return Promise.resolve(this.isEmpty());
+  }
+
   watch(): () => void {
     return () => {}; // no event says a group emptied: the grace polls (the leader's exit nudges it)
   }
@@ -108,7 +113,9 @@ export class ProcessGroupTree implements Tree {
     for (const stat of this.#outsideGroupSignal()) this.signalPid(stat.pid, 'SIGKILL');
   }
 
-  dispose(): void {}
+  dispose(): Promise<void> {
+    return Promise.resolve();
+  }
 
   /** Signal the whole group, while rule 2 allows it. False when nothing was signalled. */
   signalGroup(signal: NodeJS.Signals): boolean {

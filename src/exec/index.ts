@@ -6,7 +6,7 @@
  * Files, one concern each: tree.ts (what a stop needs of a containment), containment.ts (which
  * one), cgroup.ts and group.ts (the two, and every signal each sends), proc.ts (/proc), sweep.ts
  * (the process-group hard stop), grace.ts, drain.ts, cleanup.ts (host exit) and reaper.ts (host
- * death), abort.ts and timeout.ts (causes), child.ts (the stop sequence), spawn.ts (execa), exec.ts
+ * death), abort.ts and timeout.ts (causes), child.ts (the stop sequence), spawn.ts (node:child_process), exec.ts
  * and background.ts (the public calls).
  */
 

@@ -46,6 +46,17 @@ export function readStat(pid: number): ProcStat | undefined {
   return parseStat(pid, line);
 }
 
+/** `readStat` read off the main thread (libuv's pool), for the reads a signal does not wait on. */
+export async function readStatOffThread(pid: number): Promise<ProcStat | undefined> {
+  let line: string;
+  try {
+    line = await readFile(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return undefined;
+  }
+  return parseStat(pid, line);
+}
+
 function parseStat(pid: number, line: string): ProcStat {
   // The command name (field 2) may contain spaces and parentheses: parse from the last ')'.
   const f = line.slice(line.lastIndexOf(')') + 2).split(' ');

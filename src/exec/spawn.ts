@@ -1,13 +1,15 @@
 /**
- * Spawning through execa: each child detached (leader of its own group and session), no shell of
- * the caller's, output read by us (drain.ts) rather than buffered by execa, and every execa
- * termination feature off, because the stop sequence here replaces them (execa's kill reaches
- * only the leader). In cgroup mode the child first joins its own cgroup (cgroup.ts).
+ * Spawning with node:child_process: each child detached (leader of its own group and session), no
+ * shell of the caller's, output read by us (drain.ts), and no termination feature of anyone else's,
+ * because the stop sequence here is the only one. In cgroup mode the child first joins its own
+ * cgroup (cgroup.ts). (Plain `spawn` rather than execa: with every execa feature off, what is left
+ * of it is the bookkeeping of its own result promise at the child's exit, which is on the path of a
+ * stop, and the env merge and `input`, done below.)
  */
 
+import { spawn as spawnChild, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { accessSync, constants, statSync, writeFileSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
-import { execa, type Options, type ResultPromise } from 'execa';
 import { ToolError } from '../errors.js';
 import { CgroupTree, createCgroup, joinScript, removeCgroup } from './cgroup.js';
 import { cgroupDirectory } from './containment.js';
@@ -15,7 +17,7 @@ import { ProcessGroupTree } from './group.js';
 import type { Checked } from './options.js';
 import type { Tree } from './tree.js';
 
-export type Subprocess = ResultPromise<Options>;
+export type Subprocess = ChildProcess;
 
 /** The spawned subprocess and its tree, or the `ToolError` of a spawn that failed (ENOENT, EACCES, ...). */
 export type Spawned = { subprocess: Subprocess; tree: Tree; failure?: undefined }
@@ -42,16 +44,16 @@ export function spawn(o: Checked): Spawned {
 function spawnIn(o: Checked, cgroup: string | undefined): Spawned {
   let subprocess: Subprocess;
   try {
-    subprocess = cgroup === undefined ? execa(o.file, o.args, execaOptions(o))
-      : execa('/bin/sh', ['-c', joinScript(cgroup), o.file, ...o.args], execaOptions(o));
+    subprocess = cgroup === undefined ? spawnChild(o.file, o.args, spawnOptions(o))
+      : spawnChild('/bin/sh', ['-c', joinScript(cgroup), o.file, ...o.args], spawnOptions(o));
   } catch (e) {
     return { failure: Promise.resolve(spawnError(o, e)) };
   }
-  // execa's promise is never the source of the result (it hangs while an escapee holds a pipe);
-  // it is only read for the error of a failed spawn (with `reject: false` it resolves with it).
-  const failure = subprocess.then((r: unknown) => r, (e: unknown) => e);
-  if (subprocess.pid === undefined) return { failure: failure.then((e) => spawnError(o, e)) };
+  // A failed spawn has no pid and reports its errno in an 'error' event, a tick later.
+  if (subprocess.pid === undefined) return { failure: new Promise<unknown>((r) => subprocess.once('error', r)).then((e) => spawnError(o, e)) };
+  subprocess.on('error', () => {}); // a later kill() of ours that fails is not the host's crash
   subprocess.stdin?.on('error', () => {}); // EPIPE: the child exited before reading `input`
+  if (o.input !== undefined) subprocess.stdin!.end(o.input);
   if (cgroup === undefined) return { subprocess, tree: new ProcessGroupTree(subprocess.pid) };
   // The child joins by itself before it execs the command; joining it from here as well makes it a
   // member before any stop can run, even if its shell has not been scheduled yet.
@@ -59,20 +61,15 @@ function spawnIn(o: Checked, cgroup: string | undefined): Spawned {
   return { subprocess, tree: new CgroupTree(subprocess.pid, cgroup) };
 }
 
-function execaOptions(o: Checked): Options {
+function spawnOptions(o: Checked): SpawnOptions {
   return {
     detached: true,
     shell: false,
-    cleanup: false,
-    buffer: false,
-    reject: false,
-    stripFinalNewline: false,
-    forceKillAfterDelay: false,
-    stdout: 'pipe',
-    stderr: 'pipe',
-    ...(o.input === undefined ? { stdin: 'ignore' as const } : { input: o.input }),
+    windowsHide: true,
+    stdio: [o.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    // `env` adds to (and overrides) the host's environment, as documented in options.ts.
+    env: o.env === undefined ? process.env : { ...process.env, ...o.env },
     ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
-    ...(o.env === undefined ? {} : { env: o.env }),
   };
 }
 

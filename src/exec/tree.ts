@@ -24,6 +24,8 @@ export interface Tree {
   terminate(): Promise<void>;
   /** Nothing of the tree is alive. Cheap: the grace window polls it. */
   isEmpty(): boolean;
+  /** `isEmpty()`, with whatever it must read read off the main thread where it can be (the grace window's poll). */
+  checkEmpty(): Promise<boolean>;
   /**
    * Call `nudge` when the tree may have become empty, so the grace window ends without waiting for
    * its next poll; returns the unsubscribe. A tree with no such event returns a no-op.
@@ -33,6 +35,9 @@ export interface Tree {
   kill(): Promise<boolean>;
   /** Synchronous last resort at process exit: SIGKILL what can be reached now. */
   killNow(): void;
-  /** Release what the tree holds (a cgroup directory), once the child has settled. */
-  dispose(): void;
+  /**
+   * Release what the tree holds (a cgroup directory), once the child has settled; off the main
+   * thread where it can be. Resolves once it is released (or found busy: then retried later).
+   */
+  dispose(): Promise<void>;
 }

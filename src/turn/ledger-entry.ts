@@ -165,13 +165,22 @@ export function renderEntry(entry: unknown, seq: number, at: number): { line: st
   }
   const type = e.type as LedgerEntryType;
   FIELD_CHECKS[type](e);
-  const { sessionId, turnId, type: _type, ...rest } = e;
+  const { sessionId, turnId } = e;
+  // The line's fields: the ledger's and the identity first, then the rest in the entry's order.
+  // Built in one pass over the snapshot (a rest-destructuring of it is a second copy on every append).
+  const out: Record<string, unknown> = { seq, at, sessionId, turnId, type };
+  for (const key in e) {
+    if (key === 'sessionId' || key === 'turnId' || key === 'type') continue;
+    // A field named "__proto__" stays a field, as a spread would keep it.
+    if (key === '__proto__') Object.defineProperty(out, key, { value: e[key], enumerable: true, writable: true, configurable: true });
+    else out[key] = e[key];
+  }
   // `args` is the one field a reader expects to find even when the tool took nothing.
-  if (type === 'tool_call' && rest.args === undefined) rest.args = null;
+  if (type === 'tool_call' && out.args === undefined) out.args = null;
   let line: string;
   try {
     // Serialised now, so a caller mutating the object after append() cannot change the history.
-    line = `${JSON.stringify({ seq, at, sessionId, turnId, type, ...rest })}\n`;
+    line = `${JSON.stringify(out)}\n`;
   } catch (cause) {
     throw new TypeError(`${WHERE}: entry is not JSON-serialisable: ${renderSafely(cause)}`, { cause });
   }

@@ -83,15 +83,21 @@ export class StopHistory {
   error: unknown = undefined;
   readonly #turn: ActiveTurn;
   readonly #ledger: Ledger | undefined;
+  /** Step 7's flush, begun by step 6; `undefined` before. */
+  #flushing: Promise<void> | undefined;
 
   constructor(turn: ActiveTurn, ledger: Ledger | undefined) {
     this.#turn = turn;
     this.#ledger = ledger;
   }
 
-  /** Step 2: the `cancelling` intent, durable. */
+  /**
+   * Step 2: the `cancelling` intent, durable. The flush is asked in the same synchronous run as the
+   * append, so it writes the line itself and syncs (see `Ledger.flush`): one trip to the disk.
+   */
   intent(reason: string): Promise<void> {
-    return this.#keep([this.#turn.write({ type: 'status', status: 'cancelling', reason }).then(() => this.#ledger?.flush())]);
+    const written = this.#turn.write({ type: 'status', status: 'cancelling', reason });
+    return this.#keep([written, this.#ledger?.flush()]);
   }
 
   /**
@@ -108,15 +114,18 @@ export class StopHistory {
     writes.push(turn.write({ type: 'turn_aborted', text: TURN_ABORTED_MARKER }));
     writes.push(turn.write({ type: 'status', status: 'cancelled', reason }));
     turn.closed = true;
+    // Step 7 begins here, in the same synchronous run, so the flush writes these lines itself
+    // (one write, then the sync) and step 6 ends once they are written.
+    this.#flushing = this.#keep([this.#ledger?.flush()]);
     return this.#keep(writes);
   }
 
-  /** Step 7: fdatasync. */
+  /** Step 7: fdatasync (begun by step 6). */
   flush(): Promise<void> {
-    return this.#keep([Promise.resolve().then(() => this.#ledger?.flush())]);
+    return this.#flushing ?? this.#keep([this.#ledger?.flush()]);
   }
 
-  async #keep(writes: Promise<unknown>[]): Promise<void> {
+  async #keep(writes: Array<Promise<unknown> | undefined>): Promise<void> {
     for (const result of await Promise.allSettled(writes)) {
       if (result.status === 'rejected') this.error ??= result.reason;
     }
