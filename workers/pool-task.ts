@@ -13,7 +13,7 @@ import {
   decodeTarget, P_BUFFERS, P_GENERATION, P_INDEX, P_ROOT_GENERATION, P_ROOT_INDEX, P_ROOT_SLAB, P_SLAB, P_TASK,
   type Target,
 } from '../src/pool/protocol.js';
-import { runBound, TaskBinding } from './current.js';
+import { callBound, TaskBinding } from './current.js';
 import { SlotToken } from './worker-token.js';
 
 type Handler = (task: unknown) => unknown;
@@ -111,7 +111,7 @@ function runPlainTask(user: Handler, task: unknown): unknown {
 function runWith(user: Handler, binding: TaskBinding, task: unknown): unknown {
   let result: unknown;
   try {
-    result = runBound(binding, () => user(task));
+    result = callBound(binding, user, task);
   } catch (e) {
     binding.over = true;
     throw e;

@@ -50,15 +50,13 @@ export function observeStarts(inner: Balancer, condemned: ReadonlyMap<number, un
   };
 }
 
-/** The queue options of a task whose caller gave none: only the run (a small object, built on every task). */
-class RunOnly {
-  readonly [RUN]: Startable;
-  constructor(run: Startable) { this[RUN] = run; }
-}
-
-/** Queue options for a payload: the user's own (inherited, so a custom task queue still reads them) plus the run. */
-export function queueOptionsFor(own: unknown, run: Startable): object {
-  if (own === null || typeof own !== 'object') return new RunOnly(run);
+/**
+ * Queue options for a payload: the user's own (inherited, so a custom task queue still reads them)
+ * plus the run. With none of the user's, the run is its own queue options (it answers `[RUN]`
+ * with itself): one object less on every task.
+ */
+export function queueOptionsFor(own: unknown, run: Startable & { readonly [RUN]: Startable }): object {
+  if (own === null || typeof own !== 'object') return run;
   const options = Object.create(own) as Record<symbol, unknown>;
   options[RUN] = run;
   return options;

@@ -90,6 +90,12 @@ const NOTHING_READ: RunOptionsRead = Object.freeze({
 });
 
 /**
+ * @internal Returned (as a mark, never read) when the options are `{ token }` alone, the common
+ * case: the caller then reads `token` itself, once, and has nothing else to check.
+ */
+export const TOKEN_ONLY: RunOptionsRead = Object.freeze({ ...NOTHING_READ });
+
+/**
  * @internal Read `run`'s options once (a getter runs once), then piscina's checks with its messages
  * (its callers match on them); a bad one rejects. `Object.keys` is what piscina's `Object.assign`
  * copy reads too (own enumerable properties), without building a dictionary object on every task.
@@ -97,6 +103,7 @@ const NOTHING_READ: RunOptionsRead = Object.freeze({
 export function readRunOptions(options: object): RunOptionsRead {
   const keys = Object.keys(options);
   if (keys.length === 0) return NOTHING_READ;
+  if (keys.length === 1 && keys[0] === 'token') return TOKEN_ONLY;
   const o: RunOptionsRead = { transferList: undefined, filename: undefined, name: undefined, signal: undefined, token: undefined, graceMs: undefined };
   for (const key of keys) {
     if (key === 'transferList' || key === 'filename' || key === 'name' || key === 'signal' || key === 'token' || key === 'graceMs') {

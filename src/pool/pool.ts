@@ -15,7 +15,7 @@ import type { TokenState } from '../token/state.js';
 import { isCancelToken, STATE, type CancelToken } from '../token/token.js';
 import { queueOptionsFor } from './dispatch.js';
 import {
-  ENTRY, onAbort, readRunOptions, setupPool, toPath, type PiscinaOptions, type PiscinaRunOptions, type PoolSetup,
+  ENTRY, onAbort, readRunOptions, setupPool, TOKEN_ONLY, toPath, type PiscinaOptions, type PiscinaRunOptions, type PoolSetup,
   type Signal,
 } from './options.js';
 import { encodeTarget } from './protocol.js';
@@ -75,6 +75,8 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
   readonly #defaultTargets: [string | undefined, string | undefined];
   /** Encoded targets by `filename\0name\0wrapped`. */
   readonly #targets = new Map<string, string>();
+  /** Piscina's run options by target, for the common task (`#plainSubmit`). */
+  readonly #submitOptions = new Map<string, PiscinaRunOptions>();
   /** Tokens made for tasks run with a plain `signal` outside any turn. */
   readonly #signalTokens = new TurnRegistry();
   #signalSeq = 0;
@@ -132,6 +134,7 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
   #run(task: unknown, options: TurnPoolRunOptions): Promise<unknown> {
     if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
     const o = readRunOptions(options);
+    if (o === TOKEN_ONLY) return this.#runTokenOnly(task, options.token);
     if (o.token !== undefined && !isCancelToken(o.token)) throw new TypeError(`options.token: expected a CancelToken, got ${describe(o.token)}`);
     const token = (o.token as CancelToken | undefined) ?? activeToken();
     const wrapped = token !== undefined || o.signal != null;
@@ -144,6 +147,19 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     const graceMs = (o.graceMs as number | undefined) ?? this.graceMs;
     if (o.signal != null) return this.#runWithSignal(read, target, token, o.signal as Signal, graceMs);
     return this.#runWithToken(read, target, token!, graceMs, undefined, undefined);
+  }
+
+  /**
+   * The common case, `run(task, { token })` with nothing else: the same steps as `#run`, minus the
+   * reads and objects the other options need (this path is per task, on the main thread).
+   */
+  #runTokenOnly(task: unknown, token: unknown): Promise<unknown> {
+    if (token === undefined) return this.#run(task, NO_OPTIONS); // `{ token: undefined }`: the turn's token, if any
+    if (!isCancelToken(token)) throw new TypeError(`options.token: expected a CancelToken, got ${describe(token)}`);
+    const target = this.#defaultTargets[1];
+    if (target === undefined) throw new Error('filename must be provided to run() or in options object');
+    if (task !== null && typeof task === 'object') return this.#runWithToken(readTask(task, undefined), target, token, this.graceMs, undefined, undefined);
+    return this.#startRun(task, undefined, undefined, target, token, this.graceMs, undefined, undefined);
   }
 
   /** No token, no signal: the task goes to piscina as it is. */
@@ -189,22 +205,28 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
 
   #runWithToken(read: ReadTask, target: string, token: CancelToken, graceMs: number, release: (() => void) | undefined,
     signal: SignalCause | undefined): Promise<unknown> {
+    return this.#startRun(read.value, read.transfers, read.queueOptions, target, token, graceMs, release, signal);
+  }
+
+  #startRun(value: unknown, transfers: TransferListItem[] | undefined, queueOptions: unknown, target: string, token: CancelToken,
+    graceMs: number, release: (() => void) | undefined, signal: SignalCause | undefined): Promise<unknown> {
     if (!isLive(token)) {
       release?.();
       return Promise.reject(notStarted(token));
     }
-    const payload = payloadFor(read.value, token[STATE]);
+    const payload = payloadFor(value, token[STATE]);
     // A task with a plain signal follows piscina's abortable rules exactly (task-run.ts).
     const run = new TaskRun(this.#host, token, graceMs, signal !== undefined, payload);
     run.release = release;
     run.signal = signal;
-    (payload as unknown as Record<symbol, unknown>)[queueOptionsSymbol] = queueOptionsFor(read.queueOptions, run);
-    this.#submit(run, payload, read.transfers, target);
+    (payload as unknown as Record<symbol, unknown>)[queueOptionsSymbol] = queueOptionsFor(queueOptions, run);
+    this.#submit(run, payload, transfers, target);
     return run.promise;
   }
 
   #submit(run: TaskRun, payload: unknown[], transfers: TransferListItem[] | undefined, target: string): void {
-    const options = { signal: run.abortable ? run as never : null, transferList: transfers as never, filename: ENTRY, name: target };
+    const options = !run.abortable && transfers === undefined ? this.#plainSubmit(target)
+      : { signal: run.abortable ? run as never : null, transferList: transfers as never, filename: ENTRY, name: target };
     this.#inFlight++;
     let result: Promise<unknown>;
     try {
@@ -218,6 +240,13 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
       (value) => { this.#inFlight--; run.resolveWith(value); },
       (error) => { this.#inFlight--; run.rejectWith(error); },
     );
+  }
+
+  /** Piscina's options for a task with neither a signal nor transfers: one object per target (piscina copies it). */
+  #plainSubmit(target: string): PiscinaRunOptions {
+    let options = this.#submitOptions.get(target);
+    if (options === undefined) this.#submitOptions.set(target, (options = Object.freeze({ signal: null, filename: ENTRY, name: target })));
+    return options;
   }
 
   #onSettled(run: TaskRun, how: Settlement): void {

@@ -23,7 +23,7 @@ import { addOwnerOf, removeOwnerOf } from '../token/owners.js';
 import type { Owner } from '../token/state.js';
 import { isStopGoverned } from '../token/owners.js';
 import type { CancelToken } from '../token/token.js';
-import type { Startable, WorkerView } from './dispatch.js';
+import { RUN, type Startable, type WorkerView } from './dispatch.js';
 
 export type Settlement = 'value' | 'error' | 'cooperative' | 'dropped' | 'hard';
 
@@ -90,6 +90,9 @@ export class TaskRun implements Owner, Startable {
     this.#reject = captured.reject!;
     addOwnerOf(token, this);
   }
+
+  /** The run is its own queue options when the caller gave none (dispatch.ts `queueOptionsFor`). */
+  get [RUN](): TaskRun { return this; }
 
   addEventListener(_type: 'abort', listener: () => void): void { this.#onAbort = listener; }
   removeEventListener(): void { this.#onAbort = undefined; }
