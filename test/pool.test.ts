@@ -54,6 +54,20 @@ describe('a running task that is cancelled', () => {
     expect(pool.stats()).toEqual({ completed: 3, cooperativeStops: 1, hardStops: 0, running: 0, queued: 0 });
   });
 
+  it('wakes from sleepUnlessCancelled() with false instead of a throw, and resolves with its own value', async () => {
+    const pool = onePool();
+    const token = registry.beginTurn('s');
+    const f = flags();
+    const p = pool.run<{ slept: boolean; cancelledAfter: boolean }>({ flags: f, ms: 60_000 }, { token, name: 'sleepsUnlessCancelled' });
+    await started(f);
+    token.cancel();
+    // A finished result is never replaced: the task wound down by itself and returned.
+    expect(await p).toMatchObject({ slept: false, cancelledAfter: true });
+    const short = await pool.run<{ slept: boolean }>({ ms: 1 }, { token: registry.beginTurn('a'), name: 'sleepsUnlessCancelled' });
+    expect(short.slept).toBe(true);
+    expect(pool.stats()).toMatchObject({ hardStops: 0, running: 0, queued: 0 });
+  });
+
   it('that never checks is terminated after the grace window, rejects hard, and a new worker serves the next task', async () => {
     const pool = onePool({ graceMs: 150 });
     const first = await pool.run<{ threadId: number }>({ value: 0 }, { name: 'echo' });

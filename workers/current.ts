@@ -81,6 +81,19 @@ export function sleep(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
+/**
+ * `sleep` that returns instead of throwing: `false` at once on cancel or retire (or once the task
+ * is over), `true` when `ms` ran out. For a loop that wants to wind down without an exception.
+ */
+export function sleepUnlessCancelled(ms: number): boolean {
+  const b = binding('sleepUnlessCancelled');
+  checkRequiredMs('ms', ms);
+  if (b.over) return false;
+  if (b.token !== undefined) return b.token.sleepUnlessCancelled(ms);
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  return true;
+}
+
 /** `checkCancelled()`, then block while the token's registry is paused; a stop wakes it and it throws. */
 export function checkpoint(): void {
   const b = binding('checkpoint');

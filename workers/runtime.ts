@@ -6,7 +6,7 @@
  * yourself: `tokenFromHandle(token.handle)`.
  */
 
-export { checkCancelled, isCancelled, sleep, checkpoint, cancelTurn } from './current.js';
+export { checkCancelled, isCancelled, sleep, sleepUnlessCancelled, checkpoint, cancelTurn } from './current.js';
 export { tokenFromHandle, type WorkerToken } from './worker-token.js';
 export { CancelledError, isCancelledError, ToolError, FatalToolError } from '../src/errors.js';
 export type { TokenHandle } from '../src/token/slot.js';
