@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { exec, killAllBackground, spawnBackground, type ExecOptions, type ExecResult } from '../dist/src/exec/index.js';
 import { CancelledError, ToolError, TurnRegistry, type CancelToken } from '../dist/src/index.js';
 import { isGone } from './support/leaks.js';
-import { allGone, closeScene, fixture, MODES, noneGone, openScene, pidsIn, type Scene } from './fixtures/exec/support.js';
+import { allGone, closeScene, fixture, treeOfFive, turnOf, MODES, noneGone, openScene, pidsIn, type Scene } from './fixtures/exec/support.js';
 
 let scene: Scene;
 let dir: string;
@@ -23,19 +23,7 @@ beforeEach(() => {
 
 afterEach(() => closeScene(scene));
 
-function turn(session = 's'): CancelToken {
-  const token = registry.beginTurn(session);
-  scene.tokens.push(token);
-  return token;
-}
-
-/** The five pids of tree-of-five.sh / ignores-term.sh. */
-async function treeOfFive(pidfile: string): Promise<number[]> {
-  const [shell, a, b, nested] = await pidsIn(pidfile);
-  const [nestedShell, nestedSleep] = await pidsIn(`${pidfile}.nested`);
-  expect(nestedShell).toBe(nested);
-  return [shell!, a!, b!, nested!, nestedSleep!];
-}
+const turn = (session = 's'): CancelToken => turnOf(scene, session);
 
 for (const mode of MODES) {
   const execIn = (file: string, args?: readonly string[], options?: ExecOptions) => exec(file, args, { containment: mode.option, ...options });

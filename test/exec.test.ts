@@ -11,7 +11,7 @@ import { exec, type ExecOptions } from '../dist/src/exec/index.js';
 import { TurnRegistry, TurnRunner, type CancelToken } from '../dist/src/index.js';
 import { governStop, ownersOf } from '../dist/src/token/owners.js';
 import { eventually, isGone } from './support/leaks.js';
-import { allGone, closeScene, fixture, LIVENESS_MS, MODES, noneGone, openScene, pgidOf, pidsIn, type Scene } from './fixtures/exec/support.js';
+import { allGone, closeScene, fixture, treeOfFive, turnOf, LIVENESS_MS, MODES, noneGone, openScene, pgidOf, pidsIn, type Scene } from './fixtures/exec/support.js';
 
 let scene: Scene;
 let dir: string;
@@ -25,19 +25,7 @@ beforeEach(() => {
 
 afterEach(() => closeScene(scene));
 
-function turn(session = 's'): CancelToken {
-  const token = registry.beginTurn(session);
-  scene.tokens.push(token);
-  return token;
-}
-
-/** The five pids of tree-of-five.sh / ignores-term.sh. */
-async function treeOfFive(pidfile: string): Promise<number[]> {
-  const [shell, a, b, nested] = await pidsIn(pidfile);
-  const [nestedShell, nestedSleep] = await pidsIn(`${pidfile}.nested`);
-  expect(nestedShell).toBe(nested);
-  return [shell!, a!, b!, nested!, nestedSleep!];
-}
+const turn = (session = 's'): CancelToken => turnOf(scene, session);
 
 for (const mode of MODES) {
   const execIn = (file: string, args?: readonly string[], options?: ExecOptions) => exec(file, args, { containment: mode.option, ...options });

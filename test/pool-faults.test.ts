@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { relative } from 'node:path';
 import { TurnPool, TurnRegistry, isCancelledError, runInTurn } from '../dist/src/index.js';
 import { flags, started } from './support/handshake.js';
+import { rejection } from './support/rejection.js';
 
 const fixture = (name: string) => new URL(`./fixtures/pool/${name}`, import.meta.url).href;
 const tasks = fixture('tasks.mjs');
@@ -14,15 +15,6 @@ function pool(options: Record<string, unknown> = {}): TurnPool {
   const p = new TurnPool({ filename: tasks, minThreads: 1, maxThreads: 1, ...options });
   pools.push(p);
   return p;
-}
-
-async function rejection(p: Promise<unknown>): Promise<any> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a rejection');
 }
 
 /** Lets pending rejections surface as 'unhandledRejection' before the test looks. */

@@ -6,6 +6,7 @@ import {
   valueSymbol, queueOptionsSymbol, FixedQueue, ArrayTaskQueue,
 } from '../dist/src/index.js';
 import { flags, started } from './support/handshake.js';
+import { rejection } from './support/rejection.js';
 
 const fixture = (name: string) => new URL(`./fixtures/pool/${name}`, import.meta.url).href;
 const tasks = fixture('tasks.mjs');
@@ -17,15 +18,6 @@ function pool(options: Record<string, unknown> = {}): TurnPool {
   const p = new TurnPool({ filename: tasks, minThreads: 1, maxThreads: 1, ...options });
   pools.push(p);
   return p;
-}
-
-async function rejection(p: Promise<unknown>): Promise<any> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a rejection');
 }
 
 /** Resolves once `flags[0]` has reached `n` (never by sleeping). */

@@ -5,6 +5,7 @@ import { TurnPool, TurnRegistry, isCancelledError, CancelledError } from '../dis
 import { governStop, ownersOf } from '../dist/src/token/owners.js';
 import { threadCount, eventually } from './support/leaks.js';
 import { flags, started } from './support/handshake.js';
+import { rejection } from './support/rejection.js';
 
 const tasks = new URL('./fixtures/pool/tasks.mjs', import.meta.url).href;
 const registry = new TurnRegistry();
@@ -14,15 +15,6 @@ function onePool(options: Record<string, unknown> = {}): TurnPool {
   const pool = new TurnPool({ filename: tasks, minThreads: 1, maxThreads: 1, graceMs: 100, ...options });
   pools.push(pool);
   return pool;
-}
-
-async function rejection(p: Promise<unknown>): Promise<any> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a rejection');
 }
 
 afterEach(() => {
