@@ -2,13 +2,14 @@
  * The Ledger keeps the file true and openable under hostile entries, exhausted seqs, reused turn
  * ids, a second writer (another process too), a file replaced under it, and a full disk.
  */
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Ledger, type LedgerEntryInput } from '../dist/src/turn/ledger.js';
+import { mountSmallDisk, unmountSmallDisk, type SmallDisk } from './support/small-disk.js';
 
 const HOLDER = fileURLToPath(new URL('./fixtures/ledger/holds-open.mjs', import.meta.url));
 
@@ -154,34 +155,23 @@ describe('entries() reads the file it opened', () => {
 });
 
 describe('on a full disk (a 64 KiB tmpfs)', () => {
-  let mnt: string;
-  let mounted = false;
-  let refused = '';
+  let disk: SmallDisk;
 
   beforeEach(() => {
-    mnt = join(dir, 'small');
-    mkdirSync(mnt);
-    try {
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt], { stdio: 'pipe' });
-      mounted = true;
-    } catch (e) {
-      mounted = false;
-      refused = String((e as { stderr?: Buffer }).stderr ?? e).trim();
-    }
+    disk = mountSmallDisk(dir);
   });
 
   afterEach(async () => {
     await Promise.all(opened.splice(0).map((l) => l.close().catch(() => {})));
-    if (mounted) execFileSync('umount', ['-l', mnt]);
-    mounted = false;
+    unmountSmallDisk(disk);
   });
 
   it('a failed write says the disk is full; open then says so and what to free; after freeing, open repairs the turn', async (ctx) => {
-    if (!mounted) {
-      console.log(`skipped: cannot mount a tmpfs here (${refused})`);
+    if (!disk.mounted) {
+      console.log(`skipped: cannot mount a tmpfs here (${disk.refused})`);
       ctx.skip();
     }
-    const path = join(mnt, 'history.jsonl');
+    const path = join(disk.mnt, 'history.jsonl');
     const ledger = await Ledger.open(path);
     await ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
     await ledger.append({ sessionId: 's', turnId: 't', type: 'tool_call', callId: 'c1', name: 'x', args: {} });
@@ -190,16 +180,16 @@ describe('on a full disk (a 64 KiB tmpfs)', () => {
     let pad = 4096 - (statSync(path).size % 4096);
     if (pad < overhead) pad += 4096;
     await ledger.append({ sessionId: 's', turnId: 't', type: 'say', text: 'x'.repeat(pad - overhead) });
-    try { writeFileSync(join(mnt, 'filler'), Buffer.alloc(128 * 1024)); } catch { /* ENOSPC: full */ }
+    try { writeFileSync(join(disk.mnt, 'filler'), Buffer.alloc(128 * 1024)); } catch { /* ENOSPC: full */ }
     const failure = await ledger.append({ sessionId: 's', turnId: 't', type: 'say', text: 'more' }).then(() => undefined, (e: Error) => e);
     expect(failure?.message).toMatch(/the disk is full \(ENOSPC\): free space on the file system holding/);
     await ledger.close().catch(() => {});
     // Closing gave back the lock file's page: take it too.
-    try { writeFileSync(join(mnt, 'filler2'), Buffer.alloc(64 * 1024)); } catch { /* ENOSPC: full again */ }
+    try { writeFileSync(join(disk.mnt, 'filler2'), Buffer.alloc(64 * 1024)); } catch { /* ENOSPC: full again */ }
 
     await expect(Ledger.open(path)).rejects.toThrow(/the disk is full \(ENOSPC; \d+ bytes free on the file system holding ".*"\)\. Free space there/);
-    rmSync(join(mnt, 'filler'));
-    rmSync(join(mnt, 'filler2'));
+    rmSync(join(disk.mnt, 'filler'));
+    rmSync(join(disk.mnt, 'filler2'));
     const reopened = await Ledger.open(path);
     opened.push(reopened);
     expect((await reopened.entries()).map((e) => e.type)).toEqual(['turn_started', 'tool_call', 'say', 'tool_aborted', 'status']);

@@ -4,8 +4,7 @@
  * `ledgerError`, and the next `Ledger.open` closes the turn.
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -13,6 +12,7 @@ import {
 } from '../dist/src/index.js';
 import { flags, started } from './support/handshake.js';
 import { eventually, isGone } from './support/leaks.js';
+import { mountSmallDisk, unmountSmallDisk, type SmallDisk } from './support/small-disk.js';
 
 const tasks = new URL('./fixtures/runner/tasks.mjs', import.meta.url).href;
 const registry = new TurnRegistry();
@@ -98,33 +98,22 @@ describe('a failed ledger never cancels the stop', () => {
   });
 
   describe('on a full disk (a 64 KiB tmpfs)', () => {
-    let mnt: string;
-    let mounted = false;
-    let refused = '';
+    let disk: SmallDisk;
 
     beforeEach(() => {
-      mnt = join(dir, 'small');
-      mkdirSync(mnt);
-      try {
-        execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt], { stdio: 'pipe' });
-        mounted = true;
-      } catch (e) {
-        mounted = false;
-        refused = String((e as { stderr?: Buffer }).stderr ?? e).trim();
-      }
+      disk = mountSmallDisk(dir);
     });
 
     afterEach(() => {
-      if (mounted) execFileSync('umount', ['-l', mnt]);
-      mounted = false;
+      unmountSmallDisk(disk);
     });
 
     it('stops the turn (worker, process tree, model stream), reports ENOSPC as ledgerError, and Ledger.open then says the disk is full and what to free', async (ctx) => {
-      if (!mounted) {
-        console.log(`skipped: cannot mount a tmpfs here (${refused})`);
+      if (!disk.mounted) {
+        console.log(`skipped: cannot mount a tmpfs here (${disk.refused})`);
         ctx.skip();
       }
-      const path = join(mnt, 'history.jsonl');
+      const path = join(disk.mnt, 'history.jsonl');
       const small = await Ledger.open(path);
       const r = new TurnRunner({ registry, pool, ledger: small, graceMs: 300 });
       const f = flags();
@@ -150,7 +139,7 @@ describe('a failed ledger never cancels the stop', () => {
       await small.flush();
       expect(statSync(path).size % 4096).toBe(0);
       // Fill the file system to the last byte.
-      try { writeFileSync(join(mnt, 'filler'), Buffer.alloc(128 * 1024)); } catch (e) { expect((e as NodeJS.ErrnoException).code).toBe('ENOSPC'); }
+      try { writeFileSync(join(disk.mnt, 'filler'), Buffer.alloc(128 * 1024)); } catch (e) { expect((e as NodeJS.ErrnoException).code).toBe('ENOSPC'); }
 
       const report = await r.stop('disk');
       const outcome = await outcome$;
@@ -166,7 +155,7 @@ describe('a failed ledger never cancels the stop', () => {
       const opening = Ledger.open(path);
       await expect(opening).rejects.toThrow(/disk is full \(ENOSPC; \d+ bytes free on the file system holding/);
       await expect(opening).rejects.toThrow(/Free space there/);
-      rmSync(join(mnt, 'filler'));
+      rmSync(join(disk.mnt, 'filler'));
       const reopened = await Ledger.open(path);
       try {
         const entries = await reopened.entries({ turnId: 't-full' });
