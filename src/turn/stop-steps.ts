@@ -95,9 +95,12 @@ export class StopHistory {
    * Step 2: the `cancelling` intent, durable. The flush is asked in the same synchronous run as the
    * append, so it writes the line itself and syncs (see `Ledger.flush`): one trip to the disk.
    */
-  intent(reason: string): Promise<void> {
+  intent(reason: string): Promise<void> | undefined {
+    // Without a ledger nothing is written, so there is nothing to wait for: returning undefined
+    // lets the signal follow in the same synchronous run instead of a few promise hops later.
+    if (this.#ledger === undefined) return undefined;
     const written = this.#turn.write({ type: 'status', status: 'cancelling', reason });
-    return this.#keep([written, this.#ledger?.flush()]);
+    return this.#keep([written, this.#ledger.flush()]);
   }
 
   /**
