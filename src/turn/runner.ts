@@ -220,8 +220,7 @@ export class TurnRunner extends EventEmitter implements TurnHost {
     const history = new StopHistory(turn, this.ledger);
 
     // 2. Intent: `cancelling` is durable before any signal (a failed write is kept, not fatal).
-    const intent = history.intent(reason);
-    if (intent !== undefined) await intent;
+    await history.intent(reason);
 
     // 3. Signal: the stop's grace governs every owner of the tree; then trip the token
     //    (slots + notify wake workers, `signal` unwinds awaits, exec groups get SIGTERM).
