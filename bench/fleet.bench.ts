@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import { setTimeout as delay } from 'node:timers/promises';
+import { setImmediate, setTimeout as delay } from 'node:timers/promises';
 import { createClient } from 'redis';
 import { TurnRegistry, TurnRunner, type StopReport, type Turn } from '../src/index.js';
 import { Fleet, type FleetRedisClient } from '../src/fleet/index.js';
@@ -92,6 +92,10 @@ async function relayRows({ ctx, prefix, client }: Lab, fleetA: Fleet, fleetB: Fl
   const { samples: s } = await samplePairs('F1', { pairs: samples, warmup: 5 }, { // warm-up: scripts cached, JIT settled
     fleet: async () => {
       const h = await heldTurn(fleetA, 'f1', `f1-${turn++}`);
+      // The stop is for a turn that is running, not one still starting: A's start (the run's own
+      // promise chain after the body began) ends first, as the floor's connections are idle too.
+      // Otherwise B's command waits behind it (node-redis writes at setImmediate) and F1 counts it.
+      await setImmediate();
       const t0 = performance.now();
       const answer$ = fleetB.stop('f1', { timeoutMs: 5000 });
       const abortedAt = await h.aborted;

@@ -95,9 +95,13 @@ export class StopHistory {
    * Step 2: the `cancelling` intent, durable. The flush is asked in the same synchronous run as the
    * append, so it writes the line itself and syncs (see `Ledger.flush`): one trip to the disk.
    */
-  intent(reason: string): Promise<void> {
+  intent(reason: string): Promise<void> | undefined {
+    // Without a ledger nothing is written: the caller's await of undefined is one promise hop
+    // to the signal instead of the write's several (and still one, so the stop is under way,
+    // `ActiveTurn.stopping` set, before any abort listener can join it).
+    if (this.#ledger === undefined) return undefined;
     const written = this.#turn.write({ type: 'status', status: 'cancelling', reason });
-    return this.#keep([written, this.#ledger?.flush()]);
+    return this.#keep([written, this.#ledger.flush()]);
   }
 
   /**
