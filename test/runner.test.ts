@@ -279,6 +279,27 @@ describe('stop', () => {
   });
 });
 
+describe('a runner without a ledger', () => {
+  it('joins the stop under way when an abort listener stops the turn again', async () => {
+    const bare = new TurnRunner({ registry, graceMs: 100 });
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    let again: Promise<unknown> | undefined;
+    const outcome$ = bare.run('bare', async (turn) => {
+      // A listener of the turn's signal that stops the turn once more, as a UI handler might.
+      turn.signal.addEventListener('abort', () => { again = bare.stop('bare'); });
+      release();
+      await new Promise((r) => turn.signal.addEventListener('abort', r));
+    });
+    await held;
+    const first = bare.stop('bare');
+    const report = await first;
+    expect(again).toBe(first);
+    expect(report).not.toBeNull();
+    expect((await outcome$).status).toBe('cancelled');
+  });
+});
+
 describe('questions', () => {
   it('an answer is taken once', async () => {
     runner.once('question', ({ questionId }) => {
