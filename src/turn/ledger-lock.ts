@@ -21,9 +21,9 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { readStat } from '../exec/proc.js';
 
 /** Who holds a ledger. */
 export interface LockHolder {
@@ -41,12 +41,7 @@ export interface LedgerLock {
 
 /** Start time of `pid` from /proc, or undefined when there is no such process (or no /proc). */
 function startTimeOf(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-  } catch {
-    return undefined;
-  }
+  return readStat(pid)?.start;
 }
 
 function self(): LockHolder {
