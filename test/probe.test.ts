@@ -194,9 +194,19 @@ describe('exec mode', () => {
   });
 
   it.runIf(execContainment() === 'cgroup')('in cgroup mode the same daemon dies with its tree: no survivor', async () => {
-    const { json, ran } = await probeJson(['--exec', `sh ${fixture('escapes.sh')} 0.3`, '--runs', '2', '--grace', '30']);
-    expect(json.survivors).toEqual([]);
-    expect(ran.stdout).not.toMatch(/SURVIVED the stop/);
+    const dir = tmp();
+    const daemons = join(dir, 'daemons');
+    try {
+      const { json, ran } = await probeJson(['--exec', `sh ${fixture('escapes.sh')} 0.3 ${daemons}`, '--runs', '2', '--grace', '30']);
+      expect(json.survivors).toEqual([]);
+      expect(ran.stdout).not.toMatch(/SURVIVED the stop/);
+      // Every daemon any run started is really gone, not merely unseen by the probe.
+      const pids = pidsIn(daemons);
+      expect(pids.length).toBeGreaterThanOrEqual(3);
+      expect(pids.filter((pid) => !isGone(pid))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('Ctrl-C stops the probe and the tree it was running, SIGTERM-proof as it is', async () => {
