@@ -3,7 +3,8 @@
  * instance that does not run the turn reaches the one that does.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
+import { TcpProxy } from './support/tcp-proxy.js';
 import { eventually, isGone, liveDescendants, toolTree } from './support/leaks.js';
 import { ServerProcess } from './e2e/server-process.js';
 import { keysOf, REDIS_URL, removeKeys, uniquePrefix } from './e2e/fleet-keys.js';
@@ -88,7 +89,7 @@ describe('agent server fleet', () => {
     }
   });
   it('with Redis gone mid-turn, a stop sent to the instance running the turn still stops it there', async () => {
-    const relay = await cuttableProxy(6379);
+    const relay = await TcpProxy.start(6379);
     const local = await ServerProcess.start(['--redis', `redis://127.0.0.1:${relay.port}`, '--node-id', 'D', '--fleet-prefix', prefix]);
     const events = await local.events('fleet-cut');
     try {
@@ -96,7 +97,7 @@ describe('agent server fleet', () => {
       await events.next('tool_call');
       await eventually(() => toolTree(local.pid).length === 3, 10_000, 'sh and two sleeps');
       const tree = toolTree(local.pid);
-      relay.down();
+      relay.refuse();
       const stop = await local.post('/api/sessions/fleet-cut/stop', {});
       expect(stop.status).toBe(200);
       expect(stop.body).toMatchObject({ outcome: 'stopped', turnId: body.turnId, node: 'D', relay: expect.stringMatching(/Redis/) });
@@ -119,28 +120,3 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** A TCP proxy to Redis at `port`; `down()` drops its connections and refuses new ones. */
-async function cuttableProxy(port: number): Promise<{ port: number; down(): void; close(): Promise<void> }> {
-  const open = new Set<Socket>();
-  let isDown = false;
-  const proxy = createServer((client) => {
-    if (isDown) {
-      client.destroy();
-      return;
-    }
-    const upstream = connect(port, '127.0.0.1');
-    for (const socket of [client, upstream]) {
-      open.add(socket);
-      socket.on('close', () => open.delete(socket));
-      socket.on('error', () => { client.destroy(); upstream.destroy(); });
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  const drop = () => { for (const socket of open) socket.destroy(); };
-  return {
-    port: (proxy.address() as AddressInfo).port,
-    down() { isDown = true; drop(); },
-    close() { drop(); return new Promise((resolve) => proxy.close(() => resolve())); },
-  };
-}

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { eventually, isGone, liveDescendants, toolTree } from '../support/leaks.js';
@@ -135,7 +135,7 @@ describe('the agent page', () => {
 
   it('a dropped event stream reconnects with Last-Event-ID: the reply arrives whole, no token twice', async () => {
     // The page talks to the server through a TCP proxy whose connections the test can cut.
-    const proxy = await cuttableProxy(new URL(server.url).port);
+    const proxy = await TcpProxy.start(Number(new URL(server.url).port));
     const page = await browser.context.newPage();
     try {
       await page.goto(`http://127.0.0.1:${proxy.port}/?session=e2e-drop`);
@@ -148,7 +148,7 @@ describe('the agent page', () => {
       const reply = (await server.get('/api/sessions/e2e-drop/history')).body.entries.filter((e: any) => e.type === 'say').map((e: any) => e.text).join('');
       expect(reply.length).toBeGreaterThan(before);
       expect(await page.locator('.say').textContent()).toBe(reply);
-      expect(proxy.connections()).toBeGreaterThanOrEqual(2);
+      expect(proxy.connections).toBeGreaterThanOrEqual(2);
     } finally {
       await page.close();
       await proxy.close();
@@ -157,27 +157,3 @@ describe('the agent page', () => {
 });
 
 /** A TCP proxy to 127.0.0.1:`port`; `cut()` drops every connection open now (new ones still pass). */
-async function cuttableProxy(port: string): Promise<{ port: number; cut(): void; connections(): number; close(): Promise<void> }> {
-  const open = new Set<Socket>();
-  let count = 0;
-  const proxy = createServer((client) => {
-    count += 1;
-    const upstream = connect(Number(port), '127.0.0.1');
-    for (const socket of [client, upstream]) {
-      open.add(socket);
-      socket.on('close', () => open.delete(socket));
-      socket.on('error', () => { client.destroy(); upstream.destroy(); });
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (proxy.address() as AddressInfo).port,
-    cut() { for (const socket of open) socket.destroy(); },
-    connections: () => count,
-    close() {
-      for (const socket of open) socket.destroy();
-      return new Promise((resolve) => proxy.close(() => resolve()));
-    },
-  };
-}
