@@ -8,15 +8,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import { isDead, readStat } from '../src/exec/proc.js';
 
-/** Alive: a /proc entry that is not a zombie (`Z`) or dead (`X`). */
-export const alive = (pids: readonly number[]) => pids.filter((pid) => {
-  try {
-    return !/^\d+ \(.*\) [ZX]/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-});
+/** Alive: a /proc entry that is not a zombie or dead (the library's own /proc reader decides). */
+export const alive = (pids: readonly number[]) => pids.filter((pid) => !isDead(readStat(pid)));
 
 /** Both sides' "gone" detector: poll every event-loop turn until no pid is alive. */
 export async function untilGone(pids: readonly number[]): Promise<void> {
