@@ -3,6 +3,7 @@
  * and whether a pid is really gone.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { isReaper } from '../../dist/src/exec/reaper.js';
 
 /** Threads of this process (a worker thread is one; libuv/V8 helpers are stable between checks). */
 export function threadCount(): number {
@@ -54,15 +55,6 @@ export function liveDescendants(root: number = process.pid): number[] {
   };
   walk(root);
   return out;
-}
-
-/** True for exec's reaper (src/exec/reaper.ts), which names itself by its `$0`. */
-export function isReaper(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('fullstop-reaper');
-  } catch {
-    return false;
-  }
 }
 
 /**
