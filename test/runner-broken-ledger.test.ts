@@ -3,40 +3,19 @@
  * grace, the hard stop and the event still happen, `run()` resolves `cancelled`, the report carries
  * `ledgerError`, and the next `Ledger.open` closes the turn.
  */
-import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  exec, Ledger, TurnPool, TurnRegistry, TurnRunner, type LedgerEntry,
+  exec, Ledger, TurnRunner, type LedgerEntry,
 } from '../dist/src/index.js';
 import { flags, started } from './support/handshake.js';
+import { runnerScene } from './support/runner-scene.js';
 import { eventually, isGone } from './support/leaks.js';
 import { mountSmallDisk, unmountSmallDisk, type SmallDisk } from './support/small-disk.js';
 
-const tasks = new URL('./fixtures/runner/tasks.mjs', import.meta.url).href;
-const registry = new TurnRegistry();
-// The pool's own grace is short on purpose: a runner's turn must never be cut by it.
-const pool = new TurnPool({ filename: tasks, minThreads: 1, maxThreads: 2, graceMs: 50 });
-let dir: string;
-let ledger: Ledger;
-let runner: TurnRunner;
-
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-runner-ledger-'));
-  ledger = await Ledger.open(join(dir, 'history.jsonl'));
-  runner = new TurnRunner({ registry, pool, ledger, graceMs: 100 });
-});
-
-afterEach(async () => {
-  vi.restoreAllMocks();
-  await ledger.close().catch(() => {});
-  rmSync(dir, { recursive: true, force: true });
-  expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
-  expect(pool.stats()).toMatchObject({ running: 0, queued: 0 });
-});
-
-afterAll(() => pool.destroy());
+const scene = runnerScene('fullstop-runner-ledger-');
+const { registry, pool } = scene;
 
 const typeOf = (e: LedgerEntry) => (e.type === 'status' ? `status:${(e as { status: string }).status}` : e.type);
 
@@ -53,15 +32,15 @@ describe('a failed ledger never cancels the stop', () => {
     const f = flags();
     let stream: Promise<string> | undefined;
     const aborted: unknown[] = [];
-    runner.on('turn_aborted', (p) => aborted.push(p));
-    const outcome$ = runner.run('s', async (turn) => {
+    scene.runner.on('turn_aborted', (p) => aborted.push(p));
+    const outcome$ = scene.runner.run('s', async (turn) => {
       stream = streamUntilAborted(turn.signal);
       await turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, name: 'spins' }));
     }, { turnId: 't-closed' });
     await started(f);
     const hardStopsBefore = pool.stats().hardStops;
-    await ledger.close();
-    const report = await runner.stop('s', { graceMs: 200 });
+    await scene.ledger.close();
+    const report = await scene.runner.stop('s', { graceMs: 200 });
     const outcome = await outcome$;
 
     expect(report!.ledgerError).toBeInstanceOf(Error);
@@ -73,7 +52,7 @@ describe('a failed ledger never cancels the stop', () => {
     expect(outcome).toMatchObject({ status: 'cancelled', report });
     expect(aborted).toHaveLength(1);
 
-    const reopened = await Ledger.open(ledger.path);
+    const reopened = await Ledger.open(scene.ledger.path);
     try {
       const entries = await reopened.entries({ turnId: 't-closed' });
       expect(entries.map(typeOf)).toEqual(['turn_started', 'tool_call', 'tool_aborted', 'status:interrupted']);
@@ -84,12 +63,12 @@ describe('a failed ledger never cancels the stop', () => {
 
   it('outside a stop: a body that completes after the ledger closed keeps its outcome, with ledgerError, and its event fires', async () => {
     const completed: unknown[] = [];
-    runner.on('turn_completed', (p) => completed.push(p));
+    scene.runner.on('turn_completed', (p) => completed.push(p));
     let close!: () => void;
     const closedLedger = new Promise<void>((r) => { close = r; });
-    const outcome$ = runner.run('s', async () => { await closedLedger; return 42; }, { turnId: 't-late' });
-    await new Promise<void>((r) => runner.once('turn_started', () => r()));
-    await ledger.close();
+    const outcome$ = scene.runner.run('s', async () => { await closedLedger; return 42; }, { turnId: 't-late' });
+    await new Promise<void>((r) => scene.runner.once('turn_started', () => r()));
+    await scene.ledger.close();
     close();
     const outcome = await outcome$;
     expect(outcome).toMatchObject({ status: 'completed', value: 42 });
@@ -101,7 +80,7 @@ describe('a failed ledger never cancels the stop', () => {
     let disk: SmallDisk;
 
     beforeEach(() => {
-      disk = mountSmallDisk(dir);
+      disk = mountSmallDisk(scene.dir);
     });
 
     afterEach(() => {
@@ -117,7 +96,7 @@ describe('a failed ledger never cancels the stop', () => {
       const small = await Ledger.open(path);
       const r = new TurnRunner({ registry, pool, ledger: small, graceMs: 300 });
       const f = flags();
-      const pidFile = join(dir, 'leader.pid');
+      const pidFile = join(scene.dir, 'leader.pid');
       let stream: Promise<string> | undefined;
       let treePid = 0;
       const outcome$ = r.run('disk', async (turn) => {

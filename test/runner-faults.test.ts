@@ -3,40 +3,19 @@
  * runner's grace, nothing of a turn starts once its stop began, and bad options change nothing.
  * (A failing ledger: runner-broken-ledger.test.ts.)
  */
-import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { describe, expect, it, vi } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  exec, isCancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type LedgerEntry,
+  exec, isCancelledError, TurnRunner, type LedgerEntry,
 } from '../dist/src/index.js';
 import { flags, started } from './support/handshake.js';
+import { runnerScene } from './support/runner-scene.js';
 import { eventually } from './support/leaks.js';
 
-const tasks = new URL('./fixtures/runner/tasks.mjs', import.meta.url).href;
-const registry = new TurnRegistry();
-// The pool's own grace is short on purpose: a runner's turn must never be cut by it.
-const pool = new TurnPool({ filename: tasks, minThreads: 1, maxThreads: 2, graceMs: 50 });
-let dir: string;
-let ledger: Ledger;
-let runner: TurnRunner;
-
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-runner-faults-'));
-  ledger = await Ledger.open(join(dir, 'history.jsonl'));
-  runner = new TurnRunner({ registry, pool, ledger, graceMs: 100 });
-});
-
-afterEach(async () => {
-  vi.restoreAllMocks();
-  await ledger.close().catch(() => {});
-  rmSync(dir, { recursive: true, force: true });
-  expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
-  expect(pool.stats()).toMatchObject({ running: 0, queued: 0 });
-});
-
-afterAll(() => pool.destroy());
+const scene = runnerScene('fullstop-runner-faults-');
+const { registry, pool } = scene;
 
 function lines(path: string): LedgerEntry[] {
   return readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as LedgerEntry);
@@ -48,7 +27,7 @@ describe('any cancel of the turn token is a stop under the runner\'s grace', () 
   it('registry.markCancelled: the pool\'s own 50 ms timer does not hard-stop first; the runner\'s grace does, and the report counts it', async () => {
     const f = flags();
     let rejectedAt = 0;
-    const outcome$ = runner.run('s', (turn) => turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, name: 'spins' }))
+    const outcome$ = scene.runner.run('s', (turn) => turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, name: 'spins' }))
       .catch((e) => { rejectedAt = performance.now(); throw e; }));
     await started(f);
     const t0 = performance.now();
@@ -61,10 +40,10 @@ describe('any cancel of the turn token is a stop under the runner\'s grace', () 
   });
 
   it('registry.markCancelled with an exec child that ignores SIGTERM: exec\'s own 50 ms grace does not SIGKILL first', async () => {
-    const ready = join(dir, 'ready');
+    const ready = join(scene.dir, 'ready');
     let resultAt = 0;
     let forced: boolean | undefined;
-    const runner600 = new TurnRunner({ registry, pool, ledger, graceMs: 600 });
+    const runner600 = new TurnRunner({ registry, pool, ledger: scene.ledger, graceMs: 600 });
     const outcome$ = runner600.run('s', (turn) => turn.tool('sh', {}, async (token) => {
       const r = await exec('sh', ['-c', `trap '' TERM; touch ${ready}; while :; do sleep 1; done`], { token, graceMs: 50 });
       resultAt = performance.now();
@@ -85,7 +64,7 @@ describe('any cancel of the turn token is a stop under the runner\'s grace', () 
   it('cancelTurn() in a worker: the same', async () => {
     const f = flags();
     let rejectedAt = 0;
-    const runner600 = new TurnRunner({ registry, pool, ledger, graceMs: 600 });
+    const runner600 = new TurnRunner({ registry, pool, ledger: scene.ledger, graceMs: 600 });
     const t0 = performance.now();
     const outcome = await runner600.run('s', (turn) => turn.tool('trips', {}, (token) => pool.run({ flags: f }, { token, name: 'cancelsTurnThenSpins' }))
       .catch((e) => { rejectedAt = performance.now(); throw e; }));
@@ -98,7 +77,7 @@ describe('any cancel of the turn token is a stop under the runner\'s grace', () 
     const f = flags();
     const caller = new AbortController();
     let rejectedAt = 0;
-    const outcome$ = runner.run('s', (turn) => turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, name: 'spins' }))
+    const outcome$ = scene.runner.run('s', (turn) => turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, name: 'spins' }))
       .catch((e) => { rejectedAt = performance.now(); throw e; }), { signal: caller.signal });
     await started(f);
     const t0 = performance.now();
@@ -111,20 +90,20 @@ describe('any cancel of the turn token is a stop under the runner\'s grace', () 
 
   it('an already aborted signal given to run() stops the turn before its body starts', async () => {
     let bodyRan = false;
-    const outcome = await runner.run('s', async () => { bodyRan = true; }, { signal: AbortSignal.abort('gone') });
+    const outcome = await scene.runner.run('s', async () => { bodyRan = true; }, { signal: AbortSignal.abort('gone') });
     expect(bodyRan).toBe(false);
     expect(outcome).toMatchObject({ status: 'cancelled', report: { reason: 'gone' } });
-    await expect(runner.run('s', async () => 1, { signal: 'nope' } as never)).rejects.toThrow(/options\.signal: expected an AbortSignal/);
+    await expect(scene.runner.run('s', async () => 1, { signal: 'nope' } as never)).rejects.toThrow(/options\.signal: expected an AbortSignal/);
   });
 
   it('a worker hard-stopped by the pool\'s own timer during the stop (its call was cancelled alone just before) is counted and the stop is not cooperative', async () => {
     const f = flags();
     const controller = new AbortController();
     // The call's own grace (500 ms) starts before the stop and ends inside the stop's (5 s).
-    const outcome$ = runner.run('s', (turn) => turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, signal: controller.signal, name: 'spins', graceMs: 500 })));
+    const outcome$ = scene.runner.run('s', (turn) => turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, signal: controller.signal, name: 'spins', graceMs: 500 })));
     await started(f);
     controller.abort('this call only');
-    const report = await runner.stop('s', { graceMs: 5000 });
+    const report = await scene.runner.stop('s', { graceMs: 5000 });
     expect(report).toMatchObject({ settledCooperatively: false, hardStopped: { workers: 1 } });
     expect(report!.settledAt).toBeLessThan(4000); // the grace ended when the pool's timer settled the task
     expect((await outcome$).status).toBe('cancelled');
@@ -132,7 +111,7 @@ describe('any cancel of the turn token is a stop under the runner\'s grace', () 
 
   it('a reason String() cannot render (a second time) still stops the turn, with a safe rendering as the reason', async () => {
     const f = flags();
-    const outcome$ = runner.run('s', (turn) => turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, name: 'spins' })));
+    const outcome$ = scene.runner.run('s', (turn) => turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, name: 'spins' })));
     await started(f);
     // The token renders it once for its signal's reason; every later rendering throws.
     let renders = 0;
@@ -141,28 +120,28 @@ describe('any cancel of the turn token is a stop under the runner\'s grace', () 
     const outcome = await outcome$;
     expect(outcome.status).toBe('cancelled');
     expect(outcome.report!.reason).toBe('[object Object]');
-    expect(lines(ledger.path).filter((e) => e.type === 'status').map((e) => (e as { reason?: string }).reason)).toEqual(['[object Object]', '[object Object]']);
+    expect(lines(scene.ledger.path).filter((e) => e.type === 'status').map((e) => (e as { reason?: string }).reason)).toEqual(['[object Object]', '[object Object]']);
   });
 });
 
 describe('nothing of a turn starts after its stop began', () => {
   it('stop() right after run(): the body never starts', async () => {
     let bodyRan = false;
-    const outcome$ = runner.run('s', async (turn) => {
+    const outcome$ = scene.runner.run('s', async (turn) => {
       bodyRan = true;
-      await turn.tool('touch', {}, () => exec('touch', [join(dir, 'touched')]));
+      await turn.tool('touch', {}, () => exec('touch', [join(scene.dir, 'touched')]));
     }, { turnId: 't-early' });
-    const report = await runner.stop('s');
+    const report = await scene.runner.stop('s');
     const outcome = await outcome$;
     expect(bodyRan).toBe(false);
-    expect(existsSync(join(dir, 'touched'))).toBe(false);
+    expect(existsSync(join(scene.dir, 'touched'))).toBe(false);
     expect(outcome).toMatchObject({ status: 'cancelled', report });
     expect(report).toMatchObject({ settledCooperatively: true, bodyAbandoned: false });
-    expect(lines(ledger.path).map(typeOf)).toEqual(['turn_started', 'status:cancelling', 'turn_aborted', 'status:cancelled']);
+    expect(lines(scene.ledger.path).map(typeOf)).toEqual(['turn_started', 'status:cancelling', 'turn_aborted', 'status:cancelled']);
   });
 
   it('while `cancelling` is being fsynced, tool/ask/say reject with CancelledError and run or record nothing', async () => {
-    const proto = Object.getPrototypeOf(await open(join(dir, 'probe'), 'w').then(async (h) => { await h.close(); return h; })) as FileHandle;
+    const proto = Object.getPrototypeOf(await open(join(scene.dir, 'probe'), 'w').then(async (h) => { await h.close(); return h; })) as FileHandle;
     const datasync = proto.datasync;
     let syncing!: () => void;
     const inSync = new Promise<void>((r) => { syncing = r; });
@@ -175,7 +154,7 @@ describe('nothing of a turn starts after its stop began', () => {
     let toolRan = false;
     let running!: () => void;
     const bodyRuns = new Promise<void>((r) => { running = r; });
-    const outcome$ = runner.run('s', async (turn) => {
+    const outcome$ = scene.runner.run('s', async (turn) => {
       running();
       await bodyGate;
       tried(await Promise.allSettled([
@@ -188,7 +167,7 @@ describe('nothing of a turn starts after its stop began', () => {
       await syncGate;
       return datasync.call(this);
     });
-    const report$ = runner.stop('s');
+    const report$ = scene.runner.stop('s');
     await inSync; // the stop is inside its intent's fdatasync; the token is not tripped yet
     proceed();
     const results = await attempts;
@@ -198,7 +177,7 @@ describe('nothing of a turn starts after its stop began', () => {
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
     for (const r of results) expect(isCancelledError((r as PromiseRejectedResult).reason)).toBe(true);
     expect(toolRan).toBe(false);
-    expect(lines(ledger.path).map(typeOf)).toEqual(['turn_started', 'status:cancelling', 'turn_aborted', 'status:cancelled']);
+    expect(lines(scene.ledger.path).map(typeOf)).toEqual(['turn_started', 'status:cancelling', 'turn_aborted', 'status:cancelled']);
   });
 });
 
@@ -217,28 +196,28 @@ describe('bad options are refused and change nothing', () => {
   });
 
   it('run() with bad options rejects before beginning a turn or writing anything', async () => {
-    await expect(runner.run('s', async () => 1, null as never)).rejects.toThrow(/^options: expected an object/);
-    await expect(runner.run('s', async () => 1, 'turn-1' as never)).rejects.toThrow(TypeError);
-    await expect(runner.run('s', async () => 1, { turnId: 7 } as never)).rejects.toThrow(/options\.turnId: expected a non-empty string/);
+    await expect(scene.runner.run('s', async () => 1, null as never)).rejects.toThrow(/^options: expected an object/);
+    await expect(scene.runner.run('s', async () => 1, 'turn-1' as never)).rejects.toThrow(TypeError);
+    await expect(scene.runner.run('s', async () => 1, { turnId: 7 } as never)).rejects.toThrow(/options\.turnId: expected a non-empty string/);
     expect(registry.stats().liveTokens).toBe(0);
-    expect(readFileSync(ledger.path, 'utf8')).toBe('');
-    expect((await runner.run('s', async () => 1)).status).toBe('completed');
+    expect(readFileSync(scene.ledger.path, 'utf8')).toBe('');
+    expect((await scene.runner.run('s', async () => 1)).status).toBe('completed');
   });
 
   it('stop() with bad options throws and leaves the running turn untouched', async () => {
     let release!: (v: string) => void;
     let running!: () => void;
     const bodyRuns = new Promise<void>((r) => { running = r; });
-    const outcome$ = runner.run('s', (turn) => new Promise<string>((r) => { release = r; running(); void turn; }));
+    const outcome$ = scene.runner.run('s', (turn) => new Promise<string>((r) => { release = r; running(); void turn; }));
     await bodyRuns;
-    expect(() => runner.stop('s', { graceMs: 2 ** 31 })).toThrow(RangeError);
-    expect(() => runner.stop('s', { graceMs: 2 ** 31 })).toThrow(/options\.graceMs/);
-    expect(() => runner.stop('s', null as never)).toThrow(/^options: expected an object/);
-    expect(() => runner.stop('s', { reason: '' })).toThrow(/options\.reason/);
-    expect(() => runner.stop('s', { reason: 5 } as never)).toThrow(TypeError);
+    expect(() => scene.runner.stop('s', { graceMs: 2 ** 31 })).toThrow(RangeError);
+    expect(() => scene.runner.stop('s', { graceMs: 2 ** 31 })).toThrow(/options\.graceMs/);
+    expect(() => scene.runner.stop('s', null as never)).toThrow(/^options: expected an object/);
+    expect(() => scene.runner.stop('s', { reason: '' })).toThrow(/options\.reason/);
+    expect(() => scene.runner.stop('s', { reason: 5 } as never)).toThrow(TypeError);
     expect(registry.isCancelled('s')).toBe(false);
     release('done');
     expect(await outcome$).toMatchObject({ status: 'completed', value: 'done' });
-    expect(lines(ledger.path).map(typeOf)).toEqual(['turn_started', 'status:completed']);
+    expect(lines(scene.ledger.path).map(typeOf)).toEqual(['turn_started', 'status:completed']);
   });
 });

@@ -75,7 +75,7 @@ interface Call {
 export type BodyEnd<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
 /** `value instanceof type`, false instead of a throw (a Proxy's getPrototypeOf trap may throw). */
-export function isA(value: unknown, type: abstract new (...args: never[]) => unknown): boolean {
+function isA(value: unknown, type: abstract new (...args: never[]) => unknown): boolean {
   try {
     return value instanceof type;
   } catch {

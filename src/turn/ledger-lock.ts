@@ -26,7 +26,7 @@ import { hostname } from 'node:os';
 import { readStat } from '../exec/proc.js';
 
 /** Who holds a ledger. */
-export interface LockHolder {
+interface LockHolder {
   pid: number;
   /** Start time of the process in clock ticks since boot (/proc/<pid>/stat field 22); 0 when unknown. */
   startTime: number;
@@ -73,7 +73,7 @@ function parseHolder(text: string): LockHolder | undefined {
 }
 
 /** How a holder is named in an error. */
-export function describeHolder(holder: LockHolder): string {
+function describeHolder(holder: LockHolder): string {
   return `pid ${holder.pid} on host ${JSON.stringify(holder.host)}${holder.startTime ? ` (started at tick ${holder.startTime})` : ''}`;
 }
 
