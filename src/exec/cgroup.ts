@@ -20,11 +20,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, watch, wri
 import { readdir, readFile, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDead, readStatOffThread } from './proc.js';
-import { until } from './sweep.js';
+import { GONE_BOUND_MS, until } from './sweep.js';
 import type { Tree } from './tree.js';
 
-/** A process in uninterruptible sleep (D) dies only when its I/O returns: do not wait forever. */
-const GONE_BOUND_MS = 2000;
 /** How long a cgroup whose last member is stuck in D state is retried for removal. */
 const REMOVE_RETRY_MS = 10_000;
 

@@ -9,7 +9,7 @@ import type { Containment } from './tree.js';
 export type { Containment };
 
 /** Environment variable that forces the fallback for every child of the process. */
-export const CONTAINMENT_ENV = 'FULLSTOP_CONTAINMENT';
+const CONTAINMENT_ENV = 'FULLSTOP_CONTAINMENT';
 
 /** `undefined` until probed; then the cgroup base directory, or `null` for no cgroups. */
 let probed: string | null | undefined;

@@ -21,7 +21,7 @@ export const DRAIN_BOUND_MS = 200;
  * here instead, since one more append would throw `RangeError: Invalid string length` from inside
  * a stream callback, where nothing can catch it, and kill the host.
  */
-export const MAX_OUTPUT_CHARS = constants.MAX_STRING_LENGTH;
+const MAX_OUTPUT_CHARS = constants.MAX_STRING_LENGTH;
 
 /** One stream's text, capped at `maxBuffer` characters (and at `MAX_OUTPUT_CHARS`). */
 export class Output {

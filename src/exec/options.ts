@@ -64,7 +64,7 @@ export interface ExecOptions {
 }
 
 export const DEFAULT_GRACE_MS = 100;
-export const DEFAULT_MAX_BUFFER = 100_000_000;
+const DEFAULT_MAX_BUFFER = 100_000_000;
 
 /** Options after validation, defaults applied. */
 export interface Checked {

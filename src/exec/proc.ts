@@ -117,15 +117,8 @@ export async function scanSession(sid: number, accept: (stat: ProcStat) => void)
   let next = 0;
   const reader = async () => {
     while (next < pids.length) {
-      const pid = pids[next++]!;
-      let line: string;
-      try {
-        line = await readFile(`/proc/${pid}/stat`, 'latin1');
-      } catch {
-        continue; // gone meanwhile
-      }
-      const stat = parseStat(pid, line);
-      if (stat.sid === sid && !isDead(stat)) accept(stat);
+      const stat = await readStatOffThread(pids[next++]!); // undefined: gone meanwhile
+      if (!isDead(stat) && stat!.sid === sid) accept(stat!);
     }
   };
   await Promise.all(Array.from({ length: SCAN_CONCURRENCY }, reader));

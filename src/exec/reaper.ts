@@ -75,7 +75,7 @@ done
 `;
 
 /** The reaper's `$0`: the last word of its command line. */
-export const REAPER_NAME = 'fullstop-reaper';
+const REAPER_NAME = 'fullstop-reaper';
 
 interface Reaper {
   readonly child: ChildProcess;

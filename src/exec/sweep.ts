@@ -14,7 +14,7 @@ export interface Sweepable {
 }
 
 /** A process in uninterruptible sleep (D) dies only when its I/O returns: do not wait forever. */
-const GONE_BOUND_MS = 2000;
+export const GONE_BOUND_MS = 2000;
 /** Spin on setImmediate this long before falling back to 1 ms timers: most trees die in µs. */
 const SPIN_MS = 5;
 
