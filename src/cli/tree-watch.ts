@@ -60,7 +60,8 @@ export class TreeWatch {
     this.stop();
     this.walk();
     await scanSession(leader, (stat) => {
-      if (!isDead(stat) && stat.pid !== process.pid) this.#seen.set(stat.pid, stat.start);
+      // scanSession passes live processes only.
+      if (stat.pid !== process.pid) this.#seen.set(stat.pid, stat.start);
     });
     return [...this.#seen].filter(([pid, start]) => isAlive(pid, start)).map(([pid, start]) => ({ pid, start, command: commandOf(pid) }));
   }

@@ -15,7 +15,7 @@ export interface Sweepable {
 
 /** A process in uninterruptible sleep (D) dies only when its I/O returns: do not wait forever. */
 export const GONE_BOUND_MS = 2000;
-/** Spin on setImmediate this long before falling back to 1 ms timers: most trees die in µs. */
+/** Spin on setImmediate this long before falling back to 1 ms timers: a SIGKILLed tree is usually gone within it. */
 const SPIN_MS = 5;
 
 /** SIGKILL what is left of the tree. Resolves whether anything was alive to kill (`forced`). */
