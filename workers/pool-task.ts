@@ -43,13 +43,23 @@ export function handlerFor(encoded: string): Handler {
   return (payload) => user !== undefined ? run(user, payload as never) : load().then((handler) => run(handler, payload as never));
 }
 
+/** The user's handler for a target: its export (`loadExport`), which must be a function. */
+async function loadHandler(target: Target): Promise<Handler> {
+  const handler = await loadExport(target);
+  if (typeof handler !== 'function') {
+    throw new TypeError(`No handler function exported from ${target.filename}: its export ${JSON.stringify(target.name)} is ${handler === undefined ? 'missing' : `a ${typeof handler}`}`);
+  }
+  return handler as Handler;
+}
+
 /**
  * Piscina's lookup (worker.ts `getHandler`), with the causes kept: `require` first (CommonJS, and a
  * module whose export is a promise of the handler), then `import()` for what `require` cannot load
  * (ESM, top-level await). The export is the module itself if it is a function, else `name`
- * (awaited: an async-initialised module exports a promise).
+ * (awaited: an async-initialised module exports a promise). Rejects only if the module fails to
+ * load; what the export is, the caller checks (the probe, workers/probe-task.ts, reports both its own way).
  */
-async function loadHandler({ filename, name }: Target): Promise<Handler> {
+export async function loadExport({ filename, name }: Pick<Target, 'filename' | 'name'>): Promise<unknown> {
   let mod: unknown;
   let requireError: unknown;
   try {
@@ -57,22 +67,17 @@ async function loadHandler({ filename, name }: Target): Promise<Handler> {
   } catch (e) {
     requireError = e;
   }
-  let handler: unknown = typeof mod === 'function' ? mod : mod === undefined ? undefined : await (mod as Record<string, unknown>)[name];
-  if (typeof handler !== 'function') {
-    let namespace: Record<string, unknown>;
-    try {
-      namespace = await import(pathToFileURL(filename).href) as Record<string, unknown>;
-    } catch (e) {
-      // `require` found the file but it is ESM, or has top-level await: the import error is the cause.
-      // A file `require` could not find at all: say so as piscina does ("Cannot find module").
-      throw loadError(e, requireError);
-    }
-    handler = await namespace[name];
+  const handler: unknown = typeof mod === 'function' ? mod : mod === undefined ? undefined : await (mod as Record<string, unknown>)[name];
+  if (typeof handler === 'function') return handler;
+  let namespace: Record<string, unknown>;
+  try {
+    namespace = await import(pathToFileURL(filename).href) as Record<string, unknown>;
+  } catch (e) {
+    // `require` found the file but it is ESM, or has top-level await: the import error is the cause.
+    // A file `require` could not find at all: say so as piscina does ("Cannot find module").
+    throw loadError(e, requireError);
   }
-  if (typeof handler !== 'function') {
-    throw new TypeError(`No handler function exported from ${filename}: its export ${JSON.stringify(name)} is ${handler === undefined ? 'missing' : `a ${typeof handler}`}`);
-  }
-  return handler as Handler;
+  return await namespace[name];
 }
 
 /** TypeScript's `__importStar`, as piscina's compiled `require` sees a module. */

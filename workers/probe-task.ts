@@ -9,10 +9,9 @@
  * must not be mistaken for the task's own.
  */
 
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
 import { isCancelledError } from '../src/errors.js';
 import { currentBinding, runBound, TaskBinding } from './current.js';
+import { loadExport } from './pool-task.js';
 import { LOAD_FAILED, NO_EXPORT, type ProbeJob } from './probe-record.js';
 import { RecordingToken } from './probe-token.js';
 import { SlotToken } from './worker-token.js';
@@ -51,22 +50,14 @@ function handlerOf(filename: string, name: string): Promise<Handler> {
   return handler;
 }
 
-/** The lookup piscina and the pool do: the module itself if it is a function, else its export `name`. */
+/** The pool's own lookup (workers/pool-task.ts), its failures told with the probe's prefixes. */
 async function load(filename: string, name: string): Promise<Handler> {
-  let mod: unknown;
+  let handler: unknown;
   try {
-    try {
-      mod = createRequire(import.meta.url)(filename);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code !== 'ERR_REQUIRE_ESM' && code !== 'ERR_REQUIRE_ASYNC_MODULE') throw e;
-      mod = await import(pathToFileURL(filename).href);
-    }
+    handler = await loadExport({ filename, name });
   } catch (e) {
     throw new Error(LOAD_FAILED + firstLine(e));
   }
-  let handler = typeof mod === 'function' ? mod : (mod as Record<string, unknown>)[name];
-  if (typeof handler !== 'function' && name === 'default') handler = (mod as { default?: unknown }).default;
   if (typeof handler !== 'function') throw new Error(`${NO_EXPORT}${name}`);
   return handler as Handler;
 }

@@ -18,8 +18,7 @@ export type Signal = NonNullable<PiscinaRunOptions['signal']>;
 
 /** @internal */
 export const ENTRY = fileURLToPath(new URL('../../workers/pool-entry.cjs', import.meta.url));
-/** @internal */
-export const DEFAULT_GRACE_MS = 100;
+const DEFAULT_GRACE_MS = 100;
 
 /** @internal What the constructor works out before piscina's constructor runs. */
 export interface PoolSetup {

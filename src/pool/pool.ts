@@ -146,7 +146,7 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     const read = readTask(task, transferList);
     const graceMs = (o.graceMs as number | undefined) ?? this.graceMs;
     if (o.signal != null) return this.#runWithSignal(read, target, token, o.signal as Signal, graceMs);
-    return this.#runWithToken(read, target, token!, graceMs, undefined, undefined);
+    return this.#startRun(read.value, read.transfers, read.queueOptions, target, token!, graceMs, undefined, undefined);
   }
 
   /**
@@ -158,8 +158,9 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     if (!isCancelToken(token)) throw new TypeError(`options.token: expected a CancelToken, got ${describe(token)}`);
     const target = this.#defaultTargets[1];
     if (target === undefined) throw new Error('filename must be provided to run() or in options object');
-    if (task !== null && typeof task === 'object') return this.#runWithToken(readTask(task, undefined), target, token, this.graceMs, undefined, undefined);
-    return this.#startRun(task, undefined, undefined, target, token, this.graceMs, undefined, undefined);
+    if (task === null || typeof task !== 'object') return this.#startRun(task, undefined, undefined, target, token, this.graceMs, undefined, undefined);
+    const read = readTask(task, undefined);
+    return this.#startRun(read.value, read.transfers, read.queueOptions, target, token, this.graceMs, undefined, undefined);
   }
 
   /** No token, no signal: the task goes to piscina as it is. */
@@ -200,12 +201,7 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
       cause.reason = (signal as { reason?: unknown }).reason;
       own.cancel(cause.reason ?? 'cancel.user');
     });
-    return this.#runWithToken(read, target, own, graceMs, () => { stop(); own.retire(); }, cause);
-  }
-
-  #runWithToken(read: ReadTask, target: string, token: CancelToken, graceMs: number, release: (() => void) | undefined,
-    signal: SignalCause | undefined): Promise<unknown> {
-    return this.#startRun(read.value, read.transfers, read.queueOptions, target, token, graceMs, release, signal);
+    return this.#startRun(read.value, read.transfers, read.queueOptions, target, own, graceMs, () => { stop(); own.retire(); }, cause);
   }
 
   #startRun(value: unknown, transfers: TransferListItem[] | undefined, queueOptions: unknown, target: string, token: CancelToken,

@@ -41,7 +41,7 @@ export function encodeTarget(target: Target): string {
   return TARGET_PREFIX + JSON.stringify([target.filename, target.name, target.wrapped ? 1 : 0]);
 }
 
-export function isTarget(name: unknown): name is string {
+function isTarget(name: unknown): name is string {
   return typeof name === 'string' && name.startsWith(TARGET_PREFIX);
 }
 
