@@ -116,7 +116,7 @@ export class Fleet {
     if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
     if (options.turnId !== undefined) checkId('options.turnId', options.turnId);
     if (this.#closed !== undefined) throw new Error('Fleet.run: the fleet is closed');
-    const { runner, redis } = this.#o;
+    const { runner } = this.#o;
     if (runner.registry.currentToken(sessionId) !== undefined) {
       throw new Error(`Fleet.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`);
     }
@@ -173,7 +173,6 @@ export class Fleet {
       throw new FleetTurnRefusedError(`Fleet.run: session ${JSON.stringify(owned.sessionId)} already runs turn ${JSON.stringify(reply[1])} on node ${JSON.stringify(reply[2])}; stop it first`);
     }
     const epoch = Number(reply[1]);
-    owned.leaseUntil = Number(reply[2]);
     this.#leases.registered(owned, epoch, sentAt);
     return epoch;
   }
