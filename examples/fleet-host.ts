@@ -9,7 +9,7 @@
  * the StopReport), `outcome`, `closed`. Times are `at`: ms since the Unix epoch, sub-ms precise
  * (performance.timeOrigin + performance.now()), comparable across processes on one machine.
  *
- * Config: argv[2] is JSON `{ prefix, nodeId, port?, leaseMs?, renewMs?, sweepMs?, ledger?, reconnectMs? }`.
+ * Config: argv[2] is JSON `{ prefix, nodeId, port?, leaseMs?, renewMs?, sweepMs?, ledger?, reconnectMs?, graceMs? }`.
  */
 import { createClient } from 'redis';
 import { Ledger, TurnRegistry, TurnRunner } from '../src/index.js';
@@ -17,7 +17,7 @@ import { Fleet } from '../src/fleet/index.js';
 
 interface HostConfig {
   prefix: string; nodeId: string; port?: number; leaseMs?: number; renewMs?: number; sweepMs?: number;
-  ledger?: string; reconnectMs?: number;
+  ledger?: string; reconnectMs?: number; graceMs?: number;
 }
 
 const config = JSON.parse(process.argv[2] ?? '{}') as HostConfig;
@@ -30,7 +30,7 @@ const redis = createClient({
 redis.on('error', () => { /* reconnects by itself; the fleet answers relay_unavailable meanwhile */ });
 await redis.connect();
 const ledger = config.ledger === undefined ? undefined : await Ledger.open(config.ledger);
-const runner = new TurnRunner({ ledger, registry: new TurnRegistry() });
+const runner = new TurnRunner({ ledger, registry: new TurnRegistry(), graceMs: config.graceMs });
 runner.on('turn_aborted', ({ sessionId, turnId, report }) => send({ type: 'turn_aborted', sessionId, turnId, report, at: now() }));
 const fleet = await Fleet.start({
   redis, runner, nodeId: config.nodeId, prefix: config.prefix,

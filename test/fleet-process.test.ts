@@ -1,5 +1,5 @@
 /**
- * Fleet across processes: instance A runs in a child process (test/fixtures/fleet/host.mjs),
+ * Fleet across processes: instance A runs in a child process (examples/fleet-host.ts),
  * instance B in this one, both on the shared Redis with a key prefix of their own.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';

@@ -40,7 +40,7 @@ export function ensureConnecting(client: FleetRedisClient): void {
 }
 
 /** A Redis reply did not come within the fleet's bound. */
-export class RedisTimeoutError extends Error {
+class RedisTimeoutError extends Error {
   override readonly name = 'RedisTimeoutError';
 }
 

@@ -5,9 +5,6 @@
 /** Redis could not be reached in time to register (or stop) a fleet turn. `cause` says why. */
 export class FleetUnavailableError extends Error {
   override readonly name = 'FleetUnavailableError';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-  }
 }
 
 /**
@@ -16,7 +13,4 @@ export class FleetUnavailableError extends Error {
  */
 export class FleetTurnRefusedError extends Error {
   override readonly name = 'FleetTurnRefusedError';
-  constructor(message: string) {
-    super(message);
-  }
 }

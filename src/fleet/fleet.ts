@@ -4,7 +4,7 @@
  * `Leases` and the sweep to `Sweep`. docs/fleet.md has the key schema and the failure table.
  */
 import { randomUUID } from 'node:crypto';
-import { checkFunction, checkId, checkMs, describe } from '../errors.js';
+import { checkFunction, checkId, describe } from '../errors.js';
 import type { Turn } from '../turn/active-turn.js';
 import type { StopReport } from '../turn/report.js';
 import type { TurnRunner } from '../turn/runner.js';
@@ -14,26 +14,11 @@ import { FleetTurnRefusedError, FleetUnavailableError } from './errors.js';
 import { fleetKeys, leaseMember, type FleetKeys } from './keys.js';
 import { Leases, type OwnedTurn } from './leases.js';
 import { parseMessage } from './messages.js';
-import { resolveFleetOptions, type FleetOptions, type ResolvedFleetOptions } from './options.js';
+import { resolveFleetOptions, resolveStopOptions, type FleetOptions, type FleetStopOptions, type ResolvedFleetOptions } from './options.js';
 import { StopRequests } from './requests.js';
 import { runScript, SCRIPTS } from './scripts.js';
 import { Sweep } from './sweep.js';
 
-/** Options of `Fleet.stop`. */
-export interface FleetStopOptions {
-  /** Stop this turn only (fenced by its epoch); without it, the session's turn running when the stop is recorded. */
-  turnId?: string;
-  /** Reason code passed to the owner's `runner.stop`. @default 'cancel.user' */
-  reason?: string;
-  /** Grace the owner gives the turn's owners. @default the owner runner's graceMs */
-  graceMs?: number;
-  /** Wait for the owner's acknowledgement (its StopReport). @default true */
-  wait?: boolean;
-  /** Bound on the whole call: Redis reply plus the acknowledgement. @default 2000 */
-  timeoutMs?: number;
-}
-
-const DEFAULT_STOP_TIMEOUT_MS = 2000;
 const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
 const isTerminal = (status: string | undefined) => status !== undefined && TERMINAL.has(status);
 
@@ -116,7 +101,7 @@ export class Fleet {
     if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
     if (options.turnId !== undefined) checkId('options.turnId', options.turnId);
     if (this.#closed !== undefined) throw new Error('Fleet.run: the fleet is closed');
-    const { runner, redis } = this.#o;
+    const { runner } = this.#o;
     if (runner.registry.currentToken(sessionId) !== undefined) {
       throw new Error(`Fleet.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`);
     }
@@ -173,7 +158,6 @@ export class Fleet {
       throw new FleetTurnRefusedError(`Fleet.run: session ${JSON.stringify(owned.sessionId)} already runs turn ${JSON.stringify(reply[1])} on node ${JSON.stringify(reply[2])}; stop it first`);
     }
     const epoch = Number(reply[1]);
-    owned.leaseUntil = Number(reply[2]);
     this.#leases.registered(owned, epoch, sentAt);
     return epoch;
   }
@@ -218,13 +202,7 @@ export class Fleet {
    */
   async stop(sessionId: string, options: FleetStopOptions = {}): Promise<StopAnswer> {
     checkId('sessionId', sessionId);
-    if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
-    const { turnId, reason = 'cancel.user', graceMs, wait = true, timeoutMs = DEFAULT_STOP_TIMEOUT_MS } = options;
-    if (turnId !== undefined) checkId('options.turnId', turnId);
-    checkId('options.reason', reason);
-    checkMs('options.graceMs', graceMs);
-    if (typeof wait !== 'boolean') throw new TypeError(`options.wait: expected a boolean, got ${describe(wait)}`);
-    checkMs('options.timeoutMs', timeoutMs);
+    const { turnId, reason, graceMs, wait, timeoutMs } = resolveStopOptions(options);
     const { redis, nodeId, finishedTtlMs } = this.#o;
     if (this.#closed !== undefined) return { outcome: 'relay_unavailable', sessionId, error: new FleetUnavailableError('Fleet.stop: the fleet is closed') };
     if (!redis.isReady) return { outcome: 'relay_unavailable', sessionId, error: new FleetUnavailableError('Fleet.stop: Redis is not reachable') };

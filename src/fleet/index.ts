@@ -4,8 +4,8 @@
  * See docs/fleet.md.
  */
 
-export { Fleet, type FleetStopOptions } from './fleet.js';
-export type { FleetOptions } from './options.js';
+export { Fleet } from './fleet.js';
+export type { FleetOptions, FleetStopOptions } from './options.js';
 export type { FleetRedisClient, FleetMessageListener } from './client.js';
 export type { FleetTurn, FleetTurnStatus, StopAnswer, FleetOutcome } from './answers.js';
 export { FleetUnavailableError, FleetTurnRefusedError } from './errors.js';

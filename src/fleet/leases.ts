@@ -22,8 +22,6 @@ export interface OwnedTurn {
   readonly turnId: string;
   /** Undefined until the register script has answered. */
   epoch: number | undefined;
-  /** The lease deadline Redis last gave (server ms): the lease index's score. */
-  leaseUntil: number;
   /** performance.now() at which the lease is lost (rule 2). */
   confirmedUntil: number;
   /** A stop that arrived before the registration's reply (applied once the turn runs). */
@@ -62,7 +60,7 @@ export class Leases {
   /** Claim a turn before its registration is sent, so a stop that overtakes the reply is kept. */
   claim(sessionId: string, turnId: string): OwnedTurn {
     const owned: OwnedTurn = {
-      sessionId, turnId, epoch: undefined, leaseUntil: 0, confirmedUntil: Infinity, early: undefined, running: false, fenced: false, ending: false,
+      sessionId, turnId, epoch: undefined, confirmedUntil: Infinity, early: undefined, running: false, fenced: false, ending: false,
     };
     this.#owned.set(sessionId, owned);
     return owned;
@@ -147,7 +145,6 @@ export class Leases {
         const reply = r.value as string[];
         if (reply[0] === 'ok') {
           owned.confirmedUntil = sentAt + leaseMs;
-          owned.leaseUntil = Number(reply[1]);
           index.push(reply[1]!, leaseMember(owned.sessionId, owned.turnId));
           if (reply[2] === '1' && owned.running) this.#stopLocal(owned, reply[3], reply[4] === '' ? undefined : Number(reply[4]));
         } else {

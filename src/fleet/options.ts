@@ -1,5 +1,5 @@
 /**
- * `Fleet.start`'s options: each documented once with its default, checked once at the boundary.
+ * `Fleet.start`'s and `Fleet.stop`'s options: each documented once with its default, checked once at the boundary.
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -39,6 +39,34 @@ export interface FleetOptions {
   onUnavailable?: 'refuse' | 'local';
   /** Longest wait for a Redis reply when registering or recording a turn. @default 2000 */
   commandTimeoutMs?: number;
+}
+
+/** Options of `Fleet.stop`. */
+export interface FleetStopOptions {
+  /** Stop this turn only (fenced by its epoch); without it, the session's turn running when the stop is recorded. */
+  turnId?: string;
+  /** Reason code passed to the owner's `runner.stop`. @default 'cancel.user' */
+  reason?: string;
+  /** Grace the owner gives the turn's owners. @default the owner runner's graceMs */
+  graceMs?: number;
+  /** Wait for the owner's acknowledgement (its StopReport). @default true */
+  wait?: boolean;
+  /** Bound on the whole call: Redis reply plus the acknowledgement. @default 2000 */
+  timeoutMs?: number;
+}
+
+const DEFAULT_STOP_TIMEOUT_MS = 2000;
+
+/** `Fleet.stop`'s options checked, with their defaults. */
+export function resolveStopOptions(options: FleetStopOptions): FleetStopOptions & { reason: string; wait: boolean; timeoutMs: number } {
+  if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
+  const { turnId, reason = 'cancel.user', graceMs, wait = true, timeoutMs = DEFAULT_STOP_TIMEOUT_MS } = options;
+  if (turnId !== undefined) checkId('options.turnId', turnId);
+  checkId('options.reason', reason);
+  checkMs('options.graceMs', graceMs);
+  if (typeof wait !== 'boolean') throw new TypeError(`options.wait: expected a boolean, got ${describe(wait)}`);
+  checkMs('options.timeoutMs', timeoutMs);
+  return { turnId, reason, graceMs, wait, timeoutMs };
 }
 
 export interface ResolvedFleetOptions {
