@@ -114,6 +114,24 @@ describe.runIf(available)('cgroup mode', () => {
     expect(result).toMatchObject({ cancelled: true, containment: 'cgroup' });
   });
 
+  it('a daemon outside the group gets the SIGTERM too: it exits in the grace, and nothing is forced', async () => {
+    // The daemon left the child's group and session, so the group's SIGTERM misses it: only the
+    // search for the cgroup's other members (begun a few ms after the group's signal) reaches it.
+    const files = join(scene.dir, 'daemon');
+    const daemon = `trap 'echo term > ${files}.term; kill $s; exit 0' TERM; sleep 1000 & s=$!; echo $$ > ${files}.tmp && mv ${files}.tmp ${files}; wait`;
+    const script = `(setsid sh -c "$0" >/dev/null 2>&1 &); exec sleep 1000`;
+    const token = turn();
+    const running = exec('sh', ['-c', script, daemon], { token, graceMs: 10_000 });
+    const [shell] = await pidsIn(files);
+    const t0 = performance.now();
+    token.cancel();
+    const result = await running;
+    expect(result).toMatchObject({ cancelled: true, forced: false, containment: 'cgroup' });
+    expect(readFileSync(`${files}.term`, 'utf8')).toBe('term\n');
+    expect(isGone(shell!)).toBe(true);
+    expect(performance.now() - t0).toBeLessThan(5000); // the grace ended when the cgroup emptied, not at 10 s
+  });
+
   it('the command is exactly the command: its pid, argv[0], exit code and signal', async () => {
     const pid = await exec('sh', ['-c', 'echo $$']);
     expect(Number(pid.stdout)).toBe(pid.pid);

@@ -79,7 +79,9 @@ for (const { name, option } of MODES) {
     it('reads no listing of /proc, and as much of it with 300 unrelated processes as with none', async () => {
       const first = await readsOfOneCancel(option);
       const all = [...first.held, ...first.started];
-      expect(all.length).toBeGreaterThan(0); // the spies do see the library's reads
+      // The spies do see the library's reads: process-group mode walks the recorded tree here
+      // (cgroup mode reads nothing here at all: see below).
+      if (name === 'process-group') expect(all.length).toBeGreaterThan(0);
       const alone = all.filter((path) => path.startsWith('/proc'));
       const stop = await crowd(300);
       try {
@@ -98,10 +100,10 @@ for (const { name, option } of MODES) {
 }
 
 describe('[cgroup] the signal step', () => {
-  it('holds the main thread for no read at all: the group is signalled at once, the cgroup is read off the main thread', async (ctx) => {
+  it('reads nothing at all, not even off the main thread: the group is signalled, the rest waits for a later turn', async (ctx) => {
     if (MODES.every((m) => m.name !== 'cgroup')) ctx.skip();
     const { held, started } = await readsOfOneCancel('auto');
     expect(held).toEqual([]);
-    expect(started.some((path) => path.endsWith('cgroup.procs'))).toBe(true);
+    expect(started).toEqual([]);
   }, 30_000);
 });
