@@ -417,12 +417,13 @@ describe('stats()', () => {
     void a.handle;
     void child.handle;
     expect(registry.stats().liveBridges).toBe(1);
-    // A main-thread cancel releases the cancelled subtree; with no exported token left, the bridge goes.
+    // A cancelled token stays watched until it retires; with no exported token left, the bridge goes.
     a.cancel();
+    expect(registry.stats().liveBridges).toBe(1);
+    registry.endTurn('a');
     expect(registry.stats().liveBridges).toBe(0);
     void b.handle;
     expect(registry.stats().liveBridges).toBe(1);
-    registry.endTurn('a');
     registry.endTurn('b');
     expect(registry.stats()).toEqual(ZERO);
   });

@@ -194,7 +194,8 @@ describe('a cancel from a worker', () => {
     // Nothing on the main thread reads the token: only the bridge can deliver this abort.
     await aborted;
     expect(aborts).toBe(1);
-    expect(registry.stats().liveBridges).toBe(0);
+    // The bridge keeps watching the cancelled token until the turn ends.
+    expect(registry.stats().liveBridges).toBe(1);
     expect(token.isCancelled()).toBe(true);
     // The reason cannot cross an Int32; the main thread records the default.
     expect(token.reason).toBe('cancel.user');
@@ -207,6 +208,7 @@ describe('a cancel from a worker', () => {
     expect(aborts).toBe(1);
 
     registry.endTurn('s');
+    expect(registry.stats().liveBridges).toBe(0);
     worker.postMessage({ type: 'cancel' });
     expect((await next(worker, 'cancelled')).result).toBe(false);
     expect(aborts).toBe(1);

@@ -149,12 +149,13 @@ function checkAll(m: Model, r: Real): void {
     same(tokenFromHandle(handle).isCancelled(), t.cancelled || t.retired, `token ${id} seen from a worker`);
   }
   let live = 0;
-  // One bridge per slab that holds a live, exported, not yet cancelled token (bridge.ts).
+  // One bridge per slab that holds a live token whose handle was taken while it still ran: a
+  // cancelled token stays watched until it retires (bridge.ts).
   const bridged = new Set<SharedArrayBuffer>();
   m.tokens.forEach((t, id) => {
     if (t.retired) return;
     live++;
-    if (t.exported && !t.cancelled) bridged.add(r.handles[id]!.buffer);
+    if (t.exported && !t.startedCancelled) bridged.add(r.handles[id]!.buffer);
   });
   const bridges = bridged.size;
   for (const s of SESSIONS) {

@@ -12,9 +12,10 @@
  * The bridge knows a token only through `Watched`: where its slot is, and whom to tell. It never
  * writes a token's state; the token decides what a cancel from a slot means (state.ts).
  *
- * A token is unwatched when the main thread cancels or retires it. When a slab's last watched
- * token goes, the bridge is disarmed and its waiter resolved at once by a notify of the bridge
- * cell, so no waiter is left behind (`stats().liveBridges` is exact and synchronous).
+ * A token is unwatched when it retires (a cancelled token stays watched until then: see
+ * `TokenState.cancel`). When a slab's last watched token goes, the bridge is disarmed and its
+ * waiter resolved at once by a notify of the bridge cell, so no waiter is left behind
+ * (`stats().liveBridges` is exact and synchronous).
  */
 
 import type { Slab, SlotRef } from './slab.js';
@@ -84,9 +85,9 @@ function waitForCancel(slab: Slab, bridge: SlabBridge, seen = Atomics.load(slab.
  * or nothing happened on the main thread at all. So: a disarmed bridge does nothing; otherwise the
  * cell is read *before* the scan and the wait re-armed with that value *after* it, so a cancel that
  * lands during the scan makes the new wait return at once (no missed wake-up), and the signals of
- * this wake abort first. Only tokens still watched whose own generation reads CANCELLED are told,
- * and telling one unwatches it (its cancel runs on the main thread), so each signal aborts at most
- * once.
+ * this wake abort first. Only tokens still watched whose own generation reads CANCELLED are told;
+ * telling a token that is already cancelled changes nothing (`TokenState.cancel` is idempotent), so
+ * each signal aborts at most once.
  */
 function onWake(slab: Slab, bridge: SlabBridge): void {
   if (!bridge.armed) return;

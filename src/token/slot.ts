@@ -23,8 +23,9 @@
  * 3. A RETIRED cell is free. Reading a cell whose generation differs from the handle's reads as
  *    RETIRED for that handle, so a stale handle never sees the new owner's state as its own.
  * 4. Memory ordering: every write is an Atomics read-modify-write (sequentially consistent), and
- *    every write that a sleeper may wait on is followed by `Atomics.notify` on that cell *and* on
- *    the slab's control cell (index 0, see below). Readers use `Atomics.load`.
+ *    every write that a sleeper may wait on is followed by `Atomics.notify` on that cell and by a
+ *    bump of the slab's control cell (index 0, see below), notified while the slab is paused.
+ *    Readers use `Atomics.load`.
  *
  * Control cell: index 0 of every slab is not a slot. Bit 0 is the registry's pause flag; the
  * upper bits are a wake sequence bumped by every cancel and retire in that slab. A paused
@@ -99,8 +100,18 @@ export function readState(cells: Int32Array, index: number, generation: number):
  */
 function wake(cells: Int32Array, index: number): void {
   Atomics.notify(cells, index);
-  Atomics.add(cells, CONTROL_INDEX, WAKE_STEP);
-  Atomics.notify(cells, CONTROL_INDEX);
+  bumpControl(cells);
+}
+
+/**
+ * Bump the control cell's wake sequence; notify its sleepers only if the pause bit was set. Only
+ * `waitWhilePaused` sleeps on the control cell, and only on a word with the pause bit; clearing
+ * the bit notifies every such sleeper (`setPaused`), so a bump that finds the bit clear has nobody
+ * to wake, and skips a notify that would contend for the engine's wait-list lock with the worker
+ * the slot's notify has just woken.
+ */
+function bumpControl(cells: Int32Array): void {
+  if ((Atomics.add(cells, CONTROL_INDEX, WAKE_STEP) & PAUSE_BIT) !== 0) Atomics.notify(cells, CONTROL_INDEX);
 }
 
 /**
@@ -140,8 +151,7 @@ export function cancelSlotFromHandle(cells: Int32Array, index: number, generatio
   Atomics.notify(cells, index);
   Atomics.add(cells, BRIDGE_INDEX, 1);
   Atomics.notify(cells, BRIDGE_INDEX);
-  Atomics.add(cells, CONTROL_INDEX, WAKE_STEP);
-  Atomics.notify(cells, CONTROL_INDEX);
+  bumpControl(cells);
   return true;
 }
 

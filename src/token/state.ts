@@ -150,8 +150,8 @@ export class TokenState implements Watched {
    *
    * Ordered for the thread that waits: the first thing done is this token's own slot trip (CAS
    * and notify), then each running descendant's, tripped as the walk finds it. Everything a
-   * sleeper does not need (unwatching, building reasons, aborting signals, telling owners) comes
-   * after the last notify, and a leaf token allocates nothing on the way.
+   * sleeper does not need (building reasons, aborting signals, telling owners) comes after the
+   * last notify, and a leaf token allocates nothing on the way.
    */
   cancel(reason: unknown): boolean {
     if (this.#retired) return false;
@@ -162,16 +162,17 @@ export class TokenState implements Watched {
     cancelSlot(slab.cells, index, generation);
     // A leaf (every pool task's token and most turns' roots) needs no subtree list at all.
     const subtree = this.#children === undefined ? undefined : this.#tripChildren([this]);
-    // Unwatching comes after the aborts: it is bookkeeping (and may notify the bridge cell), and a
-    // listener that reads `handle` or retires the token meanwhile finds it cancelled either way.
+    // The bridge keeps watching a cancelled token until it retires (a later cancel through its
+    // handle finds it cancelled and changes nothing). Unwatching here would disarm the slab's
+    // bridge, whose notify resolves an async waiter inside the engine: that takes the engine's
+    // wait-list lock while the worker just woken by the slot's notify is taking it back, and
+    // delays that worker (docs/benchmarks.md, "Where P1's time goes").
     if (subtree === undefined) {
       this.#controller?.abort(this.#reasonOnCancel());
-      this.#unwatch();
       this.#tellOwners();
       return true;
     }
     for (const state of subtree) state.#controller?.abort(state.#reasonOnCancel());
-    for (const state of subtree) state.#unwatch();
     for (const state of subtree) state.#tellOwners();
     return true;
   }

@@ -227,8 +227,10 @@ export class Ledger {
    */
   async flush(): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;
-    this.#writeQueuedNow();
-    await this.#lastWrite;
+    // Everything appended so far written by this very call: the sync starts in the same
+    // synchronous run, not behind whatever else the microtask queue holds by the time a wait for
+    // `#lastWrite` would resume (a stop's own listeners, say).
+    if (!this.#writeQueuedNow()) await this.#lastWrite;
     if (this.#failure !== undefined) throw this.#failure;
     if (this.#handleClosed) return this.#closing;
     this.#syncing += 1;
@@ -245,16 +247,18 @@ export class Ledger {
    * the trip through libuv's thread pool that the durable steps of a stop would otherwise pay
    * twice. Only when nothing is in flight: an asynchronous write would be overtaken (invariant 1),
    * and on a file system with stable pages a write into a page an `fdatasync` is writing back
-   * waits for that I/O, which must not happen on the main thread.
+   * waits for that I/O, which must not happen on the main thread. True when it wrote every line
+   * appended so far (nothing was in flight, and the write succeeded).
    */
-  #writeQueuedNow(): void {
-    if (this.#writing || this.#syncing > 0 || this.#queue.length === 0 || this.#failure !== undefined) return;
+  #writeQueuedNow(): boolean {
+    if (this.#writing || this.#syncing > 0 || this.#queue.length === 0 || this.#failure !== undefined) return false;
     const batch = this.#queue;
     this.#queue = [];
     this.#writeBatch(batch, () => {
       const buffer = joinLines(batch);
       for (let offset = 0; offset < buffer.length;) offset += writeSync(this.#handle.fd, buffer, offset, buffer.length - offset, null);
     });
+    return this.#failure === undefined;
   }
 
   /**
