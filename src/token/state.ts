@@ -164,9 +164,9 @@ export class TokenState implements Watched {
     const subtree = this.#children === undefined ? undefined : this.#tripChildren([this]);
     // The bridge keeps watching a cancelled token until it retires (a later cancel through its
     // handle finds it cancelled and changes nothing). Unwatching here would disarm the slab's
-    // bridge, whose notify resolves an async waiter inside the engine: that takes the engine's
-    // wait-list lock while the worker just woken by the slot's notify is taking it back, and
-    // delays that worker (docs/benchmarks.md, "Where P1's time goes").
+    // bridge, and its notify, which resolves an async waiter inside the engine, right after the
+    // slot's notify delays the worker that one has just woken (measured: docs/benchmarks.md,
+    // "Where P1's time goes"; most likely both take the engine's one wait-list lock).
     if (subtree === undefined) {
       this.#controller?.abort(this.#reasonOnCancel());
       this.#tellOwners();
