@@ -18,7 +18,7 @@
  * rejects hard at once; no new task goes to that worker meanwhile).
  */
 
-import { abortedTaskError, CancelledError, isCancelledError } from '../errors.js';
+import { abortedTaskError, cancelledError, isCancelledError, type CancelledError } from '../errors.js';
 import { addOwnerOf, removeOwnerOf } from '../token/owners.js';
 import type { Owner } from '../token/state.js';
 import { isStopGoverned } from '../token/owners.js';
@@ -167,7 +167,8 @@ export class TaskRun implements Owner, Startable {
     const options = { reason: this.token.reason, sessionId: this.token.sessionId, turnId: this.token.turnId, hard: this.hard };
     if (this.signal?.aborted) return abortedTaskError(this.signal.reason, options);
     const what = this.hard ? `hard-stopped after its grace window (${this.graceMs} ms or the stop's)` : this.started ? 'stopped' : 'dropped from the queue';
-    return new CancelledError(`pool task ${what}: turn ${this.token.turnId ?? '(none)'} of session ${this.token.sessionId} was cancelled`, { ...options, cause });
+    // Stack-less: the rejection of a stopped task is control flow (see `cancelledError`).
+    return cancelledError(`pool task ${what}: turn ${this.token.turnId ?? '(none)'} of session ${this.token.sessionId} was cancelled`, { ...options, cause });
   }
 
   #finish(how: Settlement): void {
