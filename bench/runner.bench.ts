@@ -70,9 +70,14 @@ async function orderedFloor(file: FileHandle, raw: RawWorker, bytes: TurnBytes):
   await append(file, bytes.pre);
   const { report, acted } = await raw.sample({ kind: 'wait' }, async () => {
     await settle();
-    // A bare AbortController with one listener: the main-thread await the stop unwinds.
+    // The main-thread awaits the turn's body has (see body()), on a bare AbortController: a model
+    // stream that rejects with an error of its own, and the say stream's delay. They are user code,
+    // so both sides run them.
     const controller = new AbortController();
-    const unwound = new Promise<void>((r) => controller.signal.addEventListener('abort', () => r(), { once: true }));
+    const llm = new Promise((_, reject) => controller.signal.addEventListener('abort', () => {
+      reject(new CancelledError('llm stream aborted', { reason: controller.signal.reason }));
+    }, { once: true }));
+    const unwound = Promise.allSettled([llm, delay(STREAM_EVERY_MS, undefined, { signal: controller.signal })]);
     const t0 = performance.now();
     await append(file, bytes.intent);
     await file.datasync();
