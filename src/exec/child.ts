@@ -22,6 +22,13 @@ import type { Subprocess } from './spawn.js';
 import { onTimeout } from './timeout.js';
 import type { Tree } from './tree.js';
 
+/**
+ * The reasons of the child's own controllers. Nobody reads them; given, they spare `abort()` the
+ * `DOMException` it builds (stack trace included) when called with none.
+ */
+const SETTLED = 'settled';
+const HARD_STOP = 'hard stop';
+
 interface Exit {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
@@ -77,7 +84,7 @@ export class Child {
     onTimeout(o.timeoutMs, this.#lifetime.signal, stop);
     this.result = this.#run(exited, outputs, startedAt).finally(async () => {
       this.#done = true;
-      this.#lifetime.abort();
+      this.#lifetime.abort(SETTLED);
       untrack();
       await this.#tree.dispose();
       for (const fn of this.#onDone) fn();
@@ -130,7 +137,7 @@ export class Child {
   }
 
   async #hardSequence(): Promise<void> {
-    this.#hard.abort();
+    this.#hard.abort(HARD_STOP);
     if (await this.#tree.kill()) this.#outcome.forced = true;
   }
 
