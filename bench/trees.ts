@@ -1,6 +1,7 @@
 /**
- * Process trees for the exec and stop-block suites: the pid-file handshake, "gone" as the /proc
- * entry missing or a zombie, and the reaping that leaves nothing behind.
+ * Process trees for the exec and stop-block suites. A tree's script gets a pid file as "$1" and
+ * writes its pids there (and its nested part's to "$1.n"): the handshake. "Gone" is the /proc
+ * entry missing or a zombie; whatever survives a sample is SIGKILLed by pid.
  */
 
 import { spawn } from 'node:child_process';
@@ -8,7 +9,19 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import { exec, type ExecOptions } from '../src/exec/index.js';
 import { isDead, readStat } from '../src/exec/proc.js';
+
+let dir: string | undefined;
+let trees = 0;
+/** A fresh pid file, in a temp dir removed when the process exits. */
+export function pidfile(): string {
+  if (dir === undefined) {
+    const made = (dir = mkdtempSync(join(tmpdir(), 'fullstop-bench-trees-')));
+    process.once('exit', () => rmSync(made, { recursive: true, force: true }));
+  }
+  return join(dir, `tree-${trees++}`);
+}
 
 /** Alive: a /proc entry that is not a zombie or dead (the library's own /proc reader decides). */
 export const alive = (pids: readonly number[]) => pids.filter((pid) => !isDead(readStat(pid)));
@@ -18,11 +31,11 @@ export async function untilGone(pids: readonly number[]): Promise<void> {
   while (alive(pids).length > 0) await new Promise((r) => setImmediate(r));
 }
 
-/** The handshake: the pids the tree wrote to `pidfile` (and `pidfile.n` when `nested`). */
-export async function pidsOf(pidfile: string, nested = true): Promise<number[]> {
-  const files = nested ? [pidfile, `${pidfile}.n`] : [pidfile];
+/** The pids the tree wrote to `file` (and `file.n` when `nested`). */
+export async function pidsOf(file: string, nested: boolean): Promise<number[]> {
+  const files = nested ? [file, `${file}.n`] : [file];
   for (const deadline = Date.now() + 10_000; !files.every((f) => existsSync(f)); await delay(2)) {
-    if (Date.now() > deadline) throw new Error(`tree did not write ${pidfile}`);
+    if (Date.now() > deadline) throw new Error(`tree did not write ${file}`);
   }
   return [...new Set(files.map((f) => readFileSync(f, 'utf8')).join(' ').trim().split(/\s+/).map(Number))];
 }
@@ -35,16 +48,17 @@ export async function reap(pids: readonly number[]): Promise<void> {
   await untilGone(pids);
 }
 
-/** The raw side's tree: `script` in a shell, by default in a process group of its own; `exited` when the shell is reaped. */
-export function spawnGroup(script: string, pidfile: string, detached = true) {
-  const child = spawn('sh', ['-c', script, 'tree', pidfile], { detached, stdio: 'ignore' });
-  return { child, exited: new Promise((r) => child.once('exit', r)) };
+/** fullstop's side: `script` under `exec(…, options)`, once it wrote its pids. */
+export async function execTree(script: string, options: ExecOptions, nested = true) {
+  const file = pidfile();
+  const running = exec('sh', ['-c', script, 'tree', file], options);
+  return { running, pids: await pidsOf(file, nested) };
 }
 
-/** A temp dir of pid files, one a tree. */
-export class Scratch {
-  readonly dir = mkdtempSync(join(tmpdir(), 'fullstop-bench-exec-'));
-  #n = 0;
-  pidfile = () => join(this.dir, `tree-${this.#n++}`);
-  remove = () => rmSync(this.dir, { recursive: true, force: true });
+/** The raw side's tree: spawned by node, by default in a process group of its own; `exited` when the shell is reaped. */
+export async function spawnTree(script: string, { detached = true, nested = true } = {}) {
+  const file = pidfile();
+  const child = spawn('sh', ['-c', script, 'tree', file], { detached, stdio: 'ignore' });
+  const exited = new Promise((r) => child.once('exit', r));
+  return { child, exited, pids: await pidsOf(file, nested) };
 }

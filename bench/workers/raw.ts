@@ -13,13 +13,11 @@
 
 import { parentPort, workerData } from 'node:worker_threads';
 import { tokenFromHandle } from '../../workers/runtime.js';
-import { GO, LINGER_MS, POLL_EVERY, READY, SPARE, TRIP_AFTER_MS, type RawCommand, type RawReport } from '../harness.js';
+import { GO, LINGER_MS, now, POLL_EVERY, sayReady, SPARE, step, TRIP_AFTER_MS, type RawCommand, type RawReport } from '../handshake.js';
 
 const port = parentPort!;
 const flags = workerData.flags as Int32Array;
-const now = () => process.hrtime.bigint();
 const PREBUILT = new Error('the turn is cancelled');
-const step = (x: number) => (Math.imul(x, 1103515245) + 12345) | 0;
 let loopEndedAt = 0n;
 let sink = 0;
 
@@ -76,10 +74,7 @@ function run(command: RawCommand): RawReport | undefined {
 }
 
 port.on('message', (command: RawCommand) => {
-  if (command.kind !== 'cancel') {
-    Atomics.store(flags, READY, 1);
-    Atomics.notify(flags, READY);
-  }
+  if (command.kind !== 'cancel') sayReady(flags);
   const report = run(command);
   if (report !== undefined) port.postMessage(report);
 });
