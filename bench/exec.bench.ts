@@ -1,7 +1,5 @@
-/**
- * P6: how fast a hard stop ends a SIGTERM-ignoring process tree, vs a raw group SIGKILL, and what
- * each way of stopping leaves alive (fullstop, execa's `cancelSignal`, tree-kill alone).
- */
+// P6: how fast a hard stop ends a SIGTERM-ignoring process tree, vs a raw group SIGKILL, and what
+// each way of stopping leaves alive (fullstop, execa's `cancelSignal`, tree-kill alone).
 
 import { setTimeout as delay } from 'node:timers/promises';
 import { execa } from 'execa';
@@ -27,7 +25,7 @@ wait`;
 const GRACE_MS = 50;
 const registry = new TurnRegistry();
 
-/** `script`'s tree under a fresh turn's token; `stop(token, pids)` once the tree wrote its pids (on a failure, the tree is reaped). */
+/** `stop(token, pids)` of `script`'s tree under a fresh turn's token; on a failure, the tree is reaped. */
 async function underToken<T>(script: string, stop: (token: CancelToken, pids: number[]) => Promise<T>): Promise<T> {
   const token = registry.beginTurn('bench');
   const { running, pids } = await execTree(script, { token, graceMs: GRACE_MS });
@@ -55,7 +53,7 @@ const fullstopSample = () => underToken(IGNORES_TERM, async (token, pids) => {
   return goneMs;
 });
 
-/** Raw: the same tree spawned detached by node; SIGTERM the group, then time a group SIGKILL until every pid is gone. */
+/** Raw: SIGTERM the tree's group, then time a group SIGKILL until every pid is gone. */
 async function rawSample(): Promise<number> {
   const { child, exited, pids } = await spawnTree(IGNORES_TERM);
   try {
@@ -70,10 +68,9 @@ async function rawSample(): Promise<number> {
   }
 }
 
-/** Ways of stopping `script`'s tree with a grace of GRACE_MS; each returns the tree's pids once it is done. */
+/** Ways of stopping `script`'s tree with a grace of GRACE_MS; each resolves with its pids once done. */
 const stoppers: Record<string, (script: string) => Promise<number[]>> = {
   fullstop: (script) => underToken(script, async (token, pids) => (token.cancel(), pids)),
-  /** execa's own cancel: `cancelSignal`, SIGKILL after the same grace (`forceKillAfterDelay`). */
   async execaCancelSignal(script) {
     const [controller, file] = [new AbortController(), pidfile()];
     const running = execa('sh', ['-c', script, 'tree', file], { cancelSignal: controller.signal, forceKillAfterDelay: GRACE_MS, stdio: 'ignore', reject: false });
@@ -83,7 +80,6 @@ const stoppers: Record<string, (script: string) => Promise<number[]>> = {
     await delay(GRACE_MS);
     return pids;
   },
-  /** tree-kill alone, used the polite way: SIGTERM the tree, wait the grace, SIGKILL the tree. */
   async treeKillAlone(script) {
     const { child, exited, pids } = await spawnTree(script, { detached: false });
     await new Promise((r) => treeKill(child.pid!, 'SIGTERM', r));
@@ -99,9 +95,8 @@ export const suite: Suite = {
   ids: ['P6'],
   async run(ctx) {
     const samples = ctx.quick ? 3 : 40;
-    // One warm-up pair, not recorded (first spawn, first /proc walk).
-    const { samples: s } = await samplePairs('P6', { pairs: samples, warmup: 1 }, { fullstop: fullstopSample, raw: rawSample });
-    ctx.progress(`exec: P6 ${samples} pairs; survivors next`);
+    // The warm-up pair pays for the first spawn and the first /proc walk.
+    const { samples: s } = await samplePairs('P6', { pairs: samples, warmup: 1 }, { fullstop: fullstopSample, raw: rawSample }, ctx);
     const survivors: Record<string, Record<string, number>> = {};
     for (const [tree, script] of Object.entries({ ignoresTermTreeOfFive: IGNORES_TERM, setsidEscape: SETSID_ESCAPE })) {
       survivors[tree] = {};

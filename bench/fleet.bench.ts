@@ -1,8 +1,5 @@
-/**
- * F1–F6: fullstop/fleet against the shared Redis at 127.0.0.1:6379 (REDIS_PORT to change it);
- * without Redis the suite says so and gives no rows. Instances A (owner) and B (requester) live in
- * this process; their runners keep no ledger: the rows measure the relay, not fdatasync.
- */
+// F1–F6 against the Redis at 127.0.0.1:6379 (REDIS_PORT); without one, no rows. Instances A (owner)
+// and B (requester) live in this process; their runners keep no ledger: the rows measure the relay.
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { setImmediate, setTimeout as delay } from 'node:timers/promises';
@@ -18,30 +15,16 @@ const us = (ms: number) => ms * 1000;
 const timedUs = async (fn: () => Promise<unknown>) => { const t0 = performance.now(); await fn(); return us(performance.now() - t0); };
 const runner = () => new TurnRunner({ registry: new TurnRegistry() });
 
-/** Run a turn on `fleet` that lasts until its signal aborts; `aborted` resolves with performance.now() then. */
+/** A turn on `fleet` that lasts until its signal aborts, once its body runs; `aborted`: performance.now() then. */
 async function heldTurn(fleet: Fleet, session: string, turnId?: string): Promise<{ aborted: Promise<number>; done: Promise<unknown> }> {
-  let aborted!: Promise<number>;
-  let done!: Promise<unknown>;
-  await new Promise<void>((started) => {
-    aborted = new Promise((resolve) => {
-      done = fleet.run(session, (turn: Turn) => new Promise((end) => {
-        turn.signal.addEventListener('abort', () => { resolve(performance.now()); end(0); }, { once: true });
-        started();
-      }), { turnId });
-    });
-  });
+  let [started, abortedAt] = [() => {}, (_: number) => {}];
+  const [running, aborted] = [new Promise<void>((r) => { started = r; }), new Promise<number>((r) => { abortedAt = r; })];
+  const done = fleet.run(session, (turn: Turn) => new Promise((end) => {
+    turn.signal.addEventListener('abort', () => { abortedAt(performance.now()); end(0); }, { once: true });
+    started();
+  }), { turnId });
+  await running;
   return { aborted, done };
-}
-
-/** `real` with some methods replaced, the others bound to it. */
-function wrap(real: Client, overrides: Partial<FleetRedisClient>): FleetRedisClient {
-  return new Proxy(real, {
-    get(target, key) {
-      if (key in overrides) return overrides[key as keyof FleetRedisClient];
-      const v = Reflect.get(target, key, target) as unknown;
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  }) as unknown as FleetRedisClient;
 }
 
 /** A client whose subscriber (its duplicate) never connects, to a port just closed: every publish to it is lost. */
@@ -50,16 +33,28 @@ async function deafClient(real: Client): Promise<FleetRedisClient> {
   await new Promise((r) => server.once('listening', r));
   const { port } = server.address() as { port: number };
   await new Promise((r) => server.close(r));
-  return wrap(real, {
-    duplicate: (o) => createClient({ name: o?.name, socket: { host: '127.0.0.1', port, reconnectStrategy: () => 1000 } }) as unknown as FleetRedisClient,
-  });
+  return Object.assign(real, { duplicate: () => createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: () => 1000 } }) }) as unknown as FleetRedisClient;
 }
 
-/** What the row groups share: the context, the key prefix, and the clients and instances closed at the end. */
-type Lab = { ctx: SuiteContext; prefix: string; client(from?: Client): Promise<Client>; fleet(nodeId: string, redis: FleetRedisClient | Client, options?: object): Promise<Fleet> };
+// The run's key prefix, and the clients and instances it closes at the end.
+const prefix = `fullstop-bench:${process.pid}:${randomBytes(3).toString('hex')}`;
+const [clients, fleets]: [Client[], Fleet[]] = [[], []];
+
+async function client(from?: Client): Promise<Client> {
+  const c = from?.duplicate() ?? createClient({ socket: { host: '127.0.0.1', port: PORT } });
+  c.on('error', () => {});
+  clients.push(c);
+  await c.connect();
+  return c;
+}
+
+async function fleet(nodeId: string, redis: FleetRedisClient | Client, options = {}): Promise<Fleet> {
+  fleets.push(await Fleet.start({ redis: redis as FleetRedisClient, runner: runner(), nodeId, prefix, ...options }));
+  return fleets.at(-1)!;
+}
 
 /** F1, F2: a stop relayed from B to A, against the raw floors; also the EVALSHA round trip (F3's unit). */
-async function relayRows({ ctx, prefix, client }: Lab, fleetA: Fleet, fleetB: Fleet): Promise<{ rows: BenchResult[]; rtt: number }> {
+async function relayRows(ctx: SuiteContext, fleetA: Fleet, fleetB: Fleet): Promise<{ rows: BenchResult[]; rtt: number }> {
   // Raw floor connections: x requests, y subscribes (the owner), z answers, w subscribes (the requester).
   const [x, z] = [await client(), await client()];
   const [y, w] = [await client(x), await client(z)];
@@ -108,12 +103,13 @@ async function relayRows({ ctx, prefix, client }: Lab, fleetA: Fleet, fleetB: Fl
 }
 
 /** F3, F4: what the fleet adds to a turn, one at a time and 100 sessions at once. */
-async function overheadRows({ ctx, client, fleet }: Lab, fleetA: Fleet, rtt: number): Promise<BenchResult[]> {
+async function overheadRows(ctx: SuiteContext, fleetA: Fleet, rtt: number): Promise<BenchResult[]> {
   const plainRunner = runner();
   // F3 on an instance whose client counts the commands it sends.
   const counted = await client();
+  const send = counted.sendCommand.bind(counted);
   let [commands, perTurn] = [0, 0];
-  const fleetC = await fleet('bench-c', wrap(counted, { sendCommand: (args, o) => (commands++, counted.sendCommand(args, o)) }));
+  const fleetC = await fleet('bench-c', Object.assign(counted, { sendCommand: (...args: Parameters<typeof send>) => (commands++, send(...args)) }));
   const { samples: f3 } = await samplePairs('F3', { pairs: ctx.quick ? 60 : 400, warmup: 10 }, {
     fleet: async (warmup) => {
       const before = commands;
@@ -143,7 +139,7 @@ async function overheadRows({ ctx, client, fleet }: Lab, fleetA: Fleet, rtt: num
 }
 
 /** F5: a stop whose wake-up publish is lost, recovered by the owner's renewal. */
-async function lostWakeUp({ ctx, client, fleet }: Lab, fleetB: Fleet): Promise<BenchResult> {
+async function lostWakeUp(ctx: SuiteContext, fleetB: Fleet): Promise<BenchResult> {
   const renewMs = 200;
   const fleetD = await fleet('bench-deaf', await deafClient(await client()), { leaseMs: 2000, renewMs });
   const { samples: f5 } = await samplePairs('F5', { pairs: ctx.quick ? 3 : 15, warmup: 0 }, {
@@ -163,7 +159,7 @@ async function lostWakeUp({ ctx, client, fleet }: Lab, fleetB: Fleet): Promise<B
 }
 
 /** F6: a dead owner's turn, marked interrupted by another instance's sweep. */
-async function deadOwner({ ctx, prefix, client, fleet }: Lab): Promise<BenchResult> {
+async function deadOwner(ctx: SuiteContext): Promise<BenchResult> {
   const [leaseMs, sweepMs] = [500, 100];
   const fleetE = await fleet('bench-sweeper', await client(), { leaseMs: 5000, sweepMs });
   let i = 0;
@@ -196,31 +192,15 @@ async function run(ctx: SuiteContext): Promise<BenchResult[]> {
     ctx.progress(`fleet: no Redis at 127.0.0.1:${PORT} — F1–F6 skipped (start one: redis-server --port ${PORT} --save '' --daemonize yes)`);
     return [];
   }
-  const prefix = `fullstop-bench:${process.pid}:${randomBytes(3).toString('hex')}`;
-  const [clients, fleets]: [Client[], Fleet[]] = [[], []];
-  const lab: Lab = {
-    ctx, prefix,
-    async client(from) {
-      const c = from?.duplicate() ?? createClient({ socket: { host: '127.0.0.1', port: PORT } });
-      c.on('error', () => {});
-      clients.push(c);
-      await c.connect();
-      return c;
-    },
-    async fleet(nodeId, redis, options = {}) {
-      fleets.push(await Fleet.start({ redis: redis as FleetRedisClient, runner: runner(), nodeId, prefix, ...options }));
-      return fleets.at(-1)!;
-    },
-  };
   try {
     const rows: BenchResult[] = [];
-    const [fleetA, fleetB] = [await lab.fleet('bench-a', await lab.client()), await lab.fleet('bench-b', await lab.client())];
+    const [fleetA, fleetB] = [await fleet('bench-a', await client()), await fleet('bench-b', await client())];
     if (['F1', 'F2', 'F3', 'F4'].some(ctx.wants)) {
-      const relay = await relayRows(lab, fleetA, fleetB);
-      rows.push(...relay.rows, ...(await overheadRows(lab, fleetA, relay.rtt)));
+      const relay = await relayRows(ctx, fleetA, fleetB);
+      rows.push(...relay.rows, ...(await overheadRows(ctx, fleetA, relay.rtt)));
     }
-    if (ctx.wants('F5')) rows.push(await lostWakeUp(lab, fleetB));
-    if (ctx.wants('F6')) rows.push(await deadOwner(lab));
+    if (ctx.wants('F5')) rows.push(await lostWakeUp(ctx, fleetB));
+    if (ctx.wants('F6')) rows.push(await deadOwner(ctx));
     return rows;
   } finally {
     for (const f of fleets) await f.close();

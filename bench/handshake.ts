@@ -1,9 +1,5 @@
-/**
- * What main and the bench's workers (bench/workers/) agree on. The clock is
- * `process.hrtime.bigint()`, one monotonic clock for every thread of the process, so stamps from
- * two threads subtract directly. Before every cancel main waits for the worker's READY and 1 ms
- * more (never a bare sleep), so the worker really is blocked or spinning.
- */
+// What main and the bench's workers agree on. The clock is `process.hrtime.bigint()`, one monotonic
+// clock for every thread of the process, so stamps from two threads subtract directly.
 
 import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -12,7 +8,7 @@ import type { TokenHandle } from '../workers/runtime.js';
 
 export const now = () => process.hrtime.bigint();
 export const usSince = (t0: bigint, t1: bigint) => Number(t1 - t0) / 1000;
-/** A step of work the JIT cannot drop (its result is reported back). */
+/** Work the JIT cannot drop (its result is reported back). */
 export const step = (x: number) => (Math.imul(x, 1103515245) + 12345) | 0;
 
 /** Cells: READY (the worker is where its sample starts), GO (the raw floors' "go"), SPARE (never written: a timed wait). */
@@ -21,16 +17,12 @@ export const flagCells = () => new Int32Array(new SharedArrayBuffer(16));
 /** P3: a task trips its turn TRIP_AFTER_MS in (main is idle by then) and lingers LINGER_MS (its reply cannot come first). SQ1: POLL_EVERY. */
 export const [TRIP_AFTER_MS, LINGER_MS, POLL_EVERY] = [2, 5, 1000];
 
-/** The worker's side of the handshake. */
 export function sayReady(flags: Int32Array): void {
   Atomics.store(flags, READY, 1);
   Atomics.notify(flags, READY);
 }
 
-/**
- * Clear READY, `start` the sample (whose worker says READY) and resolve once it did, with what
- * `start` returned, boxed; rejects if that settles first (the worker ended before it was ready).
- */
+/** Clear READY, `start` the sample and resolve (with its promise, boxed) once its worker said READY; reject if it settled first. */
 export async function started<T>(flags: Int32Array, what: string, start: () => Promise<T>): Promise<{ running: Promise<T> }> {
   Atomics.store(flags, READY, 0);
   const running = start();
@@ -44,7 +36,7 @@ export async function started<T>(flags: Int32Array, what: string, start: () => P
   return { running };
 }
 
-/** Main's pause after a worker's READY before it acts. */
+/** Main's pause after READY before it acts, so the worker really is blocked or spinning. */
 export const settle = () => delay(1);
 
 /** Main → raw worker: one floor sample (bench/workers/raw.ts says what each kind does). */
@@ -55,7 +47,7 @@ export type RawCommand =
 /** Raw worker → main: its stamp; `ok` false if it woke from no block (or SQ1's loop ran out); `loopEndedAt`: SQ1. */
 export type RawReport = { at: bigint; ok: boolean; sink: number; loopEndedAt?: bigint };
 
-/** The raw floors' plain worker. */
+/** The raw floors' plain worker (bench/workers/raw.ts). */
 export class RawWorker {
   readonly flags = flagCells();
   readonly worker = new Worker(new URL('./workers/raw.js', import.meta.url), { workerData: { flags: this.flags } });

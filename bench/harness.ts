@@ -1,8 +1,5 @@
-/**
- * What every suite shares: the row (docs/benchmarks.md, "The JSON"), its statistics and the one
- * paired runner. Sides are compared pair by pair because this machine is shared and noisy: a
- * neighbour that slows pair 3 slows every side of pair 3.
- */
+// What every suite shares: the row (docs/benchmarks.md, "The JSON"), its statistics and the one
+// runner. Sides are sampled in pairs because the machine is shared: a burst slows the whole pair.
 
 import type { CancelToken, TurnRegistry } from '../src/index.js';
 
@@ -11,27 +8,18 @@ type Summary = { median: number; p99: number };
 
 /** `ratio`: the median of per-pair ratios fullstop/baseline when paired (with their `spread`), else the ratio of the medians. */
 export interface BenchResult {
-  id: string;
-  metric: string;
-  unit: string;
-  fullstop: Summary;
-  baseline: { name: string } & Summary;
-  ratio: number;
-  spread?: Spread;
-  shape?: { name: string } & Summary;
-  shapeRatio?: number;
-  shapeSpread?: Spread;
-  better: 'lower' | 'higher';
+  id: string; metric: string; unit: string; better: 'lower' | 'higher';
+  fullstop: Summary; baseline: { name: string } & Summary; ratio: number; spread?: Spread;
+  shape?: { name: string } & Summary; shapeRatio?: number; shapeSpread?: Spread;
   extra?: Record<string, unknown>;
 }
 
 /** `wants(id)`: `--only`, so a suite can skip rows nobody asked for (rows are filtered afterwards anyway). */
 export type SuiteContext = { quick: boolean; progress(message: string): void; wants(id: string): boolean };
 
-/** A suite is a file `bench/NAME.bench.ts` exporting one; `ids` lets `--only ID` skip the suites that cannot help. */
+/** Exported as `suite` by `bench/NAME.bench.ts`; `ids` lets `--only ID` skip the suites that cannot help. */
 export type Suite = { ids: readonly string[]; run(ctx: SuiteContext): Promise<BenchResult[]> };
 
-/** Nearest-rank quantile of sorted values. */
 const quantile = (sorted: readonly number[], q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
 
 export function summarize(samples: readonly number[]): Summary {
@@ -41,7 +29,6 @@ export function summarize(samples: readonly number[]): Summary {
 }
 export const median = (samples: readonly number[]) => summarize(samples).median;
 
-/** Median and spread of `a[i] / b[i]`. */
 export function pairedRatio(a: readonly number[], b: readonly number[]): { ratio: number; spread: Spread } {
   if (a.length !== b.length || a.length === 0) {
     throw new RangeError(`samples: expected two non-empty series of one length, got ${a.length} and ${b.length}`);
@@ -52,10 +39,7 @@ export function pairedRatio(a: readonly number[], b: readonly number[]): { ratio
 
 export type Head = Pick<BenchResult, 'id' | 'metric' | 'unit' | 'extra'> & { better?: BenchResult['better'] };
 
-/**
- * A row from both sides' samples. Paired (sample i of each side comes from pair i) unless
- * `paired: false`, which takes the ratio of the medians; `better` is 'lower' unless given.
- */
+/** A row: paired (sample i of each side is from pair i) unless `paired: false`, the ratio of the medians. */
 export function compare(
   head: Head,
   fullstop: readonly number[],
@@ -106,10 +90,7 @@ export async function samplePairs<S extends Record<string, unknown>>(
   return { samples, voided };
 }
 
-/**
- * Synchronous batches of `ops` operations, sampled with tinybench in rounds (the order rotating);
- * per task one figure a round: its median, in ns per operation.
- */
+/** Synchronous batches of `ops` operations in tinybench rounds, the order rotating; a round's median per task, ns an op. */
 export async function sampleRounds(
   tasks: readonly { name: string; fn: () => unknown; ops: number }[],
   options: { rounds: number; timeMs: number; warmupMs: number },
@@ -139,7 +120,7 @@ export async function withTurn<T>(registry: TurnRegistry, session: string, fn: (
   }
 }
 
-/** A leaked slot, bridge or owner would make a figure a lie (and is a bug to report). */
+/** A leaked slot, bridge or owner would make a figure a lie. */
 export function assertNothingLive(registry: { stats(): object }, id: string): void {
   const stats = registry.stats() as Record<string, number>;
   if (Object.values(stats).some((n) => n !== 0)) throw new Error(`${id}: left live: ${JSON.stringify(stats)}`);

@@ -1,7 +1,5 @@
-/**
- * P4: cancel → the next turn's task result on a 1-thread pool, vs Piscina's own abort (terminate +
- * respawn). P5, P5-plain, P5-c4: trivial tasks, 100 in flight, 2 threads, against raw Piscina in rounds.
- */
+// P4: cancel → the next turn's task result, vs Piscina's own abort (terminate + respawn). P5*:
+// throughput against raw Piscina in rounds (docs/benchmarks.md).
 
 import { Piscina } from 'piscina';
 import { isCancelledError, TurnPool, TurnRegistry, type CancelledError, type CancelToken } from '../src/index.js';
@@ -14,7 +12,6 @@ const registry = new TurnRegistry();
 
 async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
   const counts = ctx.quick ? { pairs: 3, warmup: 1 } : { pairs: 30, warmup: 2 };
-  ctx.progress(`P4 stop → next task on a 1-thread pool, ${counts.pairs} pairs vs piscina abort (respawn)`);
   const options = { filename: TASKS, minThreads: 1, maxThreads: 1 };
   const [pool, raw, flags] = [new TurnPool(options), new Piscina(options), flagCells()];
   /** Once `sleeper` is ready, `stop` it: µs to the result of the task `stop` submits (7), and how the sleeper ended. */
@@ -51,7 +48,7 @@ async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
         if (error?.name !== 'AbortError') throw new Error(`P4 raw: expected an AbortError, got ${String(error)}`);
         return us;
       },
-    });
+    }, ctx);
     const { hardStops, cooperativeStops } = pool.stats();
     if (hardStops !== 0) throw new Error(`P4: ${hardStops} hard stops (every stop should be cooperative)`);
     return compare({ id: 'P4', metric: 'stop → next task completes (1 thread)', unit: 'µs', extra: { goal: '≤ 1/30', voided, cooperativeStops } },
@@ -78,7 +75,6 @@ async function drive(submit: (i: number) => Promise<unknown>, total: number): Pr
 
 async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
   const [rounds, total] = ctx.quick ? [3, 900] : [12, 15_000];
-  ctx.progress(`P5 throughput, ${rounds} rounds of ${total} trivial tasks × 5 variants, ${IN_FLIGHT} in flight`);
   const options = { filename: TASKS, name: 'trivial', minThreads: 2, maxThreads: 2 };
   const four = { ...options, concurrentTasksPerWorker: 4 };
   const pools = { raw: new Piscina(options), pool: new TurnPool(options), raw4: new Piscina(four), pool4: new TurnPool(four) };
@@ -92,7 +88,7 @@ async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
       plain: variant((i) => pools.pool.run(i)),
       raw4: variant((i) => pools.raw4.run(i)),
       token4: variant((i, token) => pools.pool4.run(i, { token })),
-    });
+    }, ctx);
     const row = (id: string, metric: string, side: number[], base: number[], perWorker = 1) => compare({ id, metric, unit: 'tasks/s', better: 'higher',
       extra: { goal: '≥ 0.95×', rounds, tasksPerRound: total, inFlight: IN_FLIGHT, threads: 2, concurrentTasksPerWorker: perWorker } },
     side, [`raw Piscina${perWorker > 1 ? `, concurrentTasksPerWorker ${perWorker}` : ''}`, base]);

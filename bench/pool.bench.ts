@@ -1,7 +1,5 @@
-/**
- * P1–P3: how fast a TurnPool task stops, and how fast a worker's cancel reaches main, against a
- * plain worker's floors (docs/benchmarks.md). Tasks run on a 1-thread TurnPool (bench/workers/tasks.ts).
- */
+// P1–P3: how fast a TurnPool task stops, and how fast a worker's cancel reaches main, against a
+// plain worker's floors (docs/benchmarks.md). Tasks run on a 1-thread TurnPool.
 
 import { TurnPool, TurnRegistry } from '../src/index.js';
 import { flagCells, GO, now, RawWorker, settle, started, usSince } from './handshake.js';
@@ -28,11 +26,7 @@ const cancelTask = (name: string) => withTurn(registry, `lab-${++turns}`, async 
   return usSince(t0, value[0]);
 });
 
-/**
- * P3's floors: main waits with waitAsync on GO; `prepare` runs before the wait (as fullstop's
- * listener is added before its task runs) and returns what runs on the wake: µs from the worker's
- * store to that callback's stamp.
- */
+/** P3's floors: µs from the worker's store to the stamp of what `prepare` (run before the wait, as fullstop's listener is added before its task runs) returned. */
 const waitAsyncFloor = (prepare: () => () => bigint | Promise<bigint>) => async () => {
   const { report, acted: woke } = await raw.sample({ kind: 'notify' }, () => {
     const onWake = prepare();
@@ -54,19 +48,17 @@ const p3 = () => withTurn(registry, 'p3', async (token) => {
 async function rows(ctx: SuiteContext): Promise<BenchResult[]> {
   const out = [];
   if (ctx.wants('P1')) {
-    ctx.progress(`P1 cancel → sleep() wakes, ${pairCounts(ctx).pairs} pairs`);
     const { samples: s, voided } = await samplePairs('P1', pairCounts(ctx), {
       fullstop: () => cancelTask('sleeper'), raw: () => raw.flip({ kind: 'wait' }), shape: () => raw.flip({ kind: 'wait', shape: true }),
-    });
+    }, ctx);
     out.push(compare(head('P1', 'cancel → task in sleep() wakes', { goal: 'shape ≤ 1.25×', voided }), s.fullstop, ['raw Atomics.notify → wait', s.raw],
       { shape: ['raw + throw a pre-built Error', s.shape] }));
   }
   if (ctx.wants('P2') || ctx.wants('P2-plain')) {
-    ctx.progress(`P2 cancel → busy checkCancelled() throws, ${pairCounts(ctx).pairs} pairs`);
     const { samples: s, voided } = await samplePairs('P2', pairCounts(ctx), {
       fullstop: () => cancelTask('pollsEveryIteration'), plain: () => cancelTask('pollsIsCancelled'),
       raw: () => raw.flip({ kind: 'poll' }), shape: () => raw.flip({ kind: 'poll', shape: true }),
-    });
+    }, ctx);
     out.push(
       compare(head('P2', 'cancel → busy checkCancelled() throws', { goal: 'shape ≤ 1.25×', voided, sink: sink & 1 }), s.fullstop, ['raw Atomics.load poll', s.raw],
         { shape: ['raw poll + throw a pre-built Error', s.shape] }),
@@ -74,7 +66,6 @@ async function rows(ctx: SuiteContext): Promise<BenchResult[]> {
     );
   }
   if (ctx.wants('P3')) {
-    ctx.progress(`P3 cancelTurn() in a worker → main signal fires, ${pairCounts(ctx, 200).pairs} pairs`);
     const reason = new Error('cancelled');
     const { samples: s, voided } = await samplePairs('P3', pairCounts(ctx, 200), {
       fullstop: p3,
@@ -84,7 +75,7 @@ async function rows(ctx: SuiteContext): Promise<BenchResult[]> {
         const fired = aborted(controller.signal);
         return () => (controller.abort(reason), fired);
       }),
-    });
+    }, ctx);
     out.push(compare(head('P3', 'cancelTurn() in worker → main signal aborts', { goal: 'shape ≤ 1.1×', voided }), s.fullstop, ['raw store+notify → waitAsync', s.raw],
       { shape: ['raw waitAsync + AbortController.abort', s.shape] }));
   }

@@ -18,18 +18,14 @@ export const USAGE = `usage: node dist/bench/run.js [--quick] [--only ID_OR_SUIT
 
 export type ResultsDocument = { date: string; node: string; cpus: number; results: BenchResult[] };
 
-/** The problems of one row (empty if valid): tools read the JSON, so a malformed row fails its suite. */
+/** A row's problems (none if valid): tools read the JSON, so a row with a non-finite figure or a zero floor fails its suite. */
 export function validateResult(r: BenchResult): string[] {
-  const finite = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
-  const sides = r?.shape === undefined ? (['fullstop', 'baseline'] as const) : (['fullstop', 'baseline', 'shape'] as const);
+  const sides = { fullstop: r.fullstop, baseline: r.baseline, ...(r.shape ? { shape: r.shape } : {}) };
   return [
-    (typeof r?.id !== 'string' || r.id === '') && `id: expected a non-empty string, got ${JSON.stringify(r?.id)}`,
-    (typeof r?.metric !== 'string' || typeof r?.unit !== 'string') && 'metric and unit: expected strings',
-    r?.better !== 'lower' && r?.better !== 'higher' && `better: expected 'lower' or 'higher', got ${JSON.stringify(r?.better)}`,
-    ...sides.map((side) => !(finite(r?.[side]?.median) && finite(r?.[side]?.p99)) && `${side}.median and .p99: expected finite numbers`),
-    r?.baseline?.median === 0 && 'baseline.median: is 0, so no ratio (put counts like that in extra)',
-    !finite(r?.ratio) && `ratio: expected a finite number, got ${JSON.stringify(r?.ratio)}`,
-  ].filter((p): p is string => typeof p === 'string').map((p) => (p.startsWith('id:') ? p : `${String(r?.id)}: ${p}`));
+    ...Object.entries(sides).filter(([, v]) => !(Number.isFinite(v.median) && Number.isFinite(v.p99))).map(([k]) => `${k}.median and .p99: expected finite numbers`),
+    ...(r.baseline.median === 0 ? ['baseline.median: is 0, so no ratio (put counts like that in extra)'] : []),
+    ...(Number.isFinite(r.ratio) ? [] : [`ratio: expected a finite number, got ${r.ratio}`]),
+  ].map((p) => `${r.id}: ${p}`);
 }
 
 /** Three significant digits, thousands separated, no exponent. */

@@ -1,7 +1,5 @@
-/**
- * R1–R7: a cooperative turn's stop, request → `turn_aborted` emitted, and its StopReport's phases,
- * against the ordered floor in the same rounds (docs/benchmarks.md, "R1 against the ordered floor").
- */
+// R1–R7: a cooperative turn's stop, request → `turn_aborted` emitted, and its StopReport's phases,
+// against the ordered floor in the same rounds (docs/benchmarks.md, "R1 against the ordered floor").
 
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';

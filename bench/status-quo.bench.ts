@@ -1,8 +1,5 @@
-/**
- * SQ1, the status quo: a worker in a LOOP_MS synchronous loop, cancelled CANCEL_AT_MS in, by a
- * MessagePort message vs `token.cancel()` (docs/benchmarks.md). One sample is one real loop in the
- * raw worker (bench/workers/raw.ts).
- */
+// SQ1: a worker in a LOOP_MS synchronous loop cancelled CANCEL_AT_MS in, by a MessagePort message
+// (the status quo) vs `token.cancel()`. One sample is one real loop in the raw worker.
 
 import { setTimeout as delay } from 'node:timers/promises';
 import { TurnRegistry } from '../src/index.js';
@@ -29,7 +26,6 @@ export const suite: Suite = {
   ids: ['SQ1'],
   async run(ctx) {
     const pairs = ctx.quick ? 4 : 40;
-    ctx.progress(`SQ1 ${pairs} pairs of a ${LOOP_MS} ms loop cancelled at ${CANCEL_AT_MS} ms`);
     const registry = new TurnRegistry();
     const raw = new RawWorker();
     try {
@@ -41,7 +37,7 @@ export const suite: Suite = {
           return sample(raw, { kind: 'loop', id, loopMs: LOOP_MS }, () => raw.worker.postMessage({ kind: 'cancel', id } satisfies RawCommand));
         },
         token: () => withTurn(registry, 'sq1', (token) => sample(raw, { kind: 'loop', id: ++ids, loopMs: LOOP_MS, handle: token.handle }, () => token.cancel())),
-      });
+      }, ctx);
       assertNothingLive(registry, 'SQ1');
       return [compare({ id: 'SQ1', metric: 'worker in a sync loop notices cancel', unit: 'µs', extra: { loopMs: LOOP_MS, cancelAtMs: CANCEL_AT_MS, pollEvery: POLL_EVERY, voided } },
         samples.token, ['MessagePort message', samples.message])];

@@ -1,9 +1,6 @@
-/**
- * S1-0, S1-1000: how long one stop holds the event loop with N extra idle processes on the host,
- * vs a raw `process.kill(-pgid, 'SIGTERM')` of the same tree (docs/benchmarks.md, "S1").
- */
+// S1-0, S1-1000: how long one stop holds the event loop with N extra idle processes on the host,
+// vs a raw `process.kill(-pgid, 'SIGTERM')` of the same tree (docs/benchmarks.md, "S1").
 
-import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { TurnRegistry } from '../src/index.js';
 import { compare, median, samplePairs, type BenchResult, type Suite, type SuiteContext } from './harness.js';
@@ -16,26 +13,13 @@ echo "$$ $s" > "$1.tmp" && mv "$1.tmp" "$1"
 wait`;
 
 /** `n` idle processes: a shell and `n` sleeps, which it reaps on SIGTERM (this host's init leaves orphans as zombies). */
-async function idleProcesses(n: number): Promise<() => Promise<unknown>> {
-  if (n === 0) return async () => {};
-  const script = `trap 'kill $pids 2>/dev/null; wait; exit 0' TERM
-i=0; pids=; while [ $i -lt ${n} ]; do sleep 100000 & pids="$pids $!"; i=$((i+1)); done; echo ready; wait`;
-  const shell = spawn('sh', ['-c', script], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
-  const exited = new Promise((r) => shell.once('exit', r));
-  await new Promise<void>((resolve, reject) => {
-    shell.stdout!.on('data', (d: Buffer) => { if (d.toString().includes('ready')) resolve(); });
-    shell.once('exit', (code) => reject(new Error(`S1: the idle-process shell exited (${code}) before it was ready`)));
-  });
-  return () => (shell.kill('SIGTERM'), exited);
-}
+const IDLE = (n: number) => `trap 'kill $pids 2>/dev/null; wait; exit 0' TERM
+i=0; pids=; while [ $i -lt ${n} ]; do sleep 100000 & pids="$pids $!"; i=$((i+1)); done
+echo $$ > "$1.tmp" && mv "$1.tmp" "$1"; wait`;
 
 const processCpuMs = () => (({ user, system }) => (user + system) / 1000)(process.cpuUsage());
 
-/**
- * The event loop's longest stretch between two `setImmediate` turns from `start()` until its
- * promise settles (ms): `block`, the smaller of its wall-clock gap and the process's CPU time (each
- * bounds main's block, and each is blind to what the other counts); `wall`, the wall gap alone.
- */
+/** The longest stretch between two event-loop turns until `start()` settles, ms: `block` min(wall gap, process CPU), each blind to what the other counts. */
 async function blockOf(start: () => Promise<unknown>): Promise<{ block: number; wall: number }> {
   let settled = false;
   let [lastWall, lastCpu] = [performance.now(), processCpuMs()];
@@ -54,7 +38,7 @@ async function blockOf(start: () => Promise<unknown>): Promise<{ block: number; 
 async function stopBlockRow(ctx: SuiteContext, n: number): Promise<BenchResult> {
   const pairs = ctx.quick ? 3 : 30;
   const registry = new TurnRegistry();
-  const stopIdle = await idleProcesses(n);
+  const idle = n > 0 ? await spawnTree(IDLE(n), { nested: false }) : undefined;
   try {
     const hostProcesses = readdirSync('/proc').filter((e) => /^\d+$/.test(e)).length;
     const { samples } = await samplePairs(`S1-${n}`, { pairs, warmup: 1 }, {
@@ -79,7 +63,8 @@ async function stopBlockRow(ctx: SuiteContext, n: number): Promise<BenchResult> 
         wallGapMedianMs: median(samples.fullstop.map((f) => f.wall)) },
     }, samples.fullstop.map((f) => f.block), ['raw process.kill(-pgid, SIGTERM)', samples.raw]);
   } finally {
-    await stopIdle();
+    idle?.child.kill('SIGTERM');
+    await idle?.exited;
   }
 }
 

@@ -1,7 +1,5 @@
-/**
- * T1, T2: what a turn pays for having a token at all, in batches sampled with tinybench
- * (docs/benchmarks.md). Every batch leaves a result checked at the end, so the JIT cannot drop the work.
- */
+// T1, T2: what a turn pays for having a token at all. Every batch leaves a result checked at the
+// end, so the JIT cannot drop the work.
 
 import { TurnRegistry, type CancelToken } from '../src/index.js';
 import { tokenFromHandle } from '../workers/runtime.js';

@@ -1,8 +1,5 @@
-/**
- * Process trees for the exec and stop-block suites. A tree's script gets a pid file as "$1" and
- * writes its pids there (and its nested part's to "$1.n"): the handshake. "Gone" is the /proc
- * entry missing or a zombie; whatever survives a sample is SIGKILLed by pid.
- */
+// Process trees for the exec and stop-block suites. A tree's script writes its pids to "$1" (and
+// its nested part's to "$1.n"): the handshake. Whatever survives a sample is SIGKILLed by pid.
 
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -23,10 +20,10 @@ export function pidfile(): string {
   return join(dir, `tree-${trees++}`);
 }
 
-/** Alive: a /proc entry that is not a zombie or dead (the library's own /proc reader decides). */
+/** A /proc entry that is not a zombie (the library's own /proc reader decides). */
 export const alive = (pids: readonly number[]) => pids.filter((pid) => !isDead(readStat(pid)));
 
-/** Both sides' "gone" detector: poll every event-loop turn until no pid is alive. */
+/** Both sides' "gone": polled every event-loop turn. */
 export async function untilGone(pids: readonly number[]): Promise<void> {
   while (alive(pids).length > 0) await new Promise((r) => setImmediate(r));
 }
@@ -34,13 +31,13 @@ export async function untilGone(pids: readonly number[]): Promise<void> {
 /** The pids the tree wrote to `file` (and `file.n` when `nested`). */
 export async function pidsOf(file: string, nested: boolean): Promise<number[]> {
   const files = nested ? [file, `${file}.n`] : [file];
-  for (const deadline = Date.now() + 10_000; !files.every((f) => existsSync(f)); await delay(2)) {
+  for (const deadline = Date.now() + 60_000; !files.every((f) => existsSync(f)); await delay(2)) {
     if (Date.now() > deadline) throw new Error(`tree did not write ${file}`);
   }
   return [...new Set(files.map((f) => readFileSync(f, 'utf8')).join(' ').trim().split(/\s+/).map(Number))];
 }
 
-/** SIGKILL whatever of `pids` is still alive (the end of every sample). */
+/** The end of every sample. */
 export async function reap(pids: readonly number[]): Promise<void> {
   for (const pid of alive(pids)) {
     try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
@@ -55,7 +52,7 @@ export async function execTree(script: string, options: ExecOptions, nested = tr
   return { running, pids: await pidsOf(file, nested) };
 }
 
-/** The raw side's tree: spawned by node, by default in a process group of its own; `exited` when the shell is reaped. */
+/** The raw side: `script` spawned by node, by default in a process group of its own. */
 export async function spawnTree(script: string, { detached = true, nested = true } = {}) {
   const file = pidfile();
   const child = spawn('sh', ['-c', script, 'tree', file], { detached, stdio: 'ignore' });

@@ -99,12 +99,12 @@ describe('rows, table and chart', () => {
 
   it('validateResult accepts a good row and names each problem of a bad one', () => {
     expect(validateResult(row)).toEqual([]);
-    const bad = { ...row, id: '', better: 'up', baseline: { name: 'raw', median: 0, p99: 0 }, ratio: Number.NaN } as unknown as BenchResult;
+    const bad: BenchResult = { ...row, baseline: { name: 'raw', median: 0, p99: 0 }, shape: { name: 's', median: Number.POSITIVE_INFINITY, p99: 1 }, ratio: Number.NaN };
     const problems = validateResult(bad).join('\n');
-    expect(problems).toMatch(/id: expected a non-empty string/);
-    expect(problems).toMatch(/better: expected 'lower' or 'higher'/);
-    expect(problems).toMatch(/baseline.median: is 0/);
-    expect(problems).toMatch(/ratio: expected a finite number/);
+    expect(problems).toMatch(/^X1: shape.median and .p99: expected finite numbers$/m);
+    expect(problems).toMatch(/^X1: baseline.median: is 0/m);
+    expect(problems).toMatch(/^X1: ratio: expected a finite number/m);
+    expect(problems).not.toMatch(/fullstop/);
   });
 
   it('the table prints each ratio with the quartiles of its pairs, and the extras as notes', () => {

@@ -1,14 +1,9 @@
 /**
- * The raw floors: a plain worker, no pool. It gets its cells once (workerData) and runs one
- * command a message, saying "ready" first:
- *   wait   — block in `Atomics.wait` on GO until main's notify; report the wake.
- *   poll   — spin on `Atomics.load(GO)` until main flips it; report when it saw the flip.
- *   notify — sleep TRIP_AFTER_MS, store + notify GO (main waits with `Atomics.waitAsync`), linger
- *            LINGER_MS; report when it stored.
- *   loop   — SQ1: a `loopMs` synchronous loop. With `handle` it polls the token every POLL_EVERY
- *            iterations (fullstop); without, only a `cancel` message stops it, and a message is
- *            delivered only once the loop has returned to the event loop (the status quo).
- * With `shape`, a pre-built Error is thrown and caught after noticing, before the stamp.
+ * The raw floors' plain worker: one command a message, saying READY first. `wait` blocks on GO,
+ * `poll` spins on it, `notify` stores + notifies it TRIP_AFTER_MS in (main waits with waitAsync);
+ * `loop` is SQ1's loop, polling a token (fullstop) or stopped by a `cancel` message, which arrives
+ * only once the loop has returned to the event loop (the status quo). `shape`: throw and catch a
+ * pre-built Error after noticing, before the stamp.
  */
 
 import { parentPort, workerData } from 'node:worker_threads';

@@ -1,14 +1,10 @@
-/**
- * Task bodies of the pool and runner suites. TurnPool and raw Piscina load this same file; raw
- * Piscina runs only `trivial` and `rawSleeper` (`fullstop/worker` functions throw outside a
- * TurnPool task). A task a cancel ends returns the moment it noticed, so its result is the stamp.
- */
+// Tasks of the pool and runner suites, for TurnPool and raw Piscina (which runs only `trivial` and
+// `rawSleeper`). A task a cancel ends returns the moment it noticed, so its result is the stamp.
 
 import { cancelTurn, checkCancelled, isCancelled, isCancelledError, sleep } from '../../workers/runtime.js';
 import { LINGER_MS, now, sayReady, SPARE, step, TRIP_AFTER_MS } from '../handshake.js';
 
 type FlagsTask = { flags: Int32Array };
-
 /** P5, and P4's next task. */
 export const trivial = (n: number): number => n;
 
