@@ -9,16 +9,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { exec, type ExecOptions } from '../src/exec/index.js';
 import { isDead, readStat } from '../src/exec/proc.js';
 
-let dir: string | undefined;
+const dir = mkdtempSync(join(tmpdir(), 'fullstop-bench-trees-'));
+process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
 let trees = 0;
-/** A fresh pid file, in a temp dir removed when the process exits. */
-export function pidfile(): string {
-  if (dir === undefined) {
-    const made = (dir = mkdtempSync(join(tmpdir(), 'fullstop-bench-trees-')));
-    process.once('exit', () => rmSync(made, { recursive: true, force: true }));
-  }
-  return join(dir, `tree-${trees++}`);
-}
+export const pidfile = () => join(dir, `tree-${trees++}`);
 
 /** A /proc entry that is not a zombie (the library's own /proc reader decides). */
 export const alive = (pids: readonly number[]) => pids.filter((pid) => !isDead(readStat(pid)));
