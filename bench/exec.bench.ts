@@ -94,7 +94,7 @@ const stoppers: Record<string, (script: string) => Promise<number[]>> = {
 export const suite: Suite = {
   ids: ['P6'],
   async run(ctx) {
-    const samples = ctx.quick ? 3 : 40;
+    const samples = ctx.quick ? 2 : 40;
     // The warm-up pair pays for the first spawn and the first /proc walk.
     const { samples: s } = await samplePairs('P6', { pairs: samples, warmup: 1 }, { fullstop: fullstopSample, raw: rawSample }, ctx);
     const survivors: Record<string, Record<string, number>> = {};

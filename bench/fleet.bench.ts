@@ -142,7 +142,7 @@ async function overheadRows(ctx: SuiteContext, fleetA: Fleet, rtt: number): Prom
 async function lostWakeUp(ctx: SuiteContext, fleetB: Fleet): Promise<BenchResult> {
   const renewMs = 200;
   const fleetD = await fleet('bench-deaf', await deafClient(await client()), { leaseMs: 2000, renewMs });
-  const { samples: f5 } = await samplePairs('F5', { pairs: ctx.quick ? 3 : 15, warmup: 0 }, {
+  const { samples: f5 } = await samplePairs('F5', { pairs: ctx.quick ? 2 : 15, warmup: 0 }, {
     ms: async () => {
       const h = await heldTurn(fleetD, 'f5');
       await delay(Math.random() * renewMs); // a random phase against the renewal timer, as a real stop has

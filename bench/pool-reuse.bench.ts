@@ -11,7 +11,7 @@ const IN_FLIGHT = 100;
 const registry = new TurnRegistry();
 
 async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
-  const counts = ctx.quick ? { pairs: 3, warmup: 1 } : { pairs: 30, warmup: 2 };
+  const counts = ctx.quick ? { pairs: 2, warmup: 1 } : { pairs: 30, warmup: 2 };
   const options = { filename: TASKS, minThreads: 1, maxThreads: 1 };
   const [pool, raw, flags] = [new TurnPool(options), new Piscina(options), flagCells()];
   /** Once `sleeper` is ready, `stop` it: µs to the result of the task `stop` submits (7), and how the sleeper ended. */
@@ -74,7 +74,7 @@ async function drive(submit: (i: number) => Promise<unknown>, total: number): Pr
 }
 
 async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
-  const [rounds, total] = ctx.quick ? [3, 900] : [12, 15_000];
+  const [rounds, total] = ctx.quick ? [2, 900] : [12, 15_000];
   const options = { filename: TASKS, name: 'trivial', minThreads: 2, maxThreads: 2 };
   const four = { ...options, concurrentTasksPerWorker: 4 };
   const pools = { raw: new Piscina(options), pool: new TurnPool(options), raw4: new Piscina(four), pool4: new TurnPool(four) };
