@@ -1,26 +1,22 @@
-/**
- * P6: how fast a hard stop ends a SIGTERM-ignoring process tree, vs a raw group SIGKILL, and what
- * each way of stopping leaves (fullstop, execa's `cancelSignal`, tree-kill alone). Every tree
- * writes its pids to a file (the handshake); whatever survives a sample is SIGKILLed by pid.
- */
+// P6: how fast a hard stop ends a SIGTERM-ignoring process tree, vs a raw group SIGKILL, and what
+// each way of stopping leaves alive (fullstop, execa's `cancelSignal`, tree-kill alone).
 
 import { setTimeout as delay } from 'node:timers/promises';
 import { execa } from 'execa';
 import treeKill from 'tree-kill';
-import { exec } from '../src/exec/index.js';
 import { TurnRegistry, type CancelToken } from '../src/index.js';
 import { governStop, ownersOf } from '../src/token/owners.js';
 import { compare, samplePairs, type Suite } from './harness.js';
-import { alive, pidsOf, reap, Scratch, spawnGroup, untilGone } from './trees.js';
+import { alive, execTree, pidfile, pidsOf, reap, spawnTree, untilGone } from './trees.js';
 
-/** The tree of five (shell, two sleeps, nested shell and its sleep), all ignoring SIGTERM. Pids in "$1" and "$1.n". */
+/** The tree of five (shell, two sleeps, nested shell and its sleep), all ignoring SIGTERM. */
 const IGNORES_TERM = `trap '' TERM
 sleep 1000 & a=$!; sleep 1000 & b=$!
 sh -c 'sleep 1000 & echo "$$ $!" > "$1.n.tmp" && mv "$1.n.tmp" "$1.n"; wait' n "$1" & n=$!
 echo "$$ $a $b $n" > "$1.tmp" && mv "$1.tmp" "$1"
 wait`;
 
-/** A root that dies of SIGTERM, its sleep, and a setsid subtree (shell + sleep) ignoring SIGTERM. Pids in "$1" and "$1.n". */
+/** A root that dies of SIGTERM, its sleep, and a setsid subtree (shell + sleep) ignoring SIGTERM. */
 const SETSID_ESCAPE = `sleep 1000 & s=$!
 setsid sh -c 'trap "" TERM; sleep 1000 & echo "$$ $!" > "$1.n.tmp" && mv "$1.n.tmp" "$1.n"; wait' n "$1" &
 echo "$$ $s" > "$1.tmp" && mv "$1.tmp" "$1"
@@ -28,14 +24,11 @@ wait`;
 
 const GRACE_MS = 50;
 const registry = new TurnRegistry();
-let scratch: Scratch;
 
-/** `script`'s tree under a fresh turn's token; `stop(token, pids)` once the tree wrote its pids (on a failure, the tree is reaped). */
+/** `stop(token, pids)` of `script`'s tree under a fresh turn's token; on a failure, the tree is reaped. */
 async function underToken<T>(script: string, stop: (token: CancelToken, pids: number[]) => Promise<T>): Promise<T> {
   const token = registry.beginTurn('bench');
-  const pidfile = scratch.pidfile();
-  const running = exec('sh', ['-c', script, 'tree', pidfile], { token, graceMs: GRACE_MS });
-  const pids = await pidsOf(pidfile);
+  const { running, pids } = await execTree(script, { token, graceMs: GRACE_MS });
   try {
     const value = await stop(token, pids);
     await running;
@@ -60,11 +53,9 @@ const fullstopSample = () => underToken(IGNORES_TERM, async (token, pids) => {
   return goneMs;
 });
 
-/** Raw: the same tree spawned detached by node; SIGTERM the group, then time a group SIGKILL until every pid is gone. */
+/** Raw: SIGTERM the tree's group, then time a group SIGKILL until every pid is gone. */
 async function rawSample(): Promise<number> {
-  const pidfile = scratch.pidfile();
-  const { child, exited } = spawnGroup(IGNORES_TERM, pidfile);
-  const pids = await pidsOf(pidfile);
+  const { child, exited, pids } = await spawnTree(IGNORES_TERM);
   try {
     process.kill(-child.pid!, 'SIGTERM');
     const start = performance.now();
@@ -77,24 +68,20 @@ async function rawSample(): Promise<number> {
   }
 }
 
-/** Ways of stopping `script`'s tree with a grace of GRACE_MS; each returns the tree's pids once it is done. */
+/** Ways of stopping `script`'s tree with a grace of GRACE_MS; each resolves with its pids once done. */
 const stoppers: Record<string, (script: string) => Promise<number[]>> = {
   fullstop: (script) => underToken(script, async (token, pids) => (token.cancel(), pids)),
-  /** execa's own cancel: `cancelSignal`, SIGKILL after the same grace (`forceKillAfterDelay`). */
   async execaCancelSignal(script) {
-    const [controller, pidfile] = [new AbortController(), scratch.pidfile()];
-    const running = execa('sh', ['-c', script, 'tree', pidfile], { cancelSignal: controller.signal, forceKillAfterDelay: GRACE_MS, stdio: 'ignore', reject: false });
-    const pids = await pidsOf(pidfile);
+    const [controller, file] = [new AbortController(), pidfile()];
+    const running = execa('sh', ['-c', script, 'tree', file], { cancelSignal: controller.signal, forceKillAfterDelay: GRACE_MS, stdio: 'ignore', reject: false });
+    const pids = await pidsOf(file, true);
     controller.abort();
     await running;
     await delay(GRACE_MS);
     return pids;
   },
-  /** tree-kill alone, used the polite way: SIGTERM the tree, wait the grace, SIGKILL the tree. */
   async treeKillAlone(script) {
-    const pidfile = scratch.pidfile();
-    const { child, exited } = spawnGroup(script, pidfile, false);
-    const pids = await pidsOf(pidfile);
+    const { child, exited, pids } = await spawnTree(script, { detached: false });
     await new Promise((r) => treeKill(child.pid!, 'SIGTERM', r));
     await delay(GRACE_MS);
     await new Promise((r) => treeKill(child.pid!, 'SIGKILL', r));
@@ -105,31 +92,24 @@ const stoppers: Record<string, (script: string) => Promise<number[]>> = {
 };
 
 export const suite: Suite = {
-  name: 'exec',
   ids: ['P6'],
   async run(ctx) {
-    const samples = ctx.quick ? 3 : 40;
-    scratch = new Scratch();
-    try {
-      // One warm-up pair, not recorded (first spawn, first /proc walk).
-      const { samples: s } = await samplePairs('P6', { pairs: samples, warmup: 1 }, { fullstop: fullstopSample, raw: rawSample });
-      ctx.progress(`exec: P6 ${samples} pairs; survivors next`);
-      const survivors: Record<string, Record<string, number>> = {};
-      for (const [tree, script] of Object.entries({ ignoresTermTreeOfFive: IGNORES_TERM, setsidEscape: SETSID_ESCAPE })) {
-        survivors[tree] = {};
-        for (const [name, stopper] of Object.entries(stoppers)) {
-          const pids = await stopper(script);
-          await delay(GRACE_MS);
-          survivors[tree]![name] = alive(pids).length; // alive a grace after the stopper is done
-          await reap(pids);
-        }
+    const samples = ctx.quick ? 2 : 40;
+    // The warm-up pair pays for the first spawn and the first /proc walk.
+    const { samples: s } = await samplePairs('P6', { pairs: samples, warmup: 1 }, { fullstop: fullstopSample, raw: rawSample }, ctx);
+    const survivors: Record<string, Record<string, number>> = {};
+    for (const [tree, script] of Object.entries({ ignoresTermTreeOfFive: IGNORES_TERM, setsidEscape: SETSID_ESCAPE })) {
+      survivors[tree] = {};
+      for (const [name, stopper] of Object.entries(stoppers)) {
+        const pids = await stopper(script);
+        await delay(GRACE_MS);
+        survivors[tree]![name] = alive(pids).length; // alive a grace after the stopper is done
+        await reap(pids);
       }
-      return [compare({
-        id: 'P6', metric: 'SIGTERM-ignoring tree of five: end of grace → every pid gone', unit: 'ms', better: 'lower',
-        extra: { goal: '≤ 3×, ≤ 2 ms', samples, survivors, treePids: { ignoresTermTreeOfFive: 5, setsidEscape: 4 }, graceMs: GRACE_MS },
-      }, s.fullstop, 'process.kill(-pgid, SIGKILL)', s.raw, { paired: true })];
-    } finally {
-      scratch.remove();
     }
+    return [compare({
+      id: 'P6', metric: 'SIGTERM-ignoring tree of five: end of grace → every pid gone', unit: 'ms',
+      extra: { goal: '≤ 3×, ≤ 2 ms', samples, survivors, treePids: { ignoresTermTreeOfFive: 5, setsidEscape: 4 }, graceMs: GRACE_MS },
+    }, s.fullstop, ['process.kill(-pgid, SIGKILL)', s.raw])];
   },
 };

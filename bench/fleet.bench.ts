@@ -1,9 +1,5 @@
-/**
- * F1–F6: fullstop/fleet against the shared Redis at 127.0.0.1:6379 (REDIS_PORT to change it);
- * without Redis the suite says so and gives no rows. docs/benchmarks.md defines the rows and their
- * floors. Instances A (owner) and B (requester) live in this process, each with its own client and
- * subscriber; their runners keep no ledger: the rows measure the relay, not fdatasync.
- */
+// F1–F6 against the Redis at 127.0.0.1:6379 (REDIS_PORT); without one, no rows. Instances A (owner)
+// and B (requester) live in this process; their runners keep no ledger: the rows measure the relay.
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { setImmediate, setTimeout as delay } from 'node:timers/promises';
@@ -19,56 +15,46 @@ const us = (ms: number) => ms * 1000;
 const timedUs = async (fn: () => Promise<unknown>) => { const t0 = performance.now(); await fn(); return us(performance.now() - t0); };
 const runner = () => new TurnRunner({ registry: new TurnRegistry() });
 
-/** Run a turn on `fleet` that lasts until its signal aborts; `aborted` resolves with performance.now() then. */
+/** A turn on `fleet` that lasts until its signal aborts, once its body runs; `aborted`: performance.now() then. */
 async function heldTurn(fleet: Fleet, session: string, turnId?: string): Promise<{ aborted: Promise<number>; done: Promise<unknown> }> {
-  let aborted!: Promise<number>;
-  let done!: Promise<unknown>;
-  await new Promise<void>((started) => {
-    aborted = new Promise((resolve) => {
-      done = fleet.run(session, (turn: Turn) => new Promise((end) => {
-        turn.signal.addEventListener('abort', () => { resolve(performance.now()); end(0); }, { once: true });
-        started();
-      }), { turnId });
-    });
-  });
+  let [started, abortedAt] = [() => {}, (_: number) => {}];
+  const [running, aborted] = [new Promise<void>((r) => { started = r; }), new Promise<number>((r) => { abortedAt = r; })];
+  const done = fleet.run(session, (turn: Turn) => new Promise((end) => {
+    turn.signal.addEventListener('abort', () => { abortedAt(performance.now()); end(0); }, { once: true });
+    started();
+  }), { turnId });
+  await running;
   return { aborted, done };
 }
 
-/** `real` with some methods replaced, the others bound to it. */
-function wrap(real: Client, overrides: Partial<FleetRedisClient>): FleetRedisClient {
-  return new Proxy(real, {
-    get(target, key) {
-      if (key in overrides) return overrides[key as keyof FleetRedisClient];
-      const v = Reflect.get(target, key, target) as unknown;
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  }) as unknown as FleetRedisClient;
-}
-
-/** A client whose subscriber (its duplicate) can never connect: every publish to it is lost. */
+/** A client whose subscriber (its duplicate) never connects, to a port just closed: every publish to it is lost. */
 async function deafClient(real: Client): Promise<FleetRedisClient> {
-  const closedPort = await new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
-  });
-  return wrap(real, {
-    duplicate: (o) => createClient({ name: o?.name, socket: { host: '127.0.0.1', port: closedPort, reconnectStrategy: () => 1000 } }) as unknown as FleetRedisClient,
-  });
+  const server = createServer().listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  const { port } = server.address() as { port: number };
+  await new Promise((r) => server.close(r));
+  return Object.assign(real, { duplicate: () => createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: () => 1000 } }) }) as unknown as FleetRedisClient;
 }
 
-async function dropPrefix(c: Client, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await c.sendCommand(['SCAN', cursor, 'MATCH', `${prefix}:*`, 'COUNT', '1000']) as [string, string[]];
-    cursor = next;
-    if (keys.length > 0) await c.sendCommand(['DEL', ...keys]);
-  } while (cursor !== '0');
+// The run's key prefix, and the clients and instances it closes at the end.
+const prefix = `fullstop-bench:${process.pid}:${randomBytes(3).toString('hex')}`;
+const [clients, fleets]: [Client[], Fleet[]] = [[], []];
+
+async function client(from?: Client): Promise<Client> {
+  const c = from?.duplicate() ?? createClient({ socket: { host: '127.0.0.1', port: PORT } });
+  c.on('error', () => {});
+  clients.push(c);
+  await c.connect();
+  return c;
 }
 
-/** What the row groups share: the run's context, key prefix, and the clients and instances it closes at the end. */
-type Lab = { ctx: SuiteContext; prefix: string; client(from?: Client): Promise<Client>; fleet(nodeId: string, redis: FleetRedisClient | Client, options?: object): Promise<Fleet> };
+async function fleet(nodeId: string, redis: FleetRedisClient | Client, options = {}): Promise<Fleet> {
+  fleets.push(await Fleet.start({ redis: redis as FleetRedisClient, runner: runner(), nodeId, prefix, ...options }));
+  return fleets.at(-1)!;
+}
 
 /** F1, F2: a stop relayed from B to A, against the raw floors; also the EVALSHA round trip (F3's unit). */
-async function relayRows({ ctx, prefix, client }: Lab, fleetA: Fleet, fleetB: Fleet): Promise<{ rows: BenchResult[]; rtt: number }> {
+async function relayRows(ctx: SuiteContext, fleetA: Fleet, fleetB: Fleet): Promise<{ rows: BenchResult[]; rtt: number }> {
   // Raw floor connections: x requests, y subscribes (the owner), z answers, w subscribes (the requester).
   const [x, z] = [await client(), await client()];
   const [y, w] = [await client(x), await client(z)];
@@ -85,16 +71,12 @@ async function relayRows({ ctx, prefix, client }: Lab, fleetA: Fleet, fleetB: Fl
     onFloor = onAck = undefined;
     return us(performance.now() - t0);
   };
-
-  const samples = ctx.quick ? 40 : 200;
-  ctx.progress(`F1/F2 fleetB.stop() → A aborts / B holds stopped, ${samples} samples`);
   let turn = 0;
-  const { samples: s } = await samplePairs('F1', { pairs: samples, warmup: 5 }, { // warm-up: scripts cached, JIT settled
+  const { samples: s } = await samplePairs('F1/F2', { pairs: ctx.quick ? 30 : 200, warmup: 5 }, { // warm-up: scripts cached, JIT settled
     fleet: async () => {
       const h = await heldTurn(fleetA, 'f1', `f1-${turn++}`);
-      // The stop is for a turn that is running, not one still starting: A's start (the run's own
-      // promise chain after the body began) ends first, as the floor's connections are idle too.
-      // Otherwise B's command waits behind it (node-redis writes at setImmediate) and F1 counts it.
+      // Stop a running turn, not one still starting: else B's command (node-redis writes at
+      // setImmediate) waits behind the rest of A's start, which the idle floor connections never pay.
       await setImmediate();
       const t0 = performance.now();
       const answer$ = fleetB.stop('f1', { timeoutMs: 5000 });
@@ -108,27 +90,27 @@ async function relayRows({ ctx, prefix, client }: Lab, fleetA: Fleet, fleetB: Fl
     floor: () => rawOnce(false),
     ackFloor: () => rawOnce(true),
     rtt: () => timedUs(() => x.sendCommand(['EVALSHA', sha, '0'])),
-  });
+  }, ctx);
   const [f2, aPart, rtt] = [s.fleet.map((f) => f.f2), s.fleet.map((f) => f.aPart), median(s.rtt)];
-  const rows = [compare({ id: 'F1', metric: 'fleetB.stop() → A\'s token.signal aborts', unit: 'µs', better: 'lower',
-    extra: { goal: 'ratio ≤ 1.25 and median ≤ 2000 µs', evalshaRoundTripMedianUs: rtt } },
-  s.fleet.map((f) => f.f1), 'EVALSHA round trip + PUBLISH to another connection', s.floor),
-  compare({ id: 'F2', metric: 'fleetB.stop() → B holds `stopped`', unit: 'µs', better: 'lower',
-    extra: { aStopSequence: summarize(aPart), relayPart: { median: median(f2) - median(aPart) }, floorF1MedianUs: median(s.floor) } },
-  f2, 'raw request + ack (EVALSHA, PUBLISH, PUBLISH back)', s.ackFloor)];
+  const rows = [
+    compare({ id: 'F1', metric: 'fleetB.stop() → A\'s token.signal aborts', unit: 'µs', extra: { goal: 'ratio ≤ 1.25 and median ≤ 2000 µs', evalshaRoundTripMedianUs: rtt } },
+      s.fleet.map((f) => f.f1), ['EVALSHA round trip + PUBLISH to another connection', s.floor], { paired: false }),
+    compare({ id: 'F2', metric: 'fleetB.stop() → B holds `stopped`', unit: 'µs',
+      extra: { aStopSequence: summarize(aPart), relayPart: { median: median(f2) - median(aPart) }, floorF1MedianUs: median(s.floor) } },
+    f2, ['raw request + ack (EVALSHA, PUBLISH, PUBLISH back)', s.ackFloor], { paired: false }),
+  ];
   return { rows, rtt };
 }
 
 /** F3, F4: what the fleet adds to a turn, one at a time and 100 sessions at once. */
-async function overheadRows({ ctx, client, fleet }: Lab, fleetA: Fleet, rtt: number): Promise<BenchResult[]> {
+async function overheadRows(ctx: SuiteContext, fleetA: Fleet, rtt: number): Promise<BenchResult[]> {
   const plainRunner = runner();
-  // F3: one empty turn at a time, on an instance whose client counts the commands it sends.
-  const turns = ctx.quick ? 100 : 400;
-  ctx.progress(`F3 fleet.run vs runner.run, empty turn, ${turns} each`);
+  // F3 on an instance whose client counts the commands it sends.
   const counted = await client();
+  const send = counted.sendCommand.bind(counted);
   let [commands, perTurn] = [0, 0];
-  const fleetC = await fleet('bench-c', wrap(counted, { sendCommand: (args, o) => (commands++, counted.sendCommand(args, o)) }));
-  const { samples: f3 } = await samplePairs('F3', { pairs: turns, warmup: 10 }, {
+  const fleetC = await fleet('bench-c', Object.assign(counted, { sendCommand: (...args: Parameters<typeof send>) => (commands++, send(...args)) }));
+  const { samples: f3 } = await samplePairs('F3', { pairs: ctx.quick ? 60 : 400, warmup: 10 }, {
     fleet: async (warmup) => {
       const before = commands;
       const t = await timedUs(() => fleetC.run('f3', async () => 1));
@@ -136,34 +118,31 @@ async function overheadRows({ ctx, client, fleet }: Lab, fleetA: Fleet, rtt: num
       return t;
     },
     plain: () => timedUs(() => plainRunner.run('f3', async () => 1)),
-  });
+  }, ctx);
   const added = median(f3.fleet) - median(f3.plain);
-  const f3Row = compare({ id: 'F3', metric: 'fleet.run vs runner.run, empty turn', unit: 'µs', better: 'lower',
+  const f3Row = compare({ id: 'F3', metric: 'fleet.run vs runner.run, empty turn', unit: 'µs',
     extra: { goal: '≤ 2 Redis round trips added', redisCommandsPerTurn: perTurn, awaitedRoundTrips: 2, addedUs: added, addedInEvalshaRoundTrips: added / rtt } },
-  f3.fleet, 'runner.run (no fleet)', f3.plain);
+  f3.fleet, ['runner.run (no fleet)', f3.plain], { paired: false });
 
-  // F4: 100 sessions at once.
-  const [sessions, each, rounds] = [100, ctx.quick ? 3 : 10, ctx.quick ? 3 : 5];
-  ctx.progress(`F4 ${sessions} sessions × ${each} empty turns, ${rounds} rounds`);
+  const [sessions, each] = [100, ctx.quick ? 3 : 10];
   /** Turns/s of `sessions` sessions running `each` turns one after another, all at once. */
   const burst = (runTurn: (s: string) => Promise<unknown>) => async () => {
     const took = await timedUs(() => Promise.all(Array.from({ length: sessions }, async (_, s) => { for (let k = 0; k < each; k++) await runTurn(`f4-${s}`); })));
     return (sessions * each) / (took / 1e6);
   };
-  const { samples: f4 } = await samplePairs('F4', { pairs: rounds, warmup: 0 }, {
+  const { samples: f4 } = await samplePairs('F4', { pairs: ctx.quick ? 3 : 5, warmup: 0 }, {
     fleet: burst((s) => fleetA.run(s, async () => 1)),
     plain: burst((s) => plainRunner.run(s, async () => 1)),
-  });
+  }, ctx);
   return [f3Row, compare({ id: 'F4', metric: `turns/s, ${sessions} sessions at once, empty turns`, unit: 'turns/s', better: 'higher' },
-    f4.fleet, 'runner.run (no fleet)', f4.plain)];
+    f4.fleet, ['runner.run (no fleet)', f4.plain], { paired: false })];
 }
 
 /** F5: a stop whose wake-up publish is lost, recovered by the owner's renewal. */
-async function lostWakeUp({ ctx, client, fleet }: Lab, fleetB: Fleet): Promise<BenchResult> {
-  const [renewMs, samples] = [200, ctx.quick ? 5 : 15];
-  ctx.progress(`F5 lost wake-up: stop with no subscriber → abort, renewMs ${renewMs}, ${samples} samples`);
+async function lostWakeUp(ctx: SuiteContext, fleetB: Fleet): Promise<BenchResult> {
+  const renewMs = 200;
   const fleetD = await fleet('bench-deaf', await deafClient(await client()), { leaseMs: 2000, renewMs });
-  const { samples: f5 } = await samplePairs('F5', { pairs: samples, warmup: 0 }, {
+  const { samples: f5 } = await samplePairs('F5', { pairs: ctx.quick ? 2 : 15, warmup: 0 }, {
     ms: async () => {
       const h = await heldTurn(fleetD, 'f5');
       await delay(Math.random() * renewMs); // a random phase against the renewal timer, as a real stop has
@@ -174,18 +153,17 @@ async function lostWakeUp({ ctx, client, fleet }: Lab, fleetB: Fleet): Promise<B
       await h.done;
       return ms;
     },
-  });
-  return compare({ id: 'F5', metric: 'lost wake-up: stop recorded → owner aborts (via renewal)', unit: 'ms', better: 'lower',
-    extra: { bound: 'renewMs', renewMs } }, f5.ms, 'renewMs', [renewMs]);
+  }, ctx);
+  return compare({ id: 'F5', metric: 'lost wake-up: stop recorded → owner aborts (via renewal)', unit: 'ms', extra: { bound: 'renewMs', renewMs } },
+    f5.ms, ['renewMs', [renewMs]], { paired: false });
 }
 
 /** F6: a dead owner's turn, marked interrupted by another instance's sweep. */
-async function deadOwner({ ctx, prefix, client, fleet }: Lab): Promise<BenchResult> {
-  const [leaseMs, sweepMs, samples] = [500, 100, ctx.quick ? 3 : 8];
-  ctx.progress(`F6 dead owner: SIGKILL → interrupted, leaseMs ${leaseMs} + sweepMs ${sweepMs}, ${samples} samples`);
+async function deadOwner(ctx: SuiteContext): Promise<BenchResult> {
+  const [leaseMs, sweepMs] = [500, 100];
   const fleetE = await fleet('bench-sweeper', await client(), { leaseMs: 5000, sweepMs });
   let i = 0;
-  const { samples: f6 } = await samplePairs('F6', { pairs: samples, warmup: 0 }, {
+  const { samples: f6 } = await samplePairs('F6', { pairs: ctx.quick ? 1 : 8, warmup: 0 }, {
     ms: async () => {
       const session = `f6-${++i}`;
       const host = new FleetHostProcess({ prefix, nodeId: `bench-owner-${i}`, port: PORT, leaseMs, renewMs: leaseMs / 3, sweepMs: 60_000 });
@@ -204,9 +182,9 @@ async function deadOwner({ ctx, prefix, client, fleet }: Lab): Promise<BenchResu
         await host.kill();
       }
     },
-  });
-  return compare({ id: 'F6', metric: 'dead owner: SIGKILL → turn interrupted by another\'s sweep', unit: 'ms', better: 'lower',
-    extra: { bound: 'leaseMs + sweepMs', leaseMs, sweepMs } }, f6.ms, 'leaseMs + sweepMs', [leaseMs + sweepMs]);
+  }, ctx);
+  return compare({ id: 'F6', metric: 'dead owner: SIGKILL → turn interrupted by another\'s sweep', unit: 'ms', extra: { bound: 'leaseMs + sweepMs', leaseMs, sweepMs } },
+    f6.ms, ['leaseMs + sweepMs', [leaseMs + sweepMs]], { paired: false });
 }
 
 async function run(ctx: SuiteContext): Promise<BenchResult[]> {
@@ -214,37 +192,21 @@ async function run(ctx: SuiteContext): Promise<BenchResult[]> {
     ctx.progress(`fleet: no Redis at 127.0.0.1:${PORT} — F1–F6 skipped (start one: redis-server --port ${PORT} --save '' --daemonize yes)`);
     return [];
   }
-  const prefix = `fullstop-bench:${process.pid}:${randomBytes(3).toString('hex')}`;
-  const [clients, fleets]: [Client[], Fleet[]] = [[], []];
-  const lab: Lab = {
-    ctx, prefix,
-    async client(from) {
-      const c = from?.duplicate() ?? createClient({ socket: { host: '127.0.0.1', port: PORT } });
-      c.on('error', () => {});
-      clients.push(c);
-      await c.connect();
-      return c;
-    },
-    async fleet(nodeId, redis, options = {}) {
-      fleets.push(await Fleet.start({ redis: redis as FleetRedisClient, runner: runner(), nodeId, prefix, ...options }));
-      return fleets.at(-1)!;
-    },
-  };
   try {
     const rows: BenchResult[] = [];
-    const [fleetA, fleetB] = [await lab.fleet('bench-a', await lab.client()), await lab.fleet('bench-b', await lab.client())];
+    const [fleetA, fleetB] = [await fleet('bench-a', await client()), await fleet('bench-b', await client())];
     if (['F1', 'F2', 'F3', 'F4'].some(ctx.wants)) {
-      const relay = await relayRows(lab, fleetA, fleetB);
-      rows.push(...relay.rows, ...(await overheadRows(lab, fleetA, relay.rtt)));
+      const relay = await relayRows(ctx, fleetA, fleetB);
+      rows.push(...relay.rows, ...(await overheadRows(ctx, fleetA, relay.rtt)));
     }
-    if (ctx.wants('F5')) rows.push(await lostWakeUp(lab, fleetB));
-    if (ctx.wants('F6')) rows.push(await deadOwner(lab));
+    if (ctx.wants('F5')) rows.push(await lostWakeUp(ctx, fleetB));
+    if (ctx.wants('F6')) rows.push(await deadOwner(ctx));
     return rows;
   } finally {
     for (const f of fleets) await f.close();
-    if (clients[0] !== undefined) await dropPrefix(clients[0], prefix);
+    for await (const keys of clients[0]?.scanIterator({ MATCH: `${prefix}:*`, COUNT: 1000 }) ?? []) if (keys.length > 0) await clients[0]!.del(keys);
     for (const c of clients) c.destroy();
   }
 }
 
-export const suite: Suite = { name: 'fleet', ids: ['F1', 'F2', 'F3', 'F4', 'F5', 'F6'], run };
+export const suite: Suite = { ids: ['F1', 'F2', 'F3', 'F4', 'F5', 'F6'], run };

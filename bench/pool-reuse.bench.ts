@@ -1,29 +1,23 @@
-/**
- * What the pool costs a task, and what a cooperative stop saves, against raw Piscina in the same
- * run (docs/benchmarks.md defines the rows). P4: cancel → the next turn's task result on a 1-thread
- * pool, vs Piscina's own abort (terminate + respawn). P5, P5-plain, P5-c4: trivial tasks, 100 in
- * flight, 2 threads, in rounds.
- */
+// P4: cancel → the next turn's task result, vs Piscina's own abort (terminate + respawn). P5*:
+// throughput against raw Piscina in rounds (docs/benchmarks.md).
 
 import { Piscina } from 'piscina';
 import { isCancelledError, TurnPool, TurnRegistry, type CancelledError, type CancelToken } from '../src/index.js';
-import { assertNothingLive, compare, flagCells, now, ready, READY, samplePairs, settle, usSince, withTurn, type BenchResult, type Suite, type SuiteContext } from './harness.js';
+import { flagCells, now, settle, started, usSince } from './handshake.js';
+import { assertNothingLive, compare, samplePairs, withTurn, type BenchResult, type Suite, type SuiteContext } from './harness.js';
 
 const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
 const IN_FLIGHT = 100;
 const registry = new TurnRegistry();
 
 async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
-  const counts = ctx.quick ? { pairs: 3, warmup: 1 } : { pairs: 30, warmup: 2 };
-  ctx.progress(`P4 stop → next task on a 1-thread pool, ${counts.pairs} pairs vs piscina abort (respawn)`);
+  const counts = ctx.quick ? { pairs: 2, warmup: 1 } : { pairs: 30, warmup: 2 };
   const options = { filename: TASKS, minThreads: 1, maxThreads: 1 };
   const [pool, raw, flags] = [new TurnPool(options), new Piscina(options), flagCells()];
-  /** Start a sleeper, wait until it is ready, then `stop` it: µs to the result of the task `stop` submits (7), and how the sleeper ended. */
+  /** Once `sleeper` is ready, `stop` it: µs to the result of the task `stop` submits (7), and how the sleeper ended. */
   const stopAndNext = async (sleeper: () => Promise<unknown>, stop: () => Promise<number>) => {
-    Atomics.store(flags, READY, 0);
-    const running = sleeper();
+    const { running } = await started(flags, 'P4 sleeper', sleeper);
     const stopped = running.then(() => undefined, (e: unknown) => e as Error);
-    await ready(flags, running, 'P4 sleeper');
     await settle();
     const t0 = now();
     const value = await stop();
@@ -54,11 +48,11 @@ async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
         if (error?.name !== 'AbortError') throw new Error(`P4 raw: expected an AbortError, got ${String(error)}`);
         return us;
       },
-    });
+    }, ctx);
     const { hardStops, cooperativeStops } = pool.stats();
     if (hardStops !== 0) throw new Error(`P4: ${hardStops} hard stops (every stop should be cooperative)`);
-    return compare({ id: 'P4', metric: 'stop → next task completes (1 thread)', unit: 'µs', better: 'lower', extra: { goal: '≤ 1/30', voided, cooperativeStops } },
-      samples.fullstop, 'piscina abort (terminate + respawn)', samples.raw, { paired: true });
+    return compare({ id: 'P4', metric: 'stop → next task completes (1 thread)', unit: 'µs', extra: { goal: '≤ 1/30', voided, cooperativeStops } },
+      samples.fullstop, ['piscina abort (terminate + respawn)', samples.raw]);
   } finally {
     await Promise.all([pool.destroy(), raw.destroy()]);
   }
@@ -80,8 +74,7 @@ async function drive(submit: (i: number) => Promise<unknown>, total: number): Pr
 }
 
 async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
-  const [rounds, total] = ctx.quick ? [3, 1500] : [12, 15_000];
-  ctx.progress(`P5 throughput, ${rounds} rounds of ${total} trivial tasks × 5 variants, ${IN_FLIGHT} in flight`);
+  const [rounds, total] = ctx.quick ? [2, 900] : [12, 15_000];
   const options = { filename: TASKS, name: 'trivial', minThreads: 2, maxThreads: 2 };
   const four = { ...options, concurrentTasksPerWorker: 4 };
   const pools = { raw: new Piscina(options), pool: new TurnPool(options), raw4: new Piscina(four), pool4: new TurnPool(four) };
@@ -95,10 +88,10 @@ async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
       plain: variant((i) => pools.pool.run(i)),
       raw4: variant((i) => pools.raw4.run(i)),
       token4: variant((i, token) => pools.pool4.run(i, { token })),
-    });
+    }, ctx);
     const row = (id: string, metric: string, side: number[], base: number[], perWorker = 1) => compare({ id, metric, unit: 'tasks/s', better: 'higher',
       extra: { goal: '≥ 0.95×', rounds, tasksPerRound: total, inFlight: IN_FLIGHT, threads: 2, concurrentTasksPerWorker: perWorker } },
-    side, `raw Piscina${perWorker > 1 ? `, concurrentTasksPerWorker ${perWorker}` : ''}`, base, { paired: true });
+    side, [`raw Piscina${perWorker > 1 ? `, concurrentTasksPerWorker ${perWorker}` : ''}`, base]);
     return [
       row('P5', 'throughput, trivial tasks with { token }', rates.token, rates.raw),
       row('P5-plain', 'throughput, trivial tasks, no token', rates.plain, rates.raw),
@@ -110,7 +103,6 @@ async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
 }
 
 export const suite: Suite = {
-  name: 'pool-reuse',
   ids: ['P4', 'P5', 'P5-plain', 'P5-c4'],
   async run(ctx) {
     const rows = ctx.wants('P4') ? [await stopThenNext(ctx)] : [];

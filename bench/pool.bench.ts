@@ -1,11 +1,9 @@
-/**
- * P1–P3: how fast a TurnPool task stops, and how fast a worker's cancel reaches main
- * (docs/benchmarks.md defines each row and its floors). The tasks run on a 1-thread TurnPool
- * (bench/workers/tasks.ts), the floors on a plain worker (bench/workers/raw.ts).
- */
+// P1–P3: how fast a TurnPool task stops, and how fast a worker's cancel reaches main, against a
+// plain worker's floors (docs/benchmarks.md). Tasks run on a 1-thread TurnPool.
 
 import { TurnPool, TurnRegistry } from '../src/index.js';
-import { assertNothingLive, compare, flagCells, GO, now, RawWorker, ready, READY, samplePairs, settle, usSince, withTurn, type Suite, type SuiteContext } from './harness.js';
+import { flagCells, GO, now, RawWorker, settle, started, usSince } from './handshake.js';
+import { assertNothingLive, compare, samplePairs, withTurn, type BenchResult, type Head, type Suite, type SuiteContext } from './harness.js';
 
 const registry = new TurnRegistry();
 const flags = flagCells();
@@ -14,26 +12,21 @@ let raw: RawWorker;
 let turns = 0;
 let sink = 0;
 const pairCounts = (ctx: SuiteContext, full = 300) => (ctx.quick ? { pairs: 12, warmup: 3 } : { pairs: full, warmup: 20 });
+const head = (id: string, metric: string, extra: Record<string, unknown>): Head => ({ id, metric, unit: 'µs', extra });
 
 /** One task under a fresh turn; once it is ready (and settled), main stamps and cancels it: µs to the task's own stamp. */
 const cancelTask = (name: string) => withTurn(registry, `lab-${++turns}`, async (token) => {
-  Atomics.store(flags, READY, 0);
-  const result = pool.run<bigint | [bigint, number]>({ flags }, { token, name });
-  await ready(flags, result, name);
+  const { running } = await started(flags, name, () => pool.run<bigint | [bigint, number]>({ flags }, { token, name }));
   await settle();
   const t0 = now();
   token.cancel();
-  const value = await result;
+  const value = await running;
   if (typeof value === 'bigint') return usSince(t0, value);
   sink ^= value[1];
   return usSince(t0, value[0]);
 });
 
-/**
- * P3's floors: main waits with waitAsync on GO; `prepare` runs before the wait (as fullstop's
- * listener is added before its task runs) and returns what runs on the wake: µs from the worker's
- * store to that callback's stamp.
- */
+/** P3's floors: µs from the worker's store to the stamp of what `prepare` (run before the wait, as fullstop's listener is added before its task runs) returned. */
 const waitAsyncFloor = (prepare: () => () => bigint | Promise<bigint>) => async () => {
   const { report, acted: woke } = await raw.sample({ kind: 'notify' }, () => {
     const onWake = prepare();
@@ -52,31 +45,27 @@ const p3 = () => withTurn(registry, 'p3', async (token) => {
   return usSince(at, await fired);
 });
 
-async function rows(ctx: SuiteContext) {
-  const head = (id: string, metric: string, extra: Record<string, unknown>) => ({ id, metric, unit: 'µs', better: 'lower' as const, extra });
+async function rows(ctx: SuiteContext): Promise<BenchResult[]> {
   const out = [];
   if (ctx.wants('P1')) {
-    ctx.progress(`P1 cancel → sleep() wakes, ${pairCounts(ctx).pairs} pairs`);
     const { samples: s, voided } = await samplePairs('P1', pairCounts(ctx), {
       fullstop: () => cancelTask('sleeper'), raw: () => raw.flip({ kind: 'wait' }), shape: () => raw.flip({ kind: 'wait', shape: true }),
-    });
-    out.push(compare(head('P1', 'cancel → task in sleep() wakes', { goal: 'shape ≤ 1.25×', voided }), s.fullstop, 'raw Atomics.notify → wait', s.raw,
-      { paired: true, shape: { name: 'raw + throw a pre-built Error', samples: s.shape } }));
+    }, ctx);
+    out.push(compare(head('P1', 'cancel → task in sleep() wakes', { goal: 'shape ≤ 1.25×', voided }), s.fullstop, ['raw Atomics.notify → wait', s.raw],
+      { shape: ['raw + throw a pre-built Error', s.shape] }));
   }
   if (ctx.wants('P2') || ctx.wants('P2-plain')) {
-    ctx.progress(`P2 cancel → busy checkCancelled() throws, ${pairCounts(ctx).pairs} pairs`);
     const { samples: s, voided } = await samplePairs('P2', pairCounts(ctx), {
       fullstop: () => cancelTask('pollsEveryIteration'), plain: () => cancelTask('pollsIsCancelled'),
       raw: () => raw.flip({ kind: 'poll' }), shape: () => raw.flip({ kind: 'poll', shape: true }),
-    });
+    }, ctx);
     out.push(
-      compare(head('P2', 'cancel → busy checkCancelled() throws', { goal: 'shape ≤ 1.25×', voided, sink: sink & 1 }), s.fullstop, 'raw Atomics.load poll', s.raw,
-        { paired: true, shape: { name: 'raw poll + throw a pre-built Error', samples: s.shape } }),
-      compare(head('P2-plain', 'cancel → busy isCancelled() loop ends', { goal: '≤ 1.25×', voided, sink: sink & 1 }), s.plain, 'raw Atomics.load poll', s.raw, { paired: true }),
+      compare(head('P2', 'cancel → busy checkCancelled() throws', { goal: 'shape ≤ 1.25×', voided, sink: sink & 1 }), s.fullstop, ['raw Atomics.load poll', s.raw],
+        { shape: ['raw poll + throw a pre-built Error', s.shape] }),
+      compare(head('P2-plain', 'cancel → busy isCancelled() loop ends', { goal: '≤ 1.25×', voided, sink: sink & 1 }), s.plain, ['raw Atomics.load poll', s.raw]),
     );
   }
   if (ctx.wants('P3')) {
-    ctx.progress(`P3 cancelTurn() in a worker → main signal fires, ${pairCounts(ctx, 200).pairs} pairs`);
     const reason = new Error('cancelled');
     const { samples: s, voided } = await samplePairs('P3', pairCounts(ctx, 200), {
       fullstop: p3,
@@ -86,15 +75,14 @@ async function rows(ctx: SuiteContext) {
         const fired = aborted(controller.signal);
         return () => (controller.abort(reason), fired);
       }),
-    });
-    out.push(compare(head('P3', 'cancelTurn() in worker → main signal aborts', { goal: 'shape ≤ 1.1×', voided }), s.fullstop, 'raw store+notify → waitAsync', s.raw,
-      { paired: true, shape: { name: 'raw waitAsync + AbortController.abort', samples: s.shape } }));
+    }, ctx);
+    out.push(compare(head('P3', 'cancelTurn() in worker → main signal aborts', { goal: 'shape ≤ 1.1×', voided }), s.fullstop, ['raw store+notify → waitAsync', s.raw],
+      { shape: ['raw waitAsync + AbortController.abort', s.shape] }));
   }
   return out;
 }
 
 export const suite: Suite = {
-  name: 'pool',
   ids: ['P1', 'P2', 'P2-plain', 'P3'],
   async run(ctx) {
     pool = new TurnPool({ filename: new URL('./workers/tasks.js', import.meta.url).href, minThreads: 1, maxThreads: 1 });

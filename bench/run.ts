@@ -1,8 +1,6 @@
 /**
- * `npm run bench`: run every `dist/bench/*.bench.js` exporting `suite`, one after another (never
- * two at once: they would measure each other), print one table, and write the JSON and the SVG on
- * request. Exit codes: 0 every suite ran; 1 a suite failed (the others still ran and are printed)
- * or `--only` matched nothing; 2 a bad command line.
+ * `npm run bench`: run every `dist/bench/*.bench.js` exporting `suite`, one after another (two at
+ * once would measure each other), print one table, and write the JSON and the SVG on request.
  */
 
 import { readdir, writeFile } from 'node:fs/promises';
@@ -14,24 +12,20 @@ import type { BenchResult, Suite } from './harness.js';
 
 export const USAGE = `usage: node dist/bench/run.js [--quick] [--only ID_OR_SUITE]... [--json FILE] [--svg FILE]
   --quick      few samples (the whole run stays under 15 s)
-  --only X     only row id X (e.g. P1) or suite X (e.g. pool); repeatable
+  --only X     only row id X (e.g. P1) or suite X (its file stem, e.g. pool); repeatable
   --json FILE  write the results JSON { date, node, cpus, results }
   --svg FILE   write a log-scale bar chart of the rows measured in time`;
 
 export type ResultsDocument = { date: string; node: string; cpus: number; results: BenchResult[] };
 
-/** The problems of one row (empty if valid): tools read the JSON, so a malformed row fails its suite. */
+/** A row's problems (none if valid): tools read the JSON, so a row with a non-finite figure or a zero floor fails its suite. */
 export function validateResult(r: BenchResult): string[] {
-  const finite = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
-  const sides = r?.shape === undefined ? (['fullstop', 'baseline'] as const) : (['fullstop', 'baseline', 'shape'] as const);
+  const sides = { fullstop: r.fullstop, baseline: r.baseline, ...(r.shape ? { shape: r.shape } : {}) };
   return [
-    (typeof r?.id !== 'string' || r.id === '') && `id: expected a non-empty string, got ${JSON.stringify(r?.id)}`,
-    (typeof r?.metric !== 'string' || typeof r?.unit !== 'string') && 'metric and unit: expected strings',
-    r?.better !== 'lower' && r?.better !== 'higher' && `better: expected 'lower' or 'higher', got ${JSON.stringify(r?.better)}`,
-    ...sides.map((side) => !(finite(r?.[side]?.median) && finite(r?.[side]?.p99)) && `${side}.median and .p99: expected finite numbers`),
-    r?.baseline?.median === 0 && 'baseline.median: is 0, so no ratio (put counts like that in extra)',
-    !finite(r?.ratio) && `ratio: expected a finite number, got ${JSON.stringify(r?.ratio)}`,
-  ].filter((p): p is string => typeof p === 'string').map((p) => (p.startsWith('id:') ? p : `${String(r?.id)}: ${p}`));
+    ...Object.entries(sides).filter(([, v]) => !(Number.isFinite(v.median) && Number.isFinite(v.p99))).map(([k]) => `${k}.median and .p99: expected finite numbers`),
+    ...(r.baseline.median === 0 ? ['baseline.median: is 0, so no ratio (put counts like that in extra)'] : []),
+    ...(Number.isFinite(r.ratio) ? [] : [`ratio: expected a finite number, got ${r.ratio}`]),
+  ].map((p) => `${r.id}: ${p}`);
 }
 
 /** Three significant digits, thousands separated, no exponent. */
@@ -44,10 +38,7 @@ export function formatNumber(n: number): string {
 const ratioCell = (ratio: number | undefined, spread: BenchResult['spread']) =>
   ratio === undefined ? '' : `${formatNumber(ratio)}×${spread ? ` [${formatNumber(spread.q1)}–${formatNumber(spread.q3)}]` : ''}`;
 
-/**
- * The printed table (one line a row; ratios with the quartiles of their per-pair ratios) and the
- * notes. Not `console.table`: it quotes every string cell.
- */
+/** One line a row (ratios with the quartiles of their per-pair ratios), then the notes. Not `console.table`: it quotes every string cell. */
 export function formatTable(results: readonly BenchResult[]): string {
   const head = ['id', 'metric', 'fullstop', 'p99', 'baseline', 'median', 'ratio [IQR]', 'shape', 'shapeRatio [IQR]', 'better'];
   const cells = [head, ...results.map((r) => [
@@ -110,8 +101,8 @@ async function main(): Promise<number> {
     const stem = basename(file, '.bench.js');
     try {
       const { suite } = (await import(pathToFileURL(join(here, file)).href)) as { suite?: Suite };
-      if (typeof suite?.name !== 'string' || typeof suite.run !== 'function') throw new TypeError('expected an export `suite` with a `name` and a `run` function');
-      const whole = wants(suite.name) || wants(stem);
+      if (typeof suite?.run !== 'function') throw new TypeError('expected an export `suite` with a `run` function');
+      const whole = wants(stem);
       if (!whole && !suite.ids.some(wants)) continue;
       log(`${stem}: running${args.quick ? ' (quick)' : ''}…`);
       const t0 = performance.now();
@@ -135,7 +126,7 @@ async function main(): Promise<number> {
   return failures.length === 0 ? 0 : 1;
 }
 
-// Run only as the CLI, so the test imports the functions above without running a benchmark.
+// Only as the CLI, so the test imports the functions above without running a benchmark.
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
   const code = await main();
   process.exitCode = code;

@@ -1,8 +1,5 @@
-/**
- * R1–R7: a cooperative turn's stop, request → `turn_aborted` emitted, split into its StopReport's
- * phases, against the ordered floor (the contract's stop order done raw, no library) in the same
- * rounds. docs/benchmarks.md ("R1 against the ordered floor") defines the turn and the floor.
- */
+// R1–R7: a cooperative turn's stop, request → `turn_aborted` emitted, and its StopReport's phases,
+// against the ordered floor in the same rounds (docs/benchmarks.md, "R1 against the ordered floor").
 
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
@@ -10,11 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type StopReport, type Turn } from '../src/index.js';
-import { assertNothingLive, compare, flagCells, GO, median, RawWorker, ready, READY, samplePairs, settle, type Suite } from './harness.js';
+import { flagCells, GO, RawWorker, settle, started } from './handshake.js';
+import { assertNothingLive, compare, median, samplePairs, type Suite } from './harness.js';
 
 /** Far above any cooperative settle, so a sample never times out into a hard stop. */
 const GRACE_MS = 1000;
-/** The say stream's cadence: well above the settle pause, so no chunk's write collides with the intent's. */
+/** Well above the settle pause, so no chunk's write collides with the intent's. */
 const STREAM_EVERY_MS = 10;
 const CHUNK = 'Reading src/turn/runner.ts to see where the stop spends its time; next, the ledger… ';
 /** What a stop wrote, split at its `cancelling` entry; `pre`: what the turn wrote before it. */
@@ -59,7 +57,7 @@ function splitAtIntent(lines: string[], turnId: string): TurnBytes {
   return { pre: bytes(lines.slice(0, at)), intent: bytes(lines.slice(at, at + 1)), history: bytes(lines.slice(at + 1)) };
 }
 
-/** Append all of `bytes` in one write (a short write would time less than the stop writes). */
+/** All of `bytes` in one write: a short write would time less than the stop writes. */
 async function append(file: FileHandle, bytes: Buffer): Promise<void> {
   const { bytesWritten } = await file.write(bytes);
   if (bytesWritten !== bytes.length) throw new Error(`runner bench: short write (${bytesWritten} of ${bytes.length} bytes)`);
@@ -96,10 +94,9 @@ async function orderedFloor(file: FileHandle, raw: RawWorker, bytes: TurnBytes):
 }
 
 export const suite: Suite = {
-  name: 'runner',
   ids: ['R1', 'R2', 'R3', 'R4', 'R5', 'R6', 'R7'],
   async run(ctx) {
-    const rounds = ctx.quick ? 30 : 400;
+    const rounds = ctx.quick ? 20 : 400;
     const dir = mkdtempSync(join(tmpdir(), 'fullstop-bench-runner-'));
     const ledgerPath = join(dir, 'history.jsonl');
     const registry = new TurnRegistry();
@@ -116,11 +113,10 @@ export const suite: Suite = {
       /** One cooperative turn, stopped once its task sleeps and its stream has spoken. */
       const stop = async () => {
         const turnId = `turn-${++turns}`;
-        Atomics.store(flags, READY, 0);
         let spoken!: () => void;
         const streamed = new Promise<void>((r) => { spoken = r; });
-        const outcome$ = runner.run('bench-runner', (turn) => body(turn, pool, flags, spoken), { turnId });
-        await ready(flags, outcome$, `${turnId} compute`);
+        const { running: outcome$ } = await started(flags, `${turnId} compute`,
+          () => runner.run('bench-runner', (turn) => body(turn, pool, flags, spoken), { turnId }));
         await Promise.race([streamed, outcome$.then((o) => { throw new Error(`${turnId}: ended ${o.status} before the stop`, { cause: o.error }); })]);
         await settle();
         let heardAt = Number.NaN;
@@ -137,27 +133,25 @@ export const suite: Suite = {
         ledgerEnd = written.length;
         return { totalMs: heardAt - t0, phases: phasesOf(report) };
       };
-      ctx.progress(`runner: R1–R7 ${rounds} rounds (stop, ordered floor)`);
-      const { samples: s, voided } = await samplePairs('R1', { pairs: rounds, warmup: ctx.quick ? 3 : 10 }, { stop, floor: () => orderedFloor(file!, raw, bytes) });
+      const { samples: s, voided } = await samplePairs('R1', { pairs: rounds, warmup: ctx.quick ? 3 : 10 }, { stop, floor: () => orderedFloor(file!, raw, bytes) }, ctx);
       const { hardStops, cooperativeStops } = pool.stats();
       if (hardStops !== 0) throw new Error(`runner bench: ${hardStops} hard stops (every stop should be cooperative)`);
 
       const phase = (p: keyof ReturnType<typeof phasesOf>) => s.stop.map((x) => x.phases[p] * 1000);
       const floor = (k: keyof Floor) => s.floor.map((o) => o[k] * 1000);
       const round3 = (x: number) => Math.round(x * 1000) / 1000;
-      const row = (id: string, metric: string, fullstop: number[], name: string, base: number[]) =>
-        compare({ id, metric, unit: 'µs', better: 'lower' }, fullstop, name, base, { paired: true });
+      const row = (id: string, metric: string, fullstop: number[], name: string, base: number[]) => compare({ id, metric, unit: 'µs' }, fullstop, [name, base]);
       const peer = 'no raw peer: vs the whole ordered floor';
       return [
         compare({
-          id: 'R1', metric: 'cooperative turn: stop request → turn_aborted emitted', unit: 'ms', better: 'lower',
+          id: 'R1', metric: 'cooperative turn: stop request → turn_aborted emitted', unit: 'ms',
           extra: {
             goal: '≤ 1.15×', phaseMedianUs: Object.fromEntries(Object.keys(s.stop[0]!.phases).map((p) => [p, round3(median(phase(p as 'signal')))])),
             intentPlusFlushShareOfTotal: round3(median(s.stop.map((x) => (x.phases.signal + x.phases.flush) / x.totalMs))),
             stopBytes: { intent: bytes.intent.length, history: bytes.history.length, preStop: bytes.pre.length },
             rounds, cooperativeStops, voidedRaw: voided, graceMs: GRACE_MS,
           },
-        }, s.stop.map((x) => x.totalMs), 'ordered floor: intent+fdatasync, abort+notify→wake, history+fdatasync', s.floor.map((o) => o.totalMs), { paired: true }),
+        }, s.stop.map((x) => x.totalMs), ['ordered floor: intent+fdatasync, abort+notify→wake, history+fdatasync', s.floor.map((o) => o.totalMs)]),
         row('R2', 'phase intent+signal (signalledAt)', phase('signal'), 'raw intent append+fdatasync, abort + notify', floor('signalMs')),
         row('R3', 'phase settle: sleep() task + awaiting tool', phase('settle'), 'raw notify → the worker\'s message back', floor('settleMs')),
         row('R4', 'phase hard stop (nothing left)', phase('hardStop'), peer, floor('totalMs')),

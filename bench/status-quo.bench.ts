@@ -1,13 +1,10 @@
-/**
- * SQ1, the status quo: a worker in a LOOP_MS synchronous loop, cancelled CANCEL_AT_MS in, by a
- * MessagePort message (delivered only when the loop returns to the event loop) vs `token.cancel()`
- * (the loop polls `isCancelled()` every POLL_EVERY iterations): µs from the cancel to the worker
- * noticing. One sample is one real loop in the raw worker (bench/workers/raw.ts).
- */
+// SQ1: a worker in a LOOP_MS synchronous loop cancelled CANCEL_AT_MS in, by a MessagePort message
+// (the status quo) vs `token.cancel()`. One sample is one real loop in the raw worker.
 
 import { setTimeout as delay } from 'node:timers/promises';
 import { TurnRegistry } from '../src/index.js';
-import { assertNothingLive, compare, now, POLL_EVERY, RawWorker, samplePairs, usSince, withTurn, type RawCommand, type Suite } from './harness.js';
+import { now, POLL_EVERY, RawWorker, usSince, type RawCommand } from './handshake.js';
+import { assertNothingLive, compare, samplePairs, withTurn, type Suite } from './harness.js';
 
 const LOOP_MS = 50;
 const CANCEL_AT_MS = 10;
@@ -26,11 +23,9 @@ async function sample(raw: RawWorker, command: RawCommand, cancel: () => void): 
 }
 
 export const suite: Suite = {
-  name: 'status-quo',
   ids: ['SQ1'],
   async run(ctx) {
-    const pairs = ctx.quick ? 5 : 40;
-    ctx.progress(`SQ1 ${pairs} pairs of a ${LOOP_MS} ms loop cancelled at ${CANCEL_AT_MS} ms`);
+    const pairs = ctx.quick ? 4 : 40;
     const registry = new TurnRegistry();
     const raw = new RawWorker();
     try {
@@ -42,13 +37,10 @@ export const suite: Suite = {
           return sample(raw, { kind: 'loop', id, loopMs: LOOP_MS }, () => raw.worker.postMessage({ kind: 'cancel', id } satisfies RawCommand));
         },
         token: () => withTurn(registry, 'sq1', (token) => sample(raw, { kind: 'loop', id: ++ids, loopMs: LOOP_MS, handle: token.handle }, () => token.cancel())),
-      });
+      }, ctx);
       assertNothingLive(registry, 'SQ1');
-      return [compare(
-        { id: 'SQ1', metric: 'worker in a sync loop notices cancel', unit: 'µs', better: 'lower',
-          extra: { loopMs: LOOP_MS, cancelAtMs: CANCEL_AT_MS, pollEvery: POLL_EVERY, voided } },
-        samples.token, 'MessagePort message', samples.message, { paired: true },
-      )];
+      return [compare({ id: 'SQ1', metric: 'worker in a sync loop notices cancel', unit: 'µs', extra: { loopMs: LOOP_MS, cancelAtMs: CANCEL_AT_MS, pollEvery: POLL_EVERY, voided } },
+        samples.token, ['MessagePort message', samples.message])];
     } finally {
       await raw.close();
     }

@@ -1,44 +1,25 @@
-/**
- * S1-0, S1-1000: how long one stop holds the event loop (`token.cancel()` on a turn with one exec
- * tree, until `exec` settles) with N extra idle processes on the host, vs a raw
- * `process.kill(-pgid, 'SIGTERM')` of the same kind of tree. docs/benchmarks.md, "S1", has the method.
- */
+// S1-0, S1-1000: how long one stop holds the event loop with N extra idle processes on the host,
+// vs a raw `process.kill(-pgid, 'SIGTERM')` of the same tree (docs/benchmarks.md, "S1").
 
-import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { exec } from '../src/exec/index.js';
 import { TurnRegistry } from '../src/index.js';
 import { compare, median, samplePairs, type BenchResult, type Suite, type SuiteContext } from './harness.js';
-import { pidsOf, reap, Scratch, spawnGroup } from './trees.js';
+import { execTree, reap, spawnTree } from './trees.js';
 
-/** S1's tree: a shell and its sleep; on SIGTERM the shell reaps its child first (no orphan left as a zombie). */
+/** A shell and its sleep; on SIGTERM the shell reaps its child first (no orphan left as a zombie). */
 const DIES_ON_TERM = `sleep 1000 & s=$!
 trap 'kill $s 2>/dev/null; wait; exit 143' TERM
 echo "$$ $s" > "$1.tmp" && mv "$1.tmp" "$1"
 wait`;
 
 /** `n` idle processes: a shell and `n` sleeps, which it reaps on SIGTERM (this host's init leaves orphans as zombies). */
-async function idleProcesses(n: number): Promise<() => Promise<unknown>> {
-  if (n === 0) return async () => {};
-  const script = `trap 'kill $pids 2>/dev/null; wait; exit 0' TERM
-i=0; pids=; while [ $i -lt ${n} ]; do sleep 100000 & pids="$pids $!"; i=$((i+1)); done; echo ready; wait`;
-  const shell = spawn('sh', ['-c', script], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
-  const exited = new Promise((r) => shell.once('exit', r));
-  await new Promise<void>((resolve, reject) => {
-    shell.stdout!.on('data', (d: Buffer) => { if (d.toString().includes('ready')) resolve(); });
-    shell.once('exit', (code) => reject(new Error(`S1: the idle-process shell exited (${code}) before it was ready`)));
-  });
-  return () => (shell.kill('SIGTERM'), exited);
-}
+const IDLE = (n: number) => `trap 'kill $pids 2>/dev/null; wait; exit 0' TERM
+i=0; pids=; while [ $i -lt ${n} ]; do sleep 100000 & pids="$pids $!"; i=$((i+1)); done
+echo $$ > "$1.tmp" && mv "$1.tmp" "$1"; wait`;
 
-/** The process's CPU time so far, in ms. */
 const processCpuMs = () => (({ user, system }) => (user + system) / 1000)(process.cpuUsage());
 
-/**
- * The event loop's longest stretch between two `setImmediate` turns from `start()` until its
- * promise settles (ms): `block`, the smaller of its wall-clock gap and the process's CPU time (each
- * bounds main's block, and each is blind to what the other counts); `wall`, the wall gap alone.
- */
+/** The longest stretch between two event-loop turns until `start()` settles, ms: `block` min(wall gap, process CPU), each blind to what the other counts. */
 async function blockOf(start: () => Promise<unknown>): Promise<{ block: number; wall: number }> {
   let settled = false;
   let [lastWall, lastCpu] = [performance.now(), processCpuMs()];
@@ -56,45 +37,38 @@ async function blockOf(start: () => Promise<unknown>): Promise<{ block: number; 
 
 async function stopBlockRow(ctx: SuiteContext, n: number): Promise<BenchResult> {
   const pairs = ctx.quick ? 3 : 30;
-  ctx.progress(`S1-${n}: ${pairs} pairs, stop of one exec tree with ${n} extra idle processes`);
   const registry = new TurnRegistry();
-  const scratch = new Scratch();
-  const stopIdle = await idleProcesses(n);
+  const idle = n > 0 ? await spawnTree(IDLE(n), { nested: false }) : undefined;
   try {
     const hostProcesses = readdirSync('/proc').filter((e) => /^\d+$/.test(e)).length;
-    const { samples } = await samplePairs('S1', { pairs, warmup: 1 }, {
+    const { samples } = await samplePairs(`S1-${n}`, { pairs, warmup: 1 }, {
       fullstop: async () => {
         const token = registry.beginTurn('s1');
-        const pidfile = scratch.pidfile();
-        const running = exec('sh', ['-c', DIES_ON_TERM, 'tree', pidfile], { token, graceMs: 5000 }).catch(() => undefined);
-        const pids = await pidsOf(pidfile, false);
+        const { running, pids } = await execTree(DIES_ON_TERM, { token, graceMs: 5000 }, false);
         const f = await blockOf(() => { token.cancel(); return running; });
         await reap(pids);
         registry.endTurn('s1', token);
         return f;
       },
       raw: async () => {
-        const pidfile = scratch.pidfile();
-        const { child, exited } = spawnGroup(DIES_ON_TERM, pidfile);
-        const pids = await pidsOf(pidfile, false);
+        const { child, exited, pids } = await spawnTree(DIES_ON_TERM, { nested: false });
         const r = await blockOf(() => { process.kill(-child.pid!, 'SIGTERM'); return exited; });
         await reap(pids);
         return r.block;
       },
-    });
+    }, ctx);
     return compare({
-      id: `S1-${n}`, metric: `event-loop block of one exec stop, ${n} extra idle processes`, unit: 'ms', better: 'lower',
+      id: `S1-${n}`, metric: `event-loop block of one exec stop, ${n} extra idle processes`, unit: 'ms',
       extra: { goal: '≤ 1 ms, flat in N', idleProcesses: n, hostProcesses, pairs, measure: 'longest stretch between two event-loop turns: min(wall, process CPU)',
         wallGapMedianMs: median(samples.fullstop.map((f) => f.wall)) },
-    }, samples.fullstop.map((f) => f.block), 'raw process.kill(-pgid, SIGTERM)', samples.raw, { paired: true });
+    }, samples.fullstop.map((f) => f.block), ['raw process.kill(-pgid, SIGTERM)', samples.raw]);
   } finally {
-    await stopIdle();
-    scratch.remove();
+    idle?.child.kill('SIGTERM');
+    await idle?.exited;
   }
 }
 
 export const suite: Suite = {
-  name: 'stop-block',
   ids: ['S1-0', 'S1-1000'],
   async run(ctx) {
     const rows: BenchResult[] = [];

@@ -1,16 +1,12 @@
-/**
- * What a turn pays for having a token at all: T1, a `beginTurn` + `endTurn` cycle vs
- * `new AbortController()` (extra: with the handle taken, arming the bridge); T2, a worker's
- * `isCancelled()` vs a raw `Atomics.load`. Nanosecond operations are sampled in batches, each
- * leaving a result checked at the end, so the JIT cannot drop the work.
- */
+// T1, T2: what a turn pays for having a token at all. Every batch leaves a result checked at the
+// end, so the JIT cannot drop the work.
 
 import { TurnRegistry, type CancelToken } from '../src/index.js';
 import { tokenFromHandle } from '../workers/runtime.js';
 import { assertNothingLive, compare, median, sampleRounds, type BenchResult, type Suite, type SuiteContext } from './harness.js';
 
 const BATCH = 1000;
-const rounds = (ctx: SuiteContext) => (ctx.quick ? { rounds: 3, timeMs: 15 } : { rounds: 12, timeMs: 120 });
+const rounds = (ctx: SuiteContext) => (ctx.quick ? { rounds: 3, timeMs: 15, warmupMs: 10 } : { rounds: 12, timeMs: 120, warmupMs: 250 });
 const batch = (name: string, one: () => void) => ({ name, ops: 100, fn: () => { for (let i = 0; i < 100; i++) one(); } });
 
 async function cycleCost(ctx: SuiteContext): Promise<BenchResult> {
@@ -25,10 +21,8 @@ async function cycleCost(ctx: SuiteContext): Promise<BenchResult> {
   ], rounds(ctx));
   if (last?.retired !== true || controller?.signal.aborted !== false) throw new Error('T1: the measured work did not happen');
   assertNothingLive(registry, 'T1');
-  return compare(
-    { id: 'T1', metric: 'beginTurn+endTurn cycle', unit: 'ns', better: 'lower', extra: { goal: '≤ 2000 ns', withHandleNs: median(samples.get('cycle+handle')!) } },
-    samples.get('cycle')!, 'new AbortController()', samples.get('controller')!, { paired: true },
-  );
+  return compare({ id: 'T1', metric: 'beginTurn+endTurn cycle', unit: 'ns', extra: { goal: '≤ 2000 ns', withHandleNs: median(samples.get('cycle+handle')!) } },
+    samples.get('cycle')!, ['new AbortController()', samples.get('controller')!]);
 }
 
 async function checkCost(ctx: SuiteContext): Promise<BenchResult> {
@@ -42,17 +36,14 @@ async function checkCost(ctx: SuiteContext): Promise<BenchResult> {
     const raw = new Int32Array(new SharedArrayBuffer(handle.buffer.byteLength));
     const running = (raw[index] = Atomics.load(new Int32Array(handle.buffer), index));
     let hits = 0;
-    // Loops written out, not through `batch`: a shared loop calling a closure would add an
-    // un-inlined call to a ~1 ns operation and flatten the ratio.
+    // Loops written out, not through `batch`: an un-inlined closure call would flatten a ~1 ns ratio.
     const samples = await sampleRounds([
       { name: 'isCancelled', ops: BATCH, fn: () => { for (let i = 0; i < BATCH; i++) if (worker.isCancelled()) hits++; } },
       { name: 'load', ops: BATCH, fn: () => { for (let i = 0; i < BATCH; i++) if (Atomics.load(raw, index) !== running) hits++; } },
     ], rounds(ctx));
     if (hits !== 0) throw new Error(`T2: a running token read as cancelled ${hits} times`);
-    return compare(
-      { id: 'T2', metric: 'worker isCancelled() check', unit: 'ns', better: 'lower', extra: { goal: '≤ 1.5×' } },
-      samples.get('isCancelled')!, 'raw Atomics.load', samples.get('load')!, { paired: true },
-    );
+    return compare({ id: 'T2', metric: 'worker isCancelled() check', unit: 'ns', extra: { goal: '≤ 1.5×' } },
+      samples.get('isCancelled')!, ['raw Atomics.load', samples.get('load')!]);
   } finally {
     registry.endTurn('t2', token);
     assertNothingLive(registry, 'T2');
@@ -60,7 +51,6 @@ async function checkCost(ctx: SuiteContext): Promise<BenchResult> {
 }
 
 export const suite: Suite = {
-  name: 'token',
   ids: ['T1', 'T2'],
   run: async (ctx) => [...(ctx.wants('T1') ? [await cycleCost(ctx)] : []), ...(ctx.wants('T2') ? [await checkCost(ctx)] : [])],
 };

@@ -1,33 +1,37 @@
-/**
- * Process trees for the exec and stop-block suites: the pid-file handshake, "gone" as the /proc
- * entry missing or a zombie, and the reaping that leaves nothing behind.
- */
+// Process trees for the exec and stop-block suites. A tree's script writes its pids to "$1" (and
+// its nested part's to "$1.n"): the handshake. Whatever survives a sample is SIGKILLed by pid.
 
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import { exec, type ExecOptions } from '../src/exec/index.js';
 import { isDead, readStat } from '../src/exec/proc.js';
 
-/** Alive: a /proc entry that is not a zombie or dead (the library's own /proc reader decides). */
+const dir = mkdtempSync(join(tmpdir(), 'fullstop-bench-trees-'));
+process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+let trees = 0;
+export const pidfile = () => join(dir, `tree-${trees++}`);
+
+/** A /proc entry that is not a zombie (the library's own /proc reader decides). */
 export const alive = (pids: readonly number[]) => pids.filter((pid) => !isDead(readStat(pid)));
 
-/** Both sides' "gone" detector: poll every event-loop turn until no pid is alive. */
+/** Both sides' "gone": polled every event-loop turn. */
 export async function untilGone(pids: readonly number[]): Promise<void> {
   while (alive(pids).length > 0) await new Promise((r) => setImmediate(r));
 }
 
-/** The handshake: the pids the tree wrote to `pidfile` (and `pidfile.n` when `nested`). */
-export async function pidsOf(pidfile: string, nested = true): Promise<number[]> {
-  const files = nested ? [pidfile, `${pidfile}.n`] : [pidfile];
-  for (const deadline = Date.now() + 10_000; !files.every((f) => existsSync(f)); await delay(2)) {
-    if (Date.now() > deadline) throw new Error(`tree did not write ${pidfile}`);
+/** The pids the tree wrote to `file` (and `file.n` when `nested`). */
+export async function pidsOf(file: string, nested: boolean): Promise<number[]> {
+  const files = nested ? [file, `${file}.n`] : [file];
+  for (const deadline = Date.now() + 60_000; !files.every((f) => existsSync(f)); await delay(2)) {
+    if (Date.now() > deadline) throw new Error(`tree did not write ${file}`);
   }
   return [...new Set(files.map((f) => readFileSync(f, 'utf8')).join(' ').trim().split(/\s+/).map(Number))];
 }
 
-/** SIGKILL whatever of `pids` is still alive (the end of every sample). */
+/** The end of every sample. */
 export async function reap(pids: readonly number[]): Promise<void> {
   for (const pid of alive(pids)) {
     try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
@@ -35,16 +39,17 @@ export async function reap(pids: readonly number[]): Promise<void> {
   await untilGone(pids);
 }
 
-/** The raw side's tree: `script` in a shell, by default in a process group of its own; `exited` when the shell is reaped. */
-export function spawnGroup(script: string, pidfile: string, detached = true) {
-  const child = spawn('sh', ['-c', script, 'tree', pidfile], { detached, stdio: 'ignore' });
-  return { child, exited: new Promise((r) => child.once('exit', r)) };
+/** fullstop's side: `script` under `exec(…, options)`, once it wrote its pids. */
+export async function execTree(script: string, options: ExecOptions, nested = true) {
+  const file = pidfile();
+  const running = exec('sh', ['-c', script, 'tree', file], options);
+  return { running, pids: await pidsOf(file, nested) };
 }
 
-/** A temp dir of pid files, one a tree. */
-export class Scratch {
-  readonly dir = mkdtempSync(join(tmpdir(), 'fullstop-bench-exec-'));
-  #n = 0;
-  pidfile = () => join(this.dir, `tree-${this.#n++}`);
-  remove = () => rmSync(this.dir, { recursive: true, force: true });
+/** The raw side: `script` spawned by node, by default in a process group of its own. */
+export async function spawnTree(script: string, { detached = true, nested = true } = {}) {
+  const file = pidfile();
+  const child = spawn('sh', ['-c', script, 'tree', file], { detached, stdio: 'ignore' });
+  const exited = new Promise((r) => child.once('exit', r));
+  return { child, exited, pids: await pidsOf(file, nested) };
 }

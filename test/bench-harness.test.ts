@@ -41,10 +41,12 @@ describe('statistics', () => {
     expect(spread.max).toBeCloseTo(11);
   });
 
-  it('compare keeps the fields suites rely on and adds the spread and the shape ratio only when asked', () => {
-    const unpaired = compare(head, [1, 2, 3], 'raw', [2, 4, 6]);
-    expect(unpaired).toEqual({ ...head, fullstop: { median: 2, p99: 3 }, baseline: { name: 'raw', median: 4, p99: 6 }, ratio: 0.5 });
-    const paired = compare({ ...head, extra: { goal: 'g' } }, [3, 6, 9], 'raw', [1, 2, 3], { paired: true, shape: { name: 'raw+throw', samples: [2, 4, 6] } });
+  it('compare pairs by default, takes the ratio of medians when unpaired, and adds the shape ratio only when asked', () => {
+    const unpaired = compare({ ...head, better: 'higher' }, [1, 2, 3], ['raw', [2, 4, 6]], { paired: false });
+    expect(unpaired).toEqual({ ...head, better: 'higher', fullstop: { median: 2, p99: 3 }, baseline: { name: 'raw', median: 4, p99: 6 }, ratio: 0.5 });
+    const { better: _, ...noBetter } = head;
+    const paired = compare({ ...noBetter, extra: { goal: 'g' } }, [3, 6, 9], ['raw', [1, 2, 3]], { shape: ['raw+throw', [2, 4, 6]] });
+    expect(paired.better).toBe('lower');
     expect(paired.ratio).toBe(3);
     expect(paired.spread).toEqual({ min: 3, q1: 3, q3: 3, max: 3, pairs: 3 });
     expect(paired.shape).toEqual({ name: 'raw+throw', median: 4, p99: 6 });
@@ -93,20 +95,20 @@ describe('pairing', () => {
 });
 
 describe('rows, table and chart', () => {
-  const row: BenchResult = compare(head, [3, 6], 'raw', [1, 2], { paired: true });
+  const row: BenchResult = compare(head, [3, 6], ['raw', [1, 2]]);
 
   it('validateResult accepts a good row and names each problem of a bad one', () => {
     expect(validateResult(row)).toEqual([]);
-    const bad = { ...row, id: '', better: 'up', baseline: { name: 'raw', median: 0, p99: 0 }, ratio: Number.NaN } as unknown as BenchResult;
+    const bad: BenchResult = { ...row, baseline: { name: 'raw', median: 0, p99: 0 }, shape: { name: 's', median: Number.POSITIVE_INFINITY, p99: 1 }, ratio: Number.NaN };
     const problems = validateResult(bad).join('\n');
-    expect(problems).toMatch(/id: expected a non-empty string/);
-    expect(problems).toMatch(/better: expected 'lower' or 'higher'/);
-    expect(problems).toMatch(/baseline.median: is 0/);
-    expect(problems).toMatch(/ratio: expected a finite number/);
+    expect(problems).toMatch(/^X1: shape.median and .p99: expected finite numbers$/m);
+    expect(problems).toMatch(/^X1: baseline.median: is 0/m);
+    expect(problems).toMatch(/^X1: ratio: expected a finite number/m);
+    expect(problems).not.toMatch(/fullstop/);
   });
 
   it('the table prints each ratio with the quartiles of its pairs, and the extras as notes', () => {
-    const table = formatTable([row, compare({ ...head, id: 'X2', extra: { goal: '≤ 2×' } }, [5], 'raw', [10])]);
+    const table = formatTable([row, compare({ ...head, id: 'X2', extra: { goal: '≤ 2×' } }, [5], ['raw', [10]], { paired: false })]);
     expect(table).toMatch(/^X1 .* 3.00× \[3.00–3.00\]/m);
     expect(table).toMatch(/^X2 .* 0.500× /m);
     expect(table).toMatch(/^X2: \{goal="≤ 2×"\}$/m);

@@ -1,25 +1,18 @@
 /**
- * The raw floors: a plain worker, no pool. It gets its cells once (workerData) and runs one
- * command a message, saying "ready" first:
- *   wait   — block in `Atomics.wait` on GO until main's notify; report the wake.
- *   poll   — spin on `Atomics.load(GO)` until main flips it; report when it saw the flip.
- *   notify — sleep TRIP_AFTER_MS, store + notify GO (main waits with `Atomics.waitAsync`), linger
- *            LINGER_MS; report when it stored.
- *   loop   — SQ1: a `loopMs` synchronous loop. With `handle` it polls the token every POLL_EVERY
- *            iterations (fullstop); without, only a `cancel` message stops it, and a message is
- *            delivered only once the loop has returned to the event loop (the status quo).
- * With `shape`, a pre-built Error is thrown and caught after noticing, before the stamp.
+ * The raw floors' plain worker: one command a message, saying READY first. `wait` blocks on GO,
+ * `poll` spins on it, `notify` stores + notifies it TRIP_AFTER_MS in (main waits with waitAsync);
+ * `loop` is SQ1's loop, polling a token (fullstop) or stopped by a `cancel` message, which arrives
+ * only once the loop has returned to the event loop (the status quo). `shape`: throw and catch a
+ * pre-built Error after noticing, before the stamp.
  */
 
 import { parentPort, workerData } from 'node:worker_threads';
 import { tokenFromHandle } from '../../workers/runtime.js';
-import { GO, LINGER_MS, POLL_EVERY, READY, SPARE, TRIP_AFTER_MS, type RawCommand, type RawReport } from '../harness.js';
+import { GO, LINGER_MS, now, POLL_EVERY, sayReady, SPARE, step, TRIP_AFTER_MS, type RawCommand, type RawReport } from '../handshake.js';
 
 const port = parentPort!;
 const flags = workerData.flags as Int32Array;
-const now = () => process.hrtime.bigint();
 const PREBUILT = new Error('the turn is cancelled');
-const step = (x: number) => (Math.imul(x, 1103515245) + 12345) | 0;
 let loopEndedAt = 0n;
 let sink = 0;
 
@@ -76,10 +69,7 @@ function run(command: RawCommand): RawReport | undefined {
 }
 
 port.on('message', (command: RawCommand) => {
-  if (command.kind !== 'cancel') {
-    Atomics.store(flags, READY, 1);
-    Atomics.notify(flags, READY);
-  }
+  if (command.kind !== 'cancel') sayReady(flags);
   const report = run(command);
   if (report !== undefined) port.postMessage(report);
 });

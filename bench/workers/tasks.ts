@@ -1,31 +1,16 @@
-/**
- * Task bodies of the pool and runner suites, named by what they do. TurnPool and raw Piscina load
- * this same file; raw Piscina runs only `trivial` and `rawSleeper` (`fullstop/worker` functions
- * throw outside a TurnPool task). A task a cancel ends returns the moment it noticed, on the
- * process-wide clock (harness.ts), so the result carries the measurement.
- */
+// Tasks of the pool and runner suites, for TurnPool and raw Piscina (which runs only `trivial` and
+// `rawSleeper`). A task a cancel ends returns the moment it noticed, so its result is the stamp.
 
 import { cancelTurn, checkCancelled, isCancelled, isCancelledError, sleep } from '../../workers/runtime.js';
-import { LINGER_MS, READY, SPARE, TRIP_AFTER_MS } from '../harness.js';
+import { LINGER_MS, now, sayReady, SPARE, step, TRIP_AFTER_MS } from '../handshake.js';
 
-/** A task's argument: its handshake cells. */
 type FlagsTask = { flags: Int32Array };
-
-const now = () => process.hrtime.bigint();
-const step = (x: number) => (Math.imul(x, 1103515245) + 12345) | 0;
-
-/** Say "ready" on the handshake cell: the sample starts here. */
-function ready(flags: Int32Array): void {
-  Atomics.store(flags, READY, 1);
-  Atomics.notify(flags, READY);
-}
-
 /** P5, and P4's next task. */
 export const trivial = (n: number): number => n;
 
 /** P1: blocked in `sleep()`; returns when the `CancelledError` was caught in the task. */
 export function sleeper({ flags }: FlagsTask): bigint {
-  ready(flags);
+  sayReady(flags);
   try {
     sleep(60_000);
   } catch (e) {
@@ -38,14 +23,14 @@ export function sleeper({ flags }: FlagsTask): bigint {
 
 /** P4 and R*: the usual cooperative task — `sleep()` throws on cancel and the error propagates. */
 export function sleepsUntilStopped({ flags }: FlagsTask): never {
-  ready(flags);
+  sayReady(flags);
   sleep(60_000);
   throw new Error('sleepsUntilStopped: slept 60 s without a cancel');
 }
 
 /** P2: a busy loop calling `checkCancelled()` every iteration; returns [noticed at, sink]. */
 export function pollsEveryIteration({ flags }: FlagsTask): [bigint, number] {
-  ready(flags);
+  sayReady(flags);
   let x = 1;
   try {
     for (;;) {
@@ -61,15 +46,15 @@ export function pollsEveryIteration({ flags }: FlagsTask): [bigint, number] {
 
 /** P2-plain: the same loop on `isCancelled()`, which throws nothing. */
 export function pollsIsCancelled({ flags }: FlagsTask): [bigint, number] {
-  ready(flags);
+  sayReady(flags);
   let x = 1;
   while (!isCancelled()) x = step(x);
   return [now(), x];
 }
 
-/** P3: wait TRIP_AFTER_MS (main goes idle), trip the turn, linger; returns when it tripped. */
+/** P3: wait TRIP_AFTER_MS, trip the turn, linger; returns when it tripped. */
 export function trips({ flags }: FlagsTask): bigint {
-  ready(flags);
+  sayReady(flags);
   Atomics.wait(flags, SPARE, 0, TRIP_AFTER_MS);
   const at = now();
   if (!cancelTurn('bench')) throw new Error('trips: cancelTurn() returned false');
@@ -79,7 +64,7 @@ export function trips({ flags }: FlagsTask): bigint {
 
 /** P4's floor on raw Piscina: a plain `Atomics.wait` until piscina terminates the worker. */
 export function rawSleeper({ flags }: FlagsTask): never {
-  ready(flags);
+  sayReady(flags);
   Atomics.wait(flags, SPARE, 0, 60_000);
   throw new Error('rawSleeper: slept 60 s without being terminated');
 }
