@@ -8,7 +8,7 @@ import {
   CancelledError, CancelToken, FatalToolError, isCancelledError, ToolError, TurnRegistry,
 } from '../dist/src/index.js';
 import { tokenFromHandle } from '../dist/workers/runtime.js';
-import { addOwner, ownersOf, type Owner } from '../dist/src/token/owners.js';
+import { addOwner, addOwnerOf, ownersOf, removeOwnerOf, type LinkedOwner, type Owner } from '../dist/src/token/owners.js';
 import { renderReason } from '../dist/src/errors.js';
 
 const registries: TurnRegistry[] = [];
@@ -352,6 +352,40 @@ describe('owners', () => {
     expect(registry.stats().liveOwners).toBe(0);
     expect(ownersOf(token)).toEqual([]);
     registry.endTurn('s');
+  });
+
+  it('that carry their own links (pool tasks) are counted, listed after the others, told of a cancel, and removed once', () => {
+    const registry = fresh();
+    const token = registry.beginTurn('s');
+    const linked = (): LinkedOwner & { cancels: number; retiredCalls: number } => {
+      const o = {
+        kind: 'task', settled: Promise.resolve(), hardStop() {}, ownerPrev: undefined, ownerNext: undefined, ownerLinked: false,
+        cancels: 0, retiredCalls: 0, onCancel() { o.cancels++; }, onRetire() { o.retiredCalls++; },
+      };
+      return o;
+    };
+    const [a, b, c] = [linked(), linked(), linked()];
+    const plain = owner('process');
+    const disposePlain = addOwner(token, plain);
+    for (const o of [a, b, c]) addOwnerOf(token, o);
+    addOwnerOf(token, b); // a second add changes nothing
+    expect(registry.stats().liveOwners).toBe(4);
+    expect(ownersOf(token)).toEqual([plain, a, b, c]);
+    removeOwnerOf(token, b);
+    removeOwnerOf(token, b);
+    expect(registry.stats().liveOwners).toBe(3);
+    expect(ownersOf(token)).toEqual([plain, a, c]);
+    // A linked owner that removes itself while told leaves the others told all the same.
+    a.onCancel = () => { a.cancels++; removeOwnerOf(token, a); };
+    token.cancel();
+    expect([a.cancels, b.cancels, c.cancels]).toEqual([1, 0, 1]);
+    expect(ownersOf(token)).toEqual([plain, c]);
+    registry.endTurn('s');
+    expect(c.retiredCalls).toBe(1);
+    removeOwnerOf(token, c);
+    disposePlain();
+    expect(registry.stats().liveOwners).toBe(0);
+    expect(ownersOf(token)).toEqual([]);
   });
 
   it("of a token's children count as the token's, but not the other way round", () => {

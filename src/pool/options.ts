@@ -100,6 +100,7 @@ export const TOKEN_ONLY: RunOptionsRead = Object.freeze({ ...NOTHING_READ });
  * copy reads too (own enumerable properties), without building a dictionary object on every task.
  */
 export function readRunOptions(options: object): RunOptionsRead {
+  if (isTokenOnly(options)) return TOKEN_ONLY;
   const keys = Object.keys(options);
   if (keys.length === 0) return NOTHING_READ;
   if (keys.length === 1 && keys[0] === 'token') return TOKEN_ONLY;
@@ -121,6 +122,20 @@ export function readRunOptions(options: object): RunOptionsRead {
   }
   checkMs('options.graceMs', o.graceMs);
   return o;
+}
+
+/**
+ * `{ token }` alone, found without building the key list `Object.keys` makes (this is per task).
+ * `for…in` also walks inherited keys: any besides an own `token` sends the caller to `Object.keys`,
+ * which then decides as before.
+ */
+function isTokenOnly(options: object): boolean {
+  let seen = false;
+  for (const key in options) {
+    if (key !== 'token' || seen) return false;
+    seen = true;
+  }
+  return seen && Object.hasOwn(options, 'token');
 }
 
 /** @internal Listen once for the signal's abort, as piscina does for either kind; returns the remover. */

@@ -20,7 +20,7 @@
 
 import { abortedTaskError, cancelledError, isCancelledError, type CancelledError } from '../errors.js';
 import { addOwnerOf, removeOwnerOf } from '../token/owners.js';
-import type { Owner } from '../token/state.js';
+import type { LinkedOwner } from '../token/state.js';
 import { isStopGoverned } from '../token/owners.js';
 import type { CancelToken } from '../token/token.js';
 import { RUN, type Startable, type WorkerView } from './dispatch.js';
@@ -45,8 +45,12 @@ function capture(resolve: (value: unknown) => void, reject: (error: unknown) => 
   captured.reject = reject;
 }
 
-export class TaskRun implements Owner, Startable {
-  readonly kind = 'task';
+export class TaskRun implements LinkedOwner, Startable {
+  /** Owner kind (on the prototype: one field less a task). */
+  declare readonly kind: 'task';
+  ownerPrev: LinkedOwner | undefined = undefined;
+  ownerNext: LinkedOwner | undefined = undefined;
+  ownerLinked = false;
   readonly token: CancelToken;
   readonly graceMs: number;
   /** Handed to piscina as its AbortSignal (see the rule above). */
@@ -181,3 +185,5 @@ export class TaskRun implements Owner, Startable {
     this.#host.onSettled(this, how);
   }
 }
+
+Object.defineProperty(TaskRun.prototype, 'kind', { value: 'task' });

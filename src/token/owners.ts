@@ -12,25 +12,29 @@
  *   must not hard-stop on its own timer; it checks `isStopGoverned(token)` when its token aborts.
  */
 
-import type { Owner } from './state.js';
+import type { LinkedOwner, Owner } from './state.js';
 import { STATE, type CancelToken } from './token.js';
 
-export type { Owner };
+export type { LinkedOwner, Owner };
 
 /** @internal Register `owner` under `token`; returns its disposer (idempotent). */
 export function addOwner(token: CancelToken, owner: Owner): () => void {
-  addOwnerOf(token, owner);
-  return () => removeOwnerOf(token, owner);
+  const state = token[STATE];
+  state.addOwner(owner);
+  return () => state.removeOwner(owner);
 }
 
-/** @internal `addOwner` without the disposer closure, for owners that remove themselves (pool tasks: one per task). */
-export function addOwnerOf(token: CancelToken, owner: Owner): void {
-  token[STATE].addOwner(owner);
+/**
+ * @internal `addOwner` without the disposer closure, for owners that remove themselves and carry
+ * their own list links (pool tasks: one per task, so no hashing and no allocation either).
+ */
+export function addOwnerOf(token: CancelToken, owner: LinkedOwner): void {
+  token[STATE].addLinkedOwner(owner);
 }
 
-/** @internal Remove `owner` from `token`; a second call does nothing. */
-export function removeOwnerOf(token: CancelToken, owner: Owner): void {
-  token[STATE].removeOwner(owner);
+/** @internal Remove `owner` (added by `addOwnerOf`) from `token`; a second call does nothing. */
+export function removeOwnerOf(token: CancelToken, owner: LinkedOwner): void {
+  token[STATE].removeLinkedOwner(owner);
 }
 
 /** @internal Every owner still registered under `token` or any of its descendants. */

@@ -46,6 +46,17 @@ export interface Owner {
   onRetire?(): void;
 }
 
+/**
+ * An owner that carries its own list links (one per pool task): registering and removing it is a
+ * few field writes, with no hashing and no allocation. Only the token it was added to writes them.
+ */
+export interface LinkedOwner extends Owner {
+  ownerPrev: LinkedOwner | undefined;
+  ownerNext: LinkedOwner | undefined;
+  /** True while it is registered. */
+  ownerLinked: boolean;
+}
+
 /** @internal Per-registry resource counts behind `stats()`. */
 export interface Counters {
   tokens: number;
@@ -82,6 +93,9 @@ export class TokenState implements Watched {
   #watched = false;
   /** `undefined` until the first owner registers. */
   #owners: Set<Owner> | undefined;
+  /** The linked owners (`addLinkedOwner`), oldest first; `undefined` when there are none. */
+  #linkedHead: LinkedOwner | undefined;
+  #linkedTail: LinkedOwner | undefined;
   /** Set by a runner stop: the stop's grace governs every owner below (docs/design.md §2). */
   #stopGoverned = false;
   #cancelled = false;
@@ -194,8 +208,15 @@ export class TokenState implements Watched {
   }
 
   #tellOwners(): void {
-    if (this.#owners === undefined) return;
-    for (const owner of [...this.#owners]) owner.onCancel?.();
+    if (this.#owners === undefined && this.#linkedHead === undefined) return;
+    for (const owner of this.#ownersNow()) owner.onCancel?.();
+  }
+
+  /** A copy of this token's owners (they may remove themselves while told): the set's, then the linked ones. */
+  #ownersNow(): Owner[] {
+    const out: Owner[] = this.#owners === undefined ? [] : [...this.#owners];
+    for (let o = this.#linkedHead; o !== undefined; o = o.ownerNext) out.push(o);
+    return out;
   }
 
   /** What `signal` aborts with: the reason built ahead of time when it applies, else a fresh one. */
@@ -293,7 +314,7 @@ export class TokenState implements Watched {
     this.#detachAdopted = undefined;
     if (this.#parent !== undefined) this.#parent.#children?.delete(this);
     this.#parent = undefined;
-    if (this.#owners !== undefined) for (const owner of [...this.#owners]) owner.onRetire?.();
+    if (this.#owners !== undefined || this.#linkedHead !== undefined) for (const owner of this.#ownersNow()) owner.onRetire?.();
     const onRetired = this.#onRetired;
     this.#onRetired = undefined;
     onRetired?.(this);
@@ -310,9 +331,35 @@ export class TokenState implements Watched {
     if (this.#owners?.delete(owner)) this.host.counters.owners--;
   }
 
+  /** `addOwner` for an owner that carries its own links; a second call does nothing. */
+  addLinkedOwner(owner: LinkedOwner): void {
+    if (owner.ownerLinked) return;
+    owner.ownerLinked = true;
+    owner.ownerPrev = this.#linkedTail;
+    owner.ownerNext = undefined;
+    if (this.#linkedTail === undefined) this.#linkedHead = owner;
+    else this.#linkedTail.ownerNext = owner;
+    this.#linkedTail = owner;
+    this.host.counters.owners++;
+  }
+
+  /** Remove a linked `owner`; a second call does nothing. */
+  removeLinkedOwner(owner: LinkedOwner): void {
+    if (!owner.ownerLinked) return;
+    owner.ownerLinked = false;
+    const { ownerPrev: prev, ownerNext: next } = owner;
+    if (prev === undefined) this.#linkedHead = next;
+    else prev.ownerNext = next;
+    if (next === undefined) this.#linkedTail = prev;
+    else next.ownerPrev = prev;
+    owner.ownerPrev = owner.ownerNext = undefined;
+    this.host.counters.owners--;
+  }
+
   /** Push every owner of this token and of its descendants onto `out`. */
   collectOwners(out: Owner[]): Owner[] {
     if (this.#owners !== undefined) for (const owner of this.#owners) out.push(owner);
+    for (let o = this.#linkedHead; o !== undefined; o = o.ownerNext) out.push(o);
     if (this.#children !== undefined) for (const child of this.#children) child.collectOwners(out);
     return out;
   }
