@@ -1,12 +1,17 @@
 // P4: cancel → the next turn's task result, vs Piscina's own abort (terminate + respawn). P5*:
 // throughput against raw Piscina in rounds (docs/benchmarks.md).
 
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Piscina } from 'piscina';
 import { isCancelledError, TurnPool, TurnRegistry, type CancelledError, type CancelToken } from '../src/index.js';
 import { flagCells, now, settle, started, usSince } from './handshake.js';
 import { assertNothingLive, compare, samplePairs, withTurn, type BenchResult, type Suite, type SuiteContext } from './harness.js';
 
 const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
+/** A full collection, as `global.gc` would run one (the bench runs without --expose-gc). */
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
 const IN_FLIGHT = 100;
 const registry = new TurnRegistry();
 
@@ -78,9 +83,16 @@ async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
   const options = { filename: TASKS, name: 'trivial', minThreads: 2, maxThreads: 2 };
   const four = { ...options, concurrentTasksPerWorker: 4 };
   const pools = { raw: new Piscina(options), pool: new TurnPool(options), raw4: new Piscina(four), pool4: new TurnPool(four) };
-  /** One round of a variant: `total` tasks (a third of that in a warm-up round) under one turn. */
-  const variant = (submit: (i: number, token: CancelToken) => Promise<unknown>) => (warmup: boolean) =>
-    withTurn(registry, 'p5', (token) => drive((i) => submit(i, token), warmup ? Math.ceil(total / 3) : total));
+  /**
+   * One round of a variant: `total` tasks (a third of that in a warm-up round) under one turn, on a
+   * freshly collected heap. Piscina allocates ~8 KB a task on the main thread, and the rotation
+   * runs each TurnPool variant right after its raw one: without the collection it would pay for
+   * the garbage of the round before it.
+   */
+  const variant = (submit: (i: number, token: CancelToken) => Promise<unknown>) => (warmup: boolean) => {
+    collectGarbage();
+    return withTurn(registry, 'p5', (token) => drive((i) => submit(i, token), warmup ? Math.ceil(total / 3) : total));
+  };
   try {
     const { samples: rates } = await samplePairs('P5', { pairs: rounds, warmup: ctx.quick ? 1 : 2 }, {
       raw: variant((i) => pools.raw.run(i)),
