@@ -3,9 +3,9 @@
  * once would measure each other), print one table, and write the JSON and the SVG on request.
  */
 
-import { readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { BenchResult, Suite } from './harness.js';
@@ -92,6 +92,9 @@ async function main(): Promise<number> {
   const only = new Set((args.only ?? []).map((o) => o.toLowerCase()));
   const wants = (id: string) => only.size === 0 || only.has(id.toLowerCase());
   const log = (line: string) => process.stderr.write(line + '\n');
+  // The output folders are made before anything is measured: a full run takes minutes, and its
+  // figures must not be lost to a folder that does not exist yet (bench-results/ on a fresh clone).
+  for (const out of [args.json, args.svg]) if (out !== undefined) await mkdir(dirname(resolve(out)), { recursive: true });
   const here = dirname(fileURLToPath(import.meta.url));
   const files = (await readdir(here)).filter((f) => f.endsWith('.bench.js')).sort();
   const started = performance.now();

@@ -132,7 +132,8 @@ describe('the CLI', () => {
   it('writes the results JSON in its documented shape (one real quick row)', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'fullstop-bench-test-'));
     try {
-      const file = join(dir, 'out.json');
+      // In a folder that does not exist yet, as bench-results/ on a fresh clone.
+      const file = join(dir, 'results', 'out.json');
       const { code, stderr } = await run(['--quick', '--only', 'T2', '--json', file]);
       expect(code, stderr).toBe(0);
       const doc = JSON.parse(await readFile(file, 'utf8'));
