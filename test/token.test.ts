@@ -354,7 +354,7 @@ describe('owners', () => {
     registry.endTurn('s');
   });
 
-  it('that carry their own links (pool tasks) are counted, listed after the others, told of a cancel, and removed once', () => {
+  it('that are their own list entry (pool tasks) are counted, listed in the order added, told of a cancel, and removed once', () => {
     const registry = fresh();
     const token = registry.beginTurn('s');
     const linked = (): LinkedOwner & { cancels: number; retiredCalls: number } => {

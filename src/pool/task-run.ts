@@ -20,7 +20,7 @@
 
 import { abortedTaskError, cancelledError, isCancelledError, type CancelledError } from '../errors.js';
 import { addOwnerOf, removeOwnerOf } from '../token/owners.js';
-import type { LinkedOwner } from '../token/state.js';
+import type { LinkedOwner, OwnerEntry } from '../token/state.js';
 import { isStopGoverned } from '../token/owners.js';
 import type { CancelToken } from '../token/token.js';
 import { RUN, type Startable, type WorkerView } from './dispatch.js';
@@ -46,10 +46,10 @@ function capture(resolve: (value: unknown) => void, reject: (error: unknown) => 
 }
 
 export class TaskRun implements LinkedOwner, Startable {
-  /** Owner kind (on the prototype: one field less a task). */
-  declare readonly kind: 'task';
-  ownerPrev: LinkedOwner | undefined = undefined;
-  ownerNext: LinkedOwner | undefined = undefined;
+  readonly kind = 'task';
+  /** Its links in its token's owner list (the run is its own entry there). */
+  ownerPrev: OwnerEntry | undefined = undefined;
+  ownerNext: OwnerEntry | undefined = undefined;
   ownerLinked = false;
   readonly token: CancelToken;
   readonly graceMs: number;
@@ -185,5 +185,3 @@ export class TaskRun implements LinkedOwner, Startable {
     this.#host.onSettled(this, how);
   }
 }
-
-Object.defineProperty(TaskRun.prototype, 'kind', { value: 'task' });

@@ -12,7 +12,7 @@
  *   must not hard-stop on its own timer; it checks `isStopGoverned(token)` when its token aborts.
  */
 
-import type { LinkedOwner, Owner } from './state.js';
+import type { LinkedOwner, Owner, OwnerEntry } from './state.js';
 import { STATE, type CancelToken } from './token.js';
 
 export type { LinkedOwner, Owner };
@@ -20,21 +20,22 @@ export type { LinkedOwner, Owner };
 /** @internal Register `owner` under `token`; returns its disposer (idempotent). */
 export function addOwner(token: CancelToken, owner: Owner): () => void {
   const state = token[STATE];
-  state.addOwner(owner);
-  return () => state.removeOwner(owner);
+  const entry: OwnerEntry = { owner, ownerPrev: undefined, ownerNext: undefined, ownerLinked: false };
+  state.addOwner(entry);
+  return () => state.removeOwner(entry);
 }
 
 /**
- * @internal `addOwner` without the disposer closure, for owners that remove themselves and carry
- * their own list links (pool tasks: one per task, so no hashing and no allocation either).
+ * @internal `addOwner` for an owner that is its own list entry and removes itself (pool tasks: one
+ * per task, so no entry and no disposer to allocate); a second call does nothing.
  */
 export function addOwnerOf(token: CancelToken, owner: LinkedOwner): void {
-  token[STATE].addLinkedOwner(owner);
+  token[STATE].addOwner(owner);
 }
 
 /** @internal Remove `owner` (added by `addOwnerOf`) from `token`; a second call does nothing. */
 export function removeOwnerOf(token: CancelToken, owner: LinkedOwner): void {
-  token[STATE].removeLinkedOwner(owner);
+  token[STATE].removeOwner(owner);
 }
 
 /** @internal Every owner still registered under `token` or any of its descendants. */

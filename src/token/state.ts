@@ -47,14 +47,21 @@ export interface Owner {
 }
 
 /**
- * An owner that carries its own list links (one per pool task): registering and removing it is a
- * few field writes, with no hashing and no allocation. Only the token it was added to writes them.
+ * An entry of a token's owner list: registering and removing one is a few field writes, with no
+ * hashing. Only the token it was added to writes the links.
  */
-export interface LinkedOwner extends Owner {
-  ownerPrev: LinkedOwner | undefined;
-  ownerNext: LinkedOwner | undefined;
+export interface OwnerEntry {
+  ownerPrev: OwnerEntry | undefined;
+  ownerNext: OwnerEntry | undefined;
   /** True while it is registered. */
   ownerLinked: boolean;
+  /** The owner this entry stands for; `undefined` for an owner that is its own entry (`LinkedOwner`). */
+  readonly owner?: Owner;
+}
+
+/** An owner that is its own list entry (one per pool task: no allocation to register it). */
+export interface LinkedOwner extends Owner, OwnerEntry {
+  readonly owner?: undefined;
 }
 
 /** @internal Per-registry resource counts behind `stats()`. */
@@ -91,11 +98,9 @@ export class TokenState implements Watched {
   #detachAdopted: (() => void) | undefined;
   /** True while this token's handle has left the thread and its slab's bridge watches it. */
   #watched = false;
-  /** `undefined` until the first owner registers. */
-  #owners: Set<Owner> | undefined;
-  /** The linked owners (`addLinkedOwner`), oldest first; `undefined` when there are none. */
-  #linkedHead: LinkedOwner | undefined;
-  #linkedTail: LinkedOwner | undefined;
+  /** The owners, oldest first (`addOwner`); `undefined` when there are none. */
+  #ownersHead: OwnerEntry | undefined;
+  #ownersTail: OwnerEntry | undefined;
   /** Set by a runner stop: the stop's grace governs every owner below (docs/design.md §2). */
   #stopGoverned = false;
   #cancelled = false;
@@ -208,14 +213,13 @@ export class TokenState implements Watched {
   }
 
   #tellOwners(): void {
-    if (this.#owners === undefined && this.#linkedHead === undefined) return;
-    for (const owner of this.#ownersNow()) owner.onCancel?.();
+    if (this.#ownersHead === undefined) return;
+    for (const owner of this.#ownOwners([])) owner.onCancel?.();
   }
 
-  /** A copy of this token's owners (they may remove themselves while told): the set's, then the linked ones. */
-  #ownersNow(): Owner[] {
-    const out: Owner[] = this.#owners === undefined ? [] : [...this.#owners];
-    for (let o = this.#linkedHead; o !== undefined; o = o.ownerNext) out.push(o);
+  /** Push this token's owners onto `out`, oldest first (a copy: an owner told may remove itself). */
+  #ownOwners(out: Owner[]): Owner[] {
+    for (let e = this.#ownersHead; e !== undefined; e = e.ownerNext) out.push(e.owner ?? (e as LinkedOwner));
     return out;
   }
 
@@ -314,52 +318,40 @@ export class TokenState implements Watched {
     this.#detachAdopted = undefined;
     if (this.#parent !== undefined) this.#parent.#children?.delete(this);
     this.#parent = undefined;
-    if (this.#owners !== undefined || this.#linkedHead !== undefined) for (const owner of this.#ownersNow()) owner.onRetire?.();
+    if (this.#ownersHead !== undefined) for (const owner of this.#ownOwners([])) owner.onRetire?.();
     const onRetired = this.#onRetired;
     this.#onRetired = undefined;
     onRetired?.(this);
   }
 
-  /** Register `owner` (invariant 5: counted until `removeOwner`). */
-  addOwner(owner: Owner): void {
-    (this.#owners ??= new Set()).add(owner);
+  /** Register the owner `entry` stands for (invariant 5: counted until `removeOwner`); a second call does nothing. */
+  addOwner(entry: OwnerEntry): void {
+    if (entry.ownerLinked) return;
+    entry.ownerLinked = true;
+    entry.ownerPrev = this.#ownersTail;
+    entry.ownerNext = undefined;
+    if (this.#ownersTail === undefined) this.#ownersHead = entry;
+    else this.#ownersTail.ownerNext = entry;
+    this.#ownersTail = entry;
     this.host.counters.owners++;
   }
 
-  /** Remove `owner`; a second call does nothing. */
-  removeOwner(owner: Owner): void {
-    if (this.#owners?.delete(owner)) this.host.counters.owners--;
-  }
-
-  /** `addOwner` for an owner that carries its own links; a second call does nothing. */
-  addLinkedOwner(owner: LinkedOwner): void {
-    if (owner.ownerLinked) return;
-    owner.ownerLinked = true;
-    owner.ownerPrev = this.#linkedTail;
-    owner.ownerNext = undefined;
-    if (this.#linkedTail === undefined) this.#linkedHead = owner;
-    else this.#linkedTail.ownerNext = owner;
-    this.#linkedTail = owner;
-    this.host.counters.owners++;
-  }
-
-  /** Remove a linked `owner`; a second call does nothing. */
-  removeLinkedOwner(owner: LinkedOwner): void {
-    if (!owner.ownerLinked) return;
-    owner.ownerLinked = false;
-    const { ownerPrev: prev, ownerNext: next } = owner;
-    if (prev === undefined) this.#linkedHead = next;
+  /** Remove `entry` (added to this token); a second call does nothing. */
+  removeOwner(entry: OwnerEntry): void {
+    if (!entry.ownerLinked) return;
+    entry.ownerLinked = false;
+    const { ownerPrev: prev, ownerNext: next } = entry;
+    if (prev === undefined) this.#ownersHead = next;
     else prev.ownerNext = next;
-    if (next === undefined) this.#linkedTail = prev;
+    if (next === undefined) this.#ownersTail = prev;
     else next.ownerPrev = prev;
-    owner.ownerPrev = owner.ownerNext = undefined;
+    entry.ownerPrev = entry.ownerNext = undefined;
     this.host.counters.owners--;
   }
 
   /** Push every owner of this token and of its descendants onto `out`. */
   collectOwners(out: Owner[]): Owner[] {
-    if (this.#owners !== undefined) for (const owner of this.#owners) out.push(owner);
-    for (let o = this.#linkedHead; o !== undefined; o = o.ownerNext) out.push(o);
+    this.#ownOwners(out);
     if (this.#children !== undefined) for (const child of this.#children) child.collectOwners(out);
     return out;
   }
