@@ -217,10 +217,6 @@ export class CgroupTree implements Tree {
     }
   }
 
-  checkEmpty(): Promise<boolean> {
-    return Promise.resolve(this.isEmpty());
-  }
-
   /** The kernel reports each change of `cgroup.events` (`populated 1` → `0`) as a file modification. */
   watch(nudge: () => void): () => void {
     try {

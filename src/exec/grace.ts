@@ -49,9 +49,9 @@ export class Wake {
  * True as soon as the tree is empty; false when `ms` (Infinity: no bound, for a stop whose grace a
  * runner governs) ran out or `abort` fired (the hard stop began).
  */
-export async function waitForEmpty(tree: Pick<Tree, 'checkEmpty'>, ms: number, abort: AbortSignal, wake: Wake): Promise<boolean> {
+export async function waitForEmpty(tree: Pick<Tree, 'isEmpty'>, ms: number, abort: AbortSignal, wake: Wake): Promise<boolean> {
   const deadline = performance.now() + ms;
-  while (!(await tree.checkEmpty())) {
+  while (!tree.isEmpty()) {
     const left = deadline - performance.now();
     if (left <= 0 || abort.aborted) return false;
     await wake.sleep(Math.min(POLL_MS, left), abort);

@@ -88,15 +88,11 @@ export class ProcessGroupTree implements Tree {
     return this.#scan === undefined ? Promise.resolve() : this.#scan.then(termOutsiders);
   }
 
+  /** The walk reads one small file per process of the tree, O(the tree): done in place. */
   isEmpty(): boolean {
     if (!this.#reaped || this.#scan !== undefined) return false;
     this.walk();
     return this.live().length === 0;
-  }
-
-  /** The walk reads one small file per process of the tree, O(the tree): done in place. */
-  checkEmpty(): Promise<boolean> {
-    return Promise.resolve(this.isEmpty());
   }
 
   watch(): () => void {

@@ -22,10 +22,8 @@ export interface Tree {
    * promise resolves when any further search (run in slices, the event loop free) is done.
    */
   terminate(): Promise<void>;
-  /** Nothing of the tree is alive. Cheap: the grace window polls it. */
+  /** Nothing of the tree is alive. Cheap, O(the tree) at most: the grace window polls it. */
   isEmpty(): boolean;
-  /** `isEmpty()`, with whatever it must read read off the main thread where it can be (the grace window's poll). */
-  checkEmpty(): Promise<boolean>;
   /**
    * Call `nudge` when the tree may have become empty, so the grace window ends without waiting for
    * its next poll; returns the unsubscribe. A tree with no such event returns a no-op.
