@@ -107,11 +107,8 @@ export function cancelTurn(reason?: unknown): boolean {
   const token = b.token;
   if (token === undefined || b.over) return false;
   // The task's own (child) slot too, so this task's next check throws without waiting for the
-  // main thread to cascade the root's cancel down. The child's trip does not tell the bridge:
-  // the main thread learns of it from the root's cancel, which cascades to the child (or from its
-  // own cancel or retire of the root, which reach the child too), and a second bridge notify would
-  // only come while the main thread is waking for the first.
+  // main thread to cascade the root's cancel down.
   const tripped = (token.root ?? token).cancel(reason);
-  if (token.root !== undefined) token.tripLocally();
+  if (token.root !== undefined) token.cancel(reason);
   return tripped;
 }

@@ -10,7 +10,7 @@
 
 import { cancelledError, checkRequiredMs, type CancelledError } from '../src/errors.js';
 import {
-  cancelSlot, cancelSlotFromHandle, cellsOfHandle, pack, sleepOnSlot, STATE_CANCELLED, STATE_RUNNING, waitWhilePaused,
+  cancelSlotFromHandle, cellsOfHandle, pack, sleepOnSlot, STATE_CANCELLED, STATE_RUNNING, waitWhilePaused,
   type TokenHandle,
 } from '../src/token/slot.js';
 
@@ -109,14 +109,6 @@ export class SlotToken implements WorkerToken {
     // The reason cannot travel through an Int32; the main thread sees 'cancel.user'.
     return cancelSlotFromHandle(this.cells, this.index, this.generation) ||
       Atomics.load(this.cells, this.index) === pack(this.generation, STATE_CANCELLED);
-  }
-
-  /**
-   * Trip this slot without telling the main thread's bridge (its sleepers on any thread still wake):
-   * for a child whose parent's cancel, made through the bridge, reaches it on the main thread anyway.
-   */
-  tripLocally(): void {
-    cancelSlot(this.cells, this.index, this.generation);
   }
 
   /** The error of a check that found the token not running (`cancelled`: which way it ended). */

@@ -107,8 +107,9 @@ function wake(cells: Int32Array, index: number): void {
  * Bump the control cell's wake sequence; notify its sleepers only if the pause bit was set. Only
  * `waitWhilePaused` sleeps on the control cell, and only on a word with the pause bit; clearing
  * the bit notifies every such sleeper (`setPaused`), so a bump that finds the bit clear has nobody
- * to wake, and skips a notify that would come right after the slot's, while the worker it woke is
- * getting back on its feet (a later notify there was measured to delay it: see `TokenState.cancel`).
+ * to wake and skips the notify, which would come right after the slot's (a notify there, the
+ * bridge's, was measured to delay the worker just woken: see `TokenState.cancel`; this one was
+ * not measured on its own).
  */
 function bumpControl(cells: Int32Array): void {
   if ((Atomics.add(cells, CONTROL_INDEX, WAKE_STEP) & PAUSE_BIT) !== 0) Atomics.notify(cells, CONTROL_INDEX);
