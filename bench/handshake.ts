@@ -36,12 +36,25 @@ export async function started<T>(flags: Int32Array, what: string, start: () => P
   return { running };
 }
 
+const PREBUILT = new Error('the turn is cancelled');
+
+/** A floor's stamp once it noticed; `shape`: after throwing and catching a pre-built Error, the API's shape. */
+export function noticed(shape: boolean | undefined): bigint {
+  if (shape !== true) return now();
+  try {
+    throw PREBUILT;
+  } catch (e) {
+    if (e === PREBUILT) return now();
+    throw e;
+  }
+}
+
 /** Main's pause after READY before it acts, so the worker really is blocked or spinning. */
 export const settle = () => delay(1);
 
 /** Main → raw worker: one floor sample (bench/workers/raw.ts says what each kind does). */
 export type RawCommand =
-  | { kind: 'wait' | 'poll' | 'notify'; shape?: boolean }
+  | { kind: 'wait' }
   | { kind: 'loop'; id: number; loopMs: number; handle?: TokenHandle }
   | { kind: 'cancel'; id: number };
 /** Raw worker → main: its stamp; `ok` false if it woke from no block (or SQ1's loop ran out); `loopEndedAt`: SQ1. */
@@ -63,18 +76,6 @@ export class RawWorker {
     });
     const acted = await act();
     return { report: await running, acted };
-  }
-
-  /** Main flips GO (and notifies) once the worker settled: µs to its stamp, or undefined (void) if it woke from no block. */
-  async flip(command: RawCommand): Promise<number | undefined> {
-    const { report, acted: t0 } = await this.sample(command, async () => {
-      await settle();
-      const t0 = now();
-      Atomics.store(this.flags, GO, 1);
-      Atomics.notify(this.flags, GO);
-      return t0;
-    });
-    return report.ok ? usSince(t0, report.at) : undefined;
   }
 
   close = () => this.worker.terminate();

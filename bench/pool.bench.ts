@@ -1,14 +1,14 @@
-// P1–P3: how fast a TurnPool task stops, and how fast a worker's cancel reaches main, against a
-// plain worker's floors (docs/benchmarks.md). Tasks run on a 1-thread TurnPool.
+// P1–P3: how fast a TurnPool task stops, and how fast a worker's cancel reaches main, against raw
+// floors (docs/benchmarks.md). Every side runs on the one thread of a 1-thread TurnPool, the floors
+// as plain tasks: a thread idle for longer wakes slower, so no side may run on a thread of its own.
 
 import { TurnPool, TurnRegistry } from '../src/index.js';
-import { flagCells, GO, now, RawWorker, settle, started, usSince } from './handshake.js';
+import { flagCells, GO, now, settle, started, usSince } from './handshake.js';
 import { assertNothingLive, compare, samplePairs, withTurn, type BenchResult, type Head, type Suite, type SuiteContext } from './harness.js';
 
 const registry = new TurnRegistry();
 const flags = flagCells();
 let pool: TurnPool;
-let raw: RawWorker;
 let turns = 0;
 let sink = 0;
 const pairCounts = (ctx: SuiteContext, full = 300) => (ctx.quick ? { pairs: 12, warmup: 3 } : { pairs: full, warmup: 20 });
@@ -26,14 +26,27 @@ const cancelTask = (name: string) => withTurn(registry, `lab-${++turns}`, async 
   return usSince(t0, value[0]);
 });
 
-/** P3's floors: µs from the worker's store to the stamp of what `prepare` (run before the wait, as fullstop's listener is added before its task runs) returned. */
+/** P1's and P2's floors: a plain task waits for (or spins on) GO; once it is ready, main stamps and flips GO. µs to its stamp; `undefined` (void) if it woke from no block. */
+const flip = (name: 'rawWait' | 'rawPoll', shape: boolean) => async () => {
+  Atomics.store(flags, GO, 0);
+  const { running } = await started(flags, name, () => pool.run<[bigint, number]>({ flags, shape }, { name }));
+  await settle();
+  const t0 = now();
+  Atomics.store(flags, GO, 1);
+  Atomics.notify(flags, GO);
+  const [at, x] = await running;
+  sink ^= x;
+  return at < 0n ? undefined : usSince(t0, at);
+};
+
+/** P3's floors: a plain task stores and notifies GO; µs from its stamp to the stamp of what `prepare` (run before the task, as fullstop's listener is added before its task runs) returned. */
 const waitAsyncFloor = (prepare: () => () => bigint | Promise<bigint>) => async () => {
-  const { report, acted: woke } = await raw.sample({ kind: 'notify' }, () => {
-    const onWake = prepare();
-    const wait = Atomics.waitAsync(raw.flags, GO, 0);
-    return { at: wait.async ? wait.value.then(onWake) : undefined };
-  });
-  return woke.at === undefined ? undefined : usSince(report.at, await woke.at);
+  Atomics.store(flags, GO, 0);
+  const onWake = prepare();
+  const wait = Atomics.waitAsync(flags, GO, 0);
+  const woke = wait.async ? wait.value.then(onWake) : undefined;
+  const at = await pool.run<bigint>({ flags }, { name: 'rawTrip' });
+  return woke === undefined ? undefined : usSince(at, await woke);
 };
 const aborted = (signal: AbortSignal) => new Promise<bigint>((r) => signal.addEventListener('abort', () => r(now()), { once: true }));
 
@@ -49,7 +62,7 @@ async function rows(ctx: SuiteContext): Promise<BenchResult[]> {
   const out = [];
   if (ctx.wants('P1')) {
     const { samples: s, voided } = await samplePairs('P1', pairCounts(ctx), {
-      fullstop: () => cancelTask('sleeper'), raw: () => raw.flip({ kind: 'wait' }), shape: () => raw.flip({ kind: 'wait', shape: true }),
+      fullstop: () => cancelTask('sleeper'), raw: flip('rawWait', false), shape: flip('rawWait', true),
     }, ctx);
     out.push(compare(head('P1', 'cancel → task in sleep() wakes', { goal: 'shape ≤ 1.25×', voided }), s.fullstop, ['raw Atomics.notify → wait', s.raw],
       { shape: ['raw + throw a pre-built Error', s.shape] }));
@@ -57,7 +70,7 @@ async function rows(ctx: SuiteContext): Promise<BenchResult[]> {
   if (ctx.wants('P2') || ctx.wants('P2-plain')) {
     const { samples: s, voided } = await samplePairs('P2', pairCounts(ctx), {
       fullstop: () => cancelTask('pollsEveryIteration'), plain: () => cancelTask('pollsIsCancelled'),
-      raw: () => raw.flip({ kind: 'poll' }), shape: () => raw.flip({ kind: 'poll', shape: true }),
+      raw: flip('rawPoll', false), shape: flip('rawPoll', true),
     }, ctx);
     out.push(
       compare(head('P2', 'cancel → busy checkCancelled() throws', { goal: 'shape ≤ 1.25×', voided, sink: sink & 1 }), s.fullstop, ['raw Atomics.load poll', s.raw],
@@ -86,13 +99,10 @@ export const suite: Suite = {
   ids: ['P1', 'P2', 'P2-plain', 'P3'],
   async run(ctx) {
     pool = new TurnPool({ filename: new URL('./workers/tasks.js', import.meta.url).href, minThreads: 1, maxThreads: 1 });
-    raw = new RawWorker();
     try {
-      await raw.online;
       return await rows(ctx);
     } finally {
       await pool.destroy();
-      await raw.close();
       assertNothingLive(registry, 'P1–P3');
     }
   },

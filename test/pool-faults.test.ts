@@ -113,6 +113,34 @@ describe('per-task binding', () => {
     Atomics.notify(f, 2);
     await expect(taskB).resolves.toBe('released');
   });
+
+  it('two tasks interleaved on one worker each see their own token, before and after their awaits', async () => {
+    const p = pool({ filename: fixture('leftovers.mjs'), concurrentTasksPerWorker: 2 });
+    const f = flags3();
+    const a = registry.beginTurn('a');
+    const b = registry.beginTurn('b');
+    const taskA = p.run({ flags: f }, { name: 'checksAcrossRelease', token: a, graceMs: 10_000 });
+    const taskB = p.run({ flags: f }, { name: 'checksAcrossRelease', token: b });
+    while (Atomics.load(f, 0) < 2) {
+      const r = Atomics.waitAsync(f, 0, Atomics.load(f, 0), 5000);
+      if (r.async) await r.value;
+    }
+    a.cancel();
+    Atomics.store(f, 2, 1);
+    Atomics.notify(f, 2);
+    // B's handler ran while A awaited, and A resumed after B's had returned: neither saw the other's.
+    await expect(taskA).resolves.toEqual([false, true]);
+    await expect(taskB).resolves.toEqual([false, false]);
+  });
+
+  it("a check bound to an earlier task's async context, called synchronously by a later task's handler, runs as part of that handler", async () => {
+    const p = pool({ filename: fixture('leftovers.mjs') });
+    const a = registry.beginTurn('a');
+    await expect(p.run(null, { name: 'bindsCheck', token: a })).resolves.toBe('bound');
+    const b = registry.beginTurn('b');
+    // The documented reading (workers/current.ts): the running handler's binding, B's live token.
+    await expect(p.run(null, { name: 'callsBoundCheck', token: b })).resolves.toEqual([false, false]);
+  });
 });
 
 describe('no input crashes, hangs or corrupts', () => {

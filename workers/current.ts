@@ -36,23 +36,47 @@ export class TaskBinding {
 /** The binding of each task, for everything the task starts; no store outside a task. */
 const storage = new AsyncLocalStorage<TaskBinding>();
 
+/**
+ * The binding of the handler running synchronously now, `undefined` between handlers. While a
+ * handler runs it is the store `storage` holds, so the checks read it instead of asking
+ * AsyncLocalStorage, whose lookup touches several objects: on a worker just woken (a task that
+ * slept, then calls `cancelTurn()`) that lookup was most of the time to its first notify
+ * (docs/benchmarks.md, P3). What a task leaves behind runs later, outside any handler, and finds
+ * its own task's binding through `storage`. One reading differs: a function bound to an earlier
+ * task's async context (`AsyncResource.bind`) and called synchronously by a running handler runs
+ * as part of that handler, and sees its binding.
+ */
+let running: TaskBinding | undefined;
+
 /** Run `fn` with `binding` as the task's binding for everything `fn` starts, sync or async. */
 export function runBound<T>(binding: TaskBinding, fn: () => T): T {
-  return storage.run(binding, fn);
+  const outer = running;
+  running = binding;
+  try {
+    return storage.run(binding, fn);
+  } finally {
+    running = outer;
+  }
 }
 
 /** `runBound` for a handler and its one argument: no closure per task on the worker's hot path. */
 export function callBound<A, T>(binding: TaskBinding, fn: (arg: A) => T, arg: A): T {
-  return storage.run(binding, fn, arg);
+  const outer = running;
+  running = binding;
+  try {
+    return storage.run(binding, fn, arg);
+  } finally {
+    running = outer;
+  }
 }
 
 /** The binding of the task running now, `undefined` outside a task (the probe worker wraps it). */
 export function currentBinding(): TaskBinding | undefined {
-  return storage.getStore();
+  return running ?? storage.getStore();
 }
 
 function binding(what: string): TaskBinding {
-  const b = storage.getStore();
+  const b = running ?? storage.getStore();
   if (b === undefined) {
     throw new Error(`fullstop/worker: ${what}() was called outside a TurnPool task; in a thread you start yourself, use tokenFromHandle(handle)`);
   }
@@ -77,8 +101,10 @@ export function sleep(ms: number): void {
   const b = binding('sleep');
   checkRequiredMs('ms', ms);
   if (b.over) throw b.overError();
-  if (b.token !== undefined) return b.token.sleep(ms);
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  if (b.token === undefined) return void Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  // Thrown here, not inside the token: one frame fewer to unwind on the thread just woken.
+  const error = b.token.sleepOrError(ms);
+  if (error !== undefined) throw error;
 }
 
 /**

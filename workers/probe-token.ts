@@ -1,15 +1,16 @@
 /**
  * `RecordingToken`: the task's own token, seen through a wrapper that notes the time of every
  * check. The probe worker binds it in place of the real one for the duration of one task, so the
- * user's `checkpoint()`, `checkCancelled()`, `isCancelled()` and `sleep()` land here; ordinary
- * pool tasks never see it and pay nothing for it.
+ * user's `checkpoint()`, `checkCancelled()`, `isCancelled()`, `sleep()` and
+ * `sleepUnlessCancelled()` land here; ordinary pool tasks never see it and pay nothing for it.
  *
  * A gap is the stretch between two checks: from the call of the user's function to its first
  * check, from one check to the next, and from the last check to the function's return. A
- * `sleep()` or a paused `checkpoint()` ends a gap when it begins and starts the next one when it
+ * sleep or a paused `checkpoint()` ends a gap when it begins and starts the next one when it
  * returns: while blocked on the slot the task is as responsive as a task can be.
  */
 
+import type { CancelledError } from '../src/errors.js';
 import { binOf, C_STARTED, SITE_BYTES, sharedNow, T_CHECKS, T_END, T_LAST, T_MAX_GAP, T_START, type ProbeRecord } from './probe-record.js';
 import { SlotToken } from './worker-token.js';
 
@@ -65,10 +66,20 @@ export class RecordingToken extends SlotToken {
     super.checkCancelled();
   }
 
-  override sleep(ms: number): void {
+  // `sleep()` of `fullstop/worker` and `SlotToken.sleep` both come through here.
+  override sleepOrError(ms: number): CancelledError | undefined {
     this.#check();
     try {
-      super.sleep(ms);
+      return super.sleepOrError(ms);
+    } finally {
+      this.#times[T_LAST] = sharedNow();
+    }
+  }
+
+  override sleepUnlessCancelled(ms: number): boolean {
+    this.#check();
+    try {
+      return super.sleepUnlessCancelled(ms);
     } finally {
       this.#times[T_LAST] = sharedNow();
     }

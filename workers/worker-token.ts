@@ -43,6 +43,8 @@ export class SlotToken implements WorkerToken {
   readonly index: number;
   readonly generation: number;
   readonly #running: number;
+  /** The slot's word once this generation is cancelled (any other word than these two reads as retired). */
+  readonly #cancelled: number;
   /** The error the next check that finds the token cancelled throws; `undefined` until a check found it running. */
   #ready: CancelledError | undefined;
   /** The turn's root token when this one is a child (a pool task's tool token); `cancelTurn` trips it. */
@@ -53,6 +55,7 @@ export class SlotToken implements WorkerToken {
     this.index = index;
     this.generation = generation;
     this.#running = pack(generation, STATE_RUNNING);
+    this.#cancelled = pack(generation, STATE_CANCELLED);
   }
 
   isCancelled(): boolean {
@@ -73,7 +76,7 @@ export class SlotToken implements WorkerToken {
 
   /** The error of a check that read `word`: the one built ahead when it was a cancel (once), else a fresh one. */
   #errorFor(word: number): CancelledError {
-    const cancelled = word === pack(this.generation, STATE_CANCELLED);
+    const cancelled = word === this.#cancelled;
     const ready = this.#ready;
     if (!cancelled || ready === undefined) return this.error(cancelled);
     // Each throw gets its own object: a caller that catches, changes and checks again sees a new one.
@@ -83,18 +86,28 @@ export class SlotToken implements WorkerToken {
 
   sleep(ms: number): void {
     checkRequiredMs('ms', ms);
-    // Built before blocking, thrown after waking: work done on a thread that has just been woken
+    const error = this.sleepOrError(ms);
+    if (error !== undefined) throw error;
+  }
+
+  /**
+   * `sleep` without the check of `ms` and without the throw: `undefined` when `ms` ran out, else
+   * the error `sleep` throws. `fullstop/worker`'s `sleep()` throws it itself, so the error unwinds
+   * one frame fewer on the way to the task's `catch` (a thread just woken pays for every frame).
+   */
+  sleepOrError(ms: number): CancelledError | undefined {
+    // Built before blocking, returned after waking: work done on a thread that has just been woken
     // is slow, and building it here takes that work off the wake path (docs/benchmarks.md, P1).
     // A sleep blocks, so building one error that may go unused is never a hot cost.
     const cancelled = this.error(true);
-    const state = sleepOnSlot(this.cells, this.index, this.generation, ms);
-    if (state === STATE_CANCELLED) throw cancelled;
-    if (state !== STATE_RUNNING) throw this.error();
+    const word = sleepOnSlot(this.cells, this.index, this.#running, ms);
+    if (word === this.#running) return undefined;
+    return word === this.#cancelled ? cancelled : this.error(false);
   }
 
   sleepUnlessCancelled(ms: number): boolean {
     checkRequiredMs('ms', ms);
-    return sleepOnSlot(this.cells, this.index, this.generation, ms) === STATE_RUNNING;
+    return sleepOnSlot(this.cells, this.index, this.#running, ms) === this.#running;
   }
 
   /** Block while the registry is paused; a cancel or retire wakes it, and then it throws. */
@@ -108,11 +121,11 @@ export class SlotToken implements WorkerToken {
   cancel(_reason?: unknown): boolean {
     // The reason cannot travel through an Int32; the main thread sees 'cancel.user'.
     return cancelSlotFromHandle(this.cells, this.index, this.generation) ||
-      Atomics.load(this.cells, this.index) === pack(this.generation, STATE_CANCELLED);
+      Atomics.load(this.cells, this.index) === this.#cancelled;
   }
 
   /** The error of a check that found the token not running (`cancelled`: which way it ended). */
-  error(cancelled = Atomics.load(this.cells, this.index) === pack(this.generation, STATE_CANCELLED)): CancelledError {
+  error(cancelled = Atomics.load(this.cells, this.index) === this.#cancelled): CancelledError {
     return cancelled
       ? cancelledError('the turn is cancelled', { reason: 'cancel.user' })
       : cancelledError('the turn is over (token retired)', { reason: 'retired' });

@@ -1,8 +1,9 @@
 // Tasks of the pool and runner suites, for TurnPool and raw Piscina (which runs only `trivial` and
 // `rawSleeper`). A task a cancel ends returns the moment it noticed, so its result is the stamp.
+// The `raw*` tasks are P1–P3's floors: plain tasks on the same thread, using no fullstop API.
 
 import { cancelTurn, checkCancelled, isCancelled, isCancelledError, sleep } from '../../workers/runtime.js';
-import { LINGER_MS, now, sayReady, SPARE, step, TRIP_AFTER_MS } from '../handshake.js';
+import { GO, LINGER_MS, noticed, now, sayReady, SPARE, step, TRIP_AFTER_MS } from '../handshake.js';
 
 type FlagsTask = { flags: Int32Array };
 /** P5, and P4's next task. */
@@ -58,6 +59,35 @@ export function trips({ flags }: FlagsTask): bigint {
   Atomics.wait(flags, SPARE, 0, TRIP_AFTER_MS);
   const at = now();
   if (!cancelTurn('bench')) throw new Error('trips: cancelTurn() returned false');
+  Atomics.wait(flags, SPARE, 0, LINGER_MS);
+  return at;
+}
+
+type FloorTask = FlagsTask & { shape: boolean };
+
+/** P1's floors: `Atomics.wait` on GO, then the stamp (`shape`: after throwing a pre-built Error); -1n if it woke from no block. */
+export function rawWait({ flags, shape }: FloorTask): [bigint, number] {
+  sayReady(flags);
+  const woke = Atomics.wait(flags, GO, 0, 60_000);
+  const at = noticed(shape);
+  return [woke === 'ok' ? at : -1n, 0];
+}
+
+/** P2's floors: spin on GO with `Atomics.load`, then the stamp as `rawWait`'s. */
+export function rawPoll({ flags, shape }: FloorTask): [bigint, number] {
+  sayReady(flags);
+  let x = 1;
+  while (Atomics.load(flags, GO) === 0) x = step(x);
+  return [noticed(shape), x];
+}
+
+/** P3's floors: store and notify GO TRIP_AFTER_MS in (main waits with waitAsync), linger; returns when it stored. */
+export function rawTrip({ flags }: FlagsTask): bigint {
+  sayReady(flags);
+  Atomics.wait(flags, SPARE, 0, TRIP_AFTER_MS);
+  const at = now();
+  Atomics.store(flags, GO, 1);
+  Atomics.notify(flags, GO);
   Atomics.wait(flags, SPARE, 0, LINGER_MS);
   return at;
 }
