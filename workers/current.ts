@@ -87,7 +87,8 @@ function binding(what: string): TaskBinding {
 export function checkCancelled(): void {
   const b = binding('checkCancelled');
   if (b.over) throw b.overError();
-  b.token?.checkCancelled();
+  const error = b.token?.checkError();
+  if (error !== undefined) throw error;
 }
 
 /** True once this task's token is cancelled or retired (or the task is over). */

@@ -61,9 +61,10 @@ export class RecordingToken extends SlotToken {
     return super.isCancelled();
   }
 
-  override checkCancelled(): void {
+  // `checkCancelled()` of `fullstop/worker`, `SlotToken.checkCancelled` and `checkpoint` all come through here.
+  override checkError(): CancelledError | undefined {
     if (!this.#quiet) this.#check();
-    super.checkCancelled();
+    return super.checkError();
   }
 
   // `sleep()` of `fullstop/worker` and `SlotToken.sleep` both come through here.

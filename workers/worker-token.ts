@@ -63,15 +63,25 @@ export class SlotToken implements WorkerToken {
   }
 
   checkCancelled(): void {
+    const error = this.checkError();
+    if (error !== undefined) throw error;
+  }
+
+  /**
+   * `checkCancelled` without the throw: `undefined` while the token runs, else the error the check
+   * throws. `fullstop/worker`'s `checkCancelled()` throws it itself, one frame nearer the task's
+   * `catch` (see `sleepOrError`).
+   */
+  checkError(): CancelledError | undefined {
     const word = Atomics.load(this.cells, this.index);
     if (word === this.#running) {
       // Built while the token runs, so the check that finds it cancelled only has to throw:
       // building an Error is most of the time between a cancel and its throw on a thread
       // whose caches have gone cold (docs/benchmarks.md, P2). One build a token, at its first check.
       if (this.#ready === undefined) this.#ready = this.error(true);
-      return;
+      return undefined;
     }
-    throw this.#errorFor(word);
+    return this.#errorFor(word);
   }
 
   /** The error of a check that read `word`: the one built ahead when it was a cancel (once), else a fresh one. */

@@ -78,7 +78,10 @@ export function rawPoll({ flags, shape }: FloorTask): [bigint, number] {
   sayReady(flags);
   let x = 1;
   while (Atomics.load(flags, GO) === 0) x = step(x);
-  return [noticed(shape), x];
+  // Stamped before the array is built: with the call inside the literal, V8 deoptimised the
+  // loop's OSR code at its exit on every sample ("insufficient type feedback for call").
+  const at = noticed(shape);
+  return [at, x];
 }
 
 /** P3's floors: store and notify GO TRIP_AFTER_MS in (main waits with waitAsync), linger; returns when it stored. */
