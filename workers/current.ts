@@ -40,8 +40,8 @@ const storage = new AsyncLocalStorage<TaskBinding>();
  * The binding of the handler running synchronously now, `undefined` between handlers. While a
  * handler runs it is the store `storage` holds, so the checks read it instead of asking
  * AsyncLocalStorage, whose lookup touches several objects: on a worker just woken (a task that
- * slept, then calls `cancelTurn()`) that lookup was most of the time to its first notify
- * (docs/benchmarks.md, P3). What a task leaves behind runs later, outside any handler, and finds
+ * slept, then calls `cancelTurn()`) that lookup was about a quarter of the call's way to its
+ * notify (docs/benchmarks.md, P3). What a task leaves behind runs later, outside any handler, and finds
  * its own task's binding through `storage`. One reading differs: a function bound to an earlier
  * task's async context (`AsyncResource.bind`) and called synchronously by a running handler runs
  * as part of that handler, and sees its binding.
