@@ -29,8 +29,6 @@ export interface Slab {
 /** @internal Where a token's slot lives. */
 export interface SlotRef {
   readonly slab: Slab;
-  /** `slab.cells`, one hop fewer on a cancel's way to its first notify. */
-  readonly cells: Int32Array;
   readonly index: number;
   readonly generation: number;
 }
@@ -69,7 +67,7 @@ export class SlabSet {
     if (slab === undefined || slab.free.length === 0) slab = this.#current = this.#withFreeCell();
     const index = slab.free.pop()!;
     this.live++;
-    return { slab, cells: slab.cells, index, generation: claimSlot(slab.cells, index) };
+    return { slab, index, generation: claimSlot(slab.cells, index) };
   }
 
   /** Move the cell to RETIRED (waking its sleepers) and put it back on the free list. Once per claim. */

@@ -120,10 +120,8 @@ function bumpControl(cells: Int32Array): void {
  * cancelled, retired, or handed to a later generation.
  */
 export function cancelSlot(cells: Int32Array, index: number, generation: number): boolean {
-  // `pack` written out: this is the main thread's way from `cancel()` to the notify a sleeper
-  // waits for, run once a turn on a cold cache, where every call on the way costs.
-  const running = (generation << GENERATION_SHIFT) | STATE_RUNNING;
-  if (Atomics.compareExchange(cells, index, running, (generation << GENERATION_SHIFT) | STATE_CANCELLED) !== running) {
+  const running = pack(generation, STATE_RUNNING);
+  if (Atomics.compareExchange(cells, index, running, pack(generation, STATE_CANCELLED)) !== running) {
     return false;
   }
   wake(cells, index);
@@ -201,9 +199,7 @@ export function waitWhilePaused(cells: Int32Array, index: number, generation: nu
  * Sleep up to `ms` on the slot while it holds `running` (the RUNNING word of the caller's
  * generation). Returns the word that ended the sleep, or `running` when the time ran out; the
  * caller tells a cancel from a retire (or a later generation, which reads as retired: invariant 3)
- * by comparing words. Spurious wakes (a notify on an unchanged word) loop. Between waking and
- * returning there is one load and one compare: on a thread that has just been woken every line of
- * code touched is slow, and this is the path a cancel's wake-up is timed by.
+ * by comparing words, which it holds already. Spurious wakes (a notify on an unchanged word) loop.
  */
 export function sleepOnSlot(cells: Int32Array, index: number, running: number, ms: number): number {
   let word = Atomics.load(cells, index);

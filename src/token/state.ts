@@ -177,8 +177,8 @@ export class TokenState implements Watched {
     if (this.#cancelled) return true;
     this.#cancelled = true;
     this.#reason = reason;
-    const slot = this.slot;
-    cancelSlot(slot.cells, slot.index, slot.generation);
+    const { slab, index, generation } = this.slot;
+    cancelSlot(slab.cells, index, generation);
     // A leaf (every pool task's token and most turns' roots) needs no subtree list at all.
     const subtree = this.#children === undefined ? undefined : this.#tripChildren([this]);
     // The bridge keeps watching a cancelled token until it retires (a later cancel through its
@@ -203,8 +203,8 @@ export class TokenState implements Watched {
         if (child.#cancelled || child.#retired) continue;
         child.#cancelled = true;
         child.#reason = PARENT_CANCEL_REASON;
-        const slot = child.slot;
-        cancelSlot(slot.cells, slot.index, slot.generation);
+        const { slab, index, generation } = child.slot;
+        cancelSlot(slab.cells, index, generation);
         into.push(child);
         child.#tripChildren(into);
       }
