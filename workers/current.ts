@@ -48,18 +48,10 @@ const storage = new AsyncLocalStorage<TaskBinding>();
  */
 let running: TaskBinding | undefined;
 
-/** Run `fn` with `binding` as the task's binding for everything `fn` starts, sync or async. */
-export function runBound<T>(binding: TaskBinding, fn: () => T): T {
-  const outer = running;
-  running = binding;
-  try {
-    return storage.run(binding, fn);
-  } finally {
-    running = outer;
-  }
-}
-
-/** `runBound` for a handler and its one argument: no closure per task on the worker's hot path. */
+/**
+ * Call `fn(arg)` with `binding` as the task's binding for everything `fn` starts, sync or async.
+ * The argument is passed through, not closed over: no closure per task on the worker's hot path.
+ */
 export function callBound<A, T>(binding: TaskBinding, fn: (arg: A) => T, arg: A): T {
   const outer = running;
   running = binding;
@@ -102,7 +94,7 @@ export function sleep(ms: number): void {
   const b = binding('sleep');
   checkRequiredMs('ms', ms);
   if (b.over) throw b.overError();
-  if (b.token === undefined) return void Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  if (b.token === undefined) return void sleepPlainly(ms);
   // Thrown here, not inside the token: one frame fewer to unwind on the thread just woken.
   const error = b.token.sleepOrError(ms);
   if (error !== undefined) throw error;
@@ -117,8 +109,13 @@ export function sleepUnlessCancelled(ms: number): boolean {
   checkRequiredMs('ms', ms);
   if (b.over) return false;
   if (b.token !== undefined) return b.token.sleepUnlessCancelled(ms);
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  sleepPlainly(ms);
   return true;
+}
+
+/** The sleep of a task run without a token: nothing can wake it early. */
+function sleepPlainly(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 /** `checkCancelled()`, then block while the token's registry is paused; a stop wakes it and it throws. */

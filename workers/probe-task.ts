@@ -10,7 +10,7 @@
  */
 
 import { isCancelledError } from '../src/errors.js';
-import { currentBinding, runBound, TaskBinding } from './current.js';
+import { callBound, currentBinding, TaskBinding } from './current.js';
 import { loadExport } from './pool-task.js';
 import { LOAD_FAILED, NO_EXPORT, type ProbeJob } from './probe-record.js';
 import { RecordingToken } from './probe-token.js';
@@ -33,7 +33,7 @@ export async function probeTask(job: ProbeJob): Promise<unknown> {
   let stoppedAtCheck = false;
   try {
     recorder.begin();
-    return await runBound(binding, () => user(job.task));
+    return await callBound(binding, user, job.task);
   } catch (e) {
     stoppedAtCheck = isCancelledError(e);
     throw e;
