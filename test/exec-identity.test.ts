@@ -7,6 +7,7 @@
  * prints what happened as one JSON line.
  */
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { execFile } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
@@ -21,13 +22,15 @@ if (!unshareWorks) {
 
 interface Scene {
   leader: number; stranger: number; strangerPgid: number; strangerAlive: boolean;
-  daemon: number; daemonAlive: boolean;
+  daemon: number; daemonAlive: boolean; dir: string;
   result: { cancelled: boolean; containment: string };
 }
 
 async function scene(mode: string): Promise<Scene> {
   const { stdout } = await run('unshare', ['-fp', '--mount-proc', process.execPath, fixture('stranger-gets-the-pid.mjs'), mode], { timeout: 30_000 });
-  return JSON.parse(stdout.trim().split('\n').at(-1)!) as Scene;
+  const s = JSON.parse(stdout.trim().split('\n').at(-1)!) as Scene;
+  expect(existsSync(s.dir), `the fixture left ${s.dir}`).toBe(false);
+  return s;
 }
 
 describe.runIf(unshareWorks)('exec: a stop spares a stranger that got the child\'s old pid', () => {
