@@ -26,7 +26,7 @@ afterEach(() => closeScene(scene));
  */
 function readsDuring(fn: () => void): { held: string[]; started: string[] } {
   const reads = { held: [] as string[], started: [] as string[] };
-  const { readFileSync, readdirSync } = fs;
+  const { readFileSync, readdirSync, readSync } = fs;
   const { readFile, readdir } = fs.promises;
   const spy = <F extends (...a: never[]) => unknown>(original: F, into: string[]) => ((path: unknown, ...rest: never[]) => {
     if (typeof path === 'string') into.push(path);
@@ -34,6 +34,8 @@ function readsDuring(fn: () => void): { held: string[]; started: string[] } {
   }) as unknown as F;
   fs.readFileSync = spy(readFileSync, reads.held);
   fs.readdirSync = spy(readdirSync, reads.held);
+  // A read through a descriptor kept open (cgroup.events) is a read on the main thread too.
+  fs.readSync = ((fd: number, ...rest: never[]) => (reads.held.push(`fd ${fd}`), readSync(fd, ...rest))) as typeof readSync;
   fs.promises.readFile = spy(readFile, reads.started);
   fs.promises.readdir = spy(readdir, reads.started);
   syncBuiltinESMExports(); // the named imports of the library see the spies
@@ -42,6 +44,7 @@ function readsDuring(fn: () => void): { held: string[]; started: string[] } {
   } finally {
     fs.readFileSync = readFileSync;
     fs.readdirSync = readdirSync;
+    fs.readSync = readSync;
     fs.promises.readFile = readFile;
     fs.promises.readdir = readdir;
     syncBuiltinESMExports();

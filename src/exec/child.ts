@@ -127,7 +127,7 @@ export class Child {
   async #sequence(): Promise<void> {
     void this.#tree.terminate();
     const graceMs = this.#governed ? Infinity : this.#o.graceMs;
-    if (await waitForEmpty(this.#tree, graceMs, this.#hard.signal, this.#wake)) return;
+    if (await waitForEmpty(this.#tree, graceMs, this.#hard.signal, this.#wake, true)) return;
     // A runner stop that began during this child's own grace governs from then on (docs/design.md §2).
     if (!this.#hard.signal.aborted && this.#o.token !== undefined && isStopGoverned(this.#o.token)) {
       this.#governed = true;

@@ -48,9 +48,15 @@ export class Wake {
 /**
  * True as soon as the tree is empty; false when `ms` (Infinity: no bound, for a stop whose grace a
  * runner governs) ran out or `abort` fired (the hard stop began).
+ *
+ * `justSignalled`: the tree was sent its SIGTERM a moment ago, so the first look waits for a nudge
+ * (the leader's exit, a change of the cgroup's events) or one poll period. Right after the signal
+ * the tree is almost never empty yet, and a look then is slow: it contends with the exits the
+ * signal has just set off, and it would sit in the stop's synchronous part, on the event loop.
  */
-export async function waitForEmpty(tree: Pick<Tree, 'isEmpty'>, ms: number, abort: AbortSignal, wake: Wake): Promise<boolean> {
+export async function waitForEmpty(tree: Pick<Tree, 'isEmpty'>, ms: number, abort: AbortSignal, wake: Wake, justSignalled = false): Promise<boolean> {
   const deadline = performance.now() + ms;
+  if (justSignalled && ms > 0) await wake.sleep(Math.min(POLL_MS, ms), abort);
   while (!tree.isEmpty()) {
     const left = deadline - performance.now();
     if (left <= 0 || abort.aborted) return false;
