@@ -303,7 +303,8 @@ function payloadFor(task: unknown, state: TokenState): unknown[] {
   const { slab, index, generation } = state.exportSlot();
   let root = state;
   while (root.parent !== undefined) root = root.parent;
-  if (root === state) return [task, slab.id, index, generation];
+  // The root's three places are filled even when empty: see protocol.ts, "never a hole".
+  if (root === state) return [task, slab.id, index, generation, undefined, undefined, undefined];
   const r = root.exportSlot();
   return [task, slab.id, index, generation, r.slab.id, r.index, r.generation];
 }

@@ -2,7 +2,7 @@
  * The wire between `TurnPool` (main thread) and its worker entry (workers/pool-task.ts). Both
  * sides import these names, so the layout is stated once.
  *
- * Per task only numbers travel: `[task, slabId, index, generation]`, plus the turn's root slot
+ * Per task only numbers travel: `[task, slabId, index, generation]`, then the turn's root slot
  * `[..., rootSlabId, rootIndex, rootGeneration]` when the task's token is a child (so
  * `cancelTurn()` in the worker trips the whole turn, not just the task's child token). A worker
  * keeps every slab buffer it has been sent, by id. The pool remembers, per worker thread, which
@@ -11,6 +11,12 @@
  * posts it, right after the balancer chose). So a buffer crosses to each worker once, the common
  * path carries no SharedArrayBuffer (cloning one into every payload costs throughput), and no
  * control signal ever travels in text that a task could also write (an error message).
+ *
+ * Never a hole: a payload always has the root's three places (`undefined` when the token is a
+ * root), so adding `P_BUFFERS` appends to it. Writing index 7 of a four-element array would leave
+ * holes, and V8 then makes every later array of the same literal holey too (its allocation site
+ * learns the elements kind), and clones a holey array in its slow, sparse format: every payload
+ * of the pool would pay for the few that carried buffers.
  *
  * A task run with no token at all travels as the task itself, exactly as piscina sends it (a custom
  * task queue sees the caller's task, `move()` and transfer lists are piscina's own); its target
