@@ -28,14 +28,15 @@ function readsDuring(fn: () => void): { held: string[]; started: string[] } {
   const reads = { held: [] as string[], started: [] as string[] };
   const { readFileSync, readdirSync, readSync } = fs;
   const { readFile, readdir } = fs.promises;
+  // A read through a descriptor kept open (cgroup.events) is a read too: recorded as `fd N`.
   const spy = <F extends (...a: never[]) => unknown>(original: F, into: string[]) => ((path: unknown, ...rest: never[]) => {
     if (typeof path === 'string') into.push(path);
+    else if (typeof path === 'number') into.push(`fd ${path}`);
     return original(path as never, ...rest);
   }) as unknown as F;
   fs.readFileSync = spy(readFileSync, reads.held);
   fs.readdirSync = spy(readdirSync, reads.held);
-  // A read through a descriptor kept open (cgroup.events) is a read on the main thread too.
-  fs.readSync = ((fd: number, ...rest: never[]) => (reads.held.push(`fd ${fd}`), readSync(fd, ...rest))) as typeof readSync;
+  fs.readSync = spy(readSync, reads.held);
   fs.promises.readFile = spy(readFile, reads.started);
   fs.promises.readdir = spy(readdir, reads.started);
   syncBuiltinESMExports(); // the named imports of the library see the spies

@@ -51,8 +51,9 @@ export class Wake {
  *
  * `justSignalled`: the tree was sent its SIGTERM a moment ago, so the first look waits for a nudge
  * (the leader's exit, a change of the cgroup's events) or one poll period. Right after the signal
- * the tree is almost never empty yet, and a look then is slow: it contends with the exits the
- * signal has just set off, and it would sit in the stop's synchronous part, on the event loop.
+ * the tree is almost never empty yet, and a look then is slow (most likely it contends with the
+ * exits the signal has just set off), and it would sit in the stop's synchronous part, on the
+ * event loop.
  */
 export async function waitForEmpty(tree: Pick<Tree, 'isEmpty'>, ms: number, abort: AbortSignal, wake: Wake, justSignalled = false): Promise<boolean> {
   const deadline = performance.now() + ms;
