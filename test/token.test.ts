@@ -265,6 +265,41 @@ describe('child()', () => {
     registry.endTurn('s');
   });
 
+  it('flips every slot of the subtree before its first notify, then wakes descendants before the token', () => {
+    // A worker polling a descendant's slot sees the cancel after a few compare-exchanges, not
+    // after a notify per ancestor; a worker asleep on a descendant is woken first.
+    const registry = fresh();
+    const root = registry.beginTurn('s');
+    const child = root.child();
+    const grandchild = child.child();
+    const sibling = root.child();
+    const tokens = { root, child, grandchild, sibling };
+    const handles = Object.fromEntries(Object.entries(tokens).map(([name, t]) => [name, t.handle]));
+    const cancelledAt = (name: string) => {
+      const { buffer, index } = handles[name]!;
+      return (Atomics.load(new Int32Array(buffer), index) & 0b11) === 2;
+    };
+    const notified: { name: string | undefined; allFlipped: boolean }[] = [];
+    const notify = Atomics.notify;
+    Atomics.notify = ((cells: Int32Array, index: number, count?: number) => {
+      const name = Object.keys(handles).find((n) => handles[n]!.buffer === cells.buffer && handles[n]!.index === index);
+      notified.push({ name, allFlipped: Object.keys(handles).every(cancelledAt) });
+      return notify(cells, index, count);
+    }) as typeof Atomics.notify;
+    try {
+      root.cancel();
+    } finally {
+      Atomics.notify = notify;
+      registry.endTurn('s');
+    }
+    expect(notified.length).toBeGreaterThan(0);
+    expect(notified.every((n) => n.allFlipped)).toBe(true);
+    const slotOrder = notified.map((n) => n.name).filter((n) => n !== undefined);
+    expect(new Set(slotOrder)).toEqual(new Set(Object.keys(handles)));
+    expect(slotOrder.at(-1)).toBe('root');
+    expect(slotOrder.indexOf('grandchild')).toBeLessThan(slotOrder.indexOf('child'));
+  });
+
   it('reads cancelled on the main thread as soon as an ancestor slot is cancelled from another thread', () => {
     // tokenFromHandle works on any thread; here it writes the cancel into the root's slot exactly
     // as a worker would, before the bridge had any chance to run.

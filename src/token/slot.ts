@@ -13,7 +13,7 @@
  *    of one cell — at a million turns a second on one cell that is 18 minutes; in practice a cell
  *    is reused far less often because the free list is LIFO over the whole slab).
  * 2. Transitions (who may move a cell from which state to which):
- *      RUNNING(g)   -> CANCELLED(g)  any thread holding (index, g)      [cancelSlot]
+ *      RUNNING(g)   -> CANCELLED(g)  any thread holding (index, g)      [tripSlot, cancelSlotFromHandle]
  *      RUNNING(g)   -> RETIRED(g)    the owning main thread only        [sealSlot, retireSlot]
  *      CANCELLED(g) -> RETIRED(g)    the owning main thread only        [retireSlot]
  *      RETIRED(g)   -> RUNNING(g+1)  the owning main thread only, when the slab hands the cell
@@ -97,8 +97,9 @@ export function readState(cells: Int32Array, index: number, generation: number):
  * The slot's sleepers first: the slot's word has already changed, so they need nothing more, and
  * a worker blocked in `sleep()` is the wake a cancel is timed by. The control word only has to
  * change before its own notify (a paused waiter compares against it, `waitWhilePaused`).
+ * Waking a slot whose word did not change is harmless: its sleepers find their word and sleep on.
  */
-function wake(cells: Int32Array, index: number): void {
+export function wakeSlot(cells: Int32Array, index: number): void {
   Atomics.notify(cells, index);
   bumpControl(cells);
 }
@@ -116,24 +117,23 @@ function bumpControl(cells: Int32Array): void {
 }
 
 /**
- * RUNNING(g) -> CANCELLED(g). Returns true if this call moved the cell, false if it was already
- * cancelled, retired, or handed to a later generation.
+ * RUNNING(g) -> CANCELLED(g), waking nobody: the caller owes a `wakeSlot` of this cell (invariant
+ * 4). Split from the wake so that a cancel of a subtree can flip every slot before its first
+ * notify: a notify costs far more than a compareExchange, and a worker polling a descendant's
+ * slot sees the flip the moment it lands. Returns true if this call moved the cell, false if it
+ * was already cancelled, retired, or handed to a later generation.
  */
-export function cancelSlot(cells: Int32Array, index: number, generation: number): boolean {
+export function tripSlot(cells: Int32Array, index: number, generation: number): boolean {
   const running = pack(generation, STATE_RUNNING);
-  if (Atomics.compareExchange(cells, index, running, pack(generation, STATE_CANCELLED)) !== running) {
-    return false;
-  }
-  wake(cells, index);
-  return true;
+  return Atomics.compareExchange(cells, index, running, pack(generation, STATE_CANCELLED)) === running;
 }
 
 /**
  * RUNNING(g) -> RETIRED(g) by compareExchange, at the start of a retire. Only the owning main
- * thread calls this. It closes the retire race: without it, a cancelSlot from another thread
+ * thread calls this. It closes the retire race: without it, a cancel from another thread
  * could land after the owner last read the cell and before `retireSlot` stores RETIRED, and that
  * store would erase a cancel whose caller was told `true`. After the seal, a concurrent
- * cancelSlot either landed first (the cell reads CANCELLED(g) and the owner folds it in) or fails.
+ * cancel either landed first (the cell reads CANCELLED(g) and the owner folds it in) or fails.
  * Wakes nobody: `retireSlot` follows in the same synchronous retire and notifies.
  */
 export function sealSlot(cells: Int32Array, index: number, generation: number): void {
@@ -141,13 +141,12 @@ export function sealSlot(cells: Int32Array, index: number, generation: number): 
 }
 
 /**
- * `cancelSlot` by a holder of a handle, which may be on any thread: the owning main thread is told
- * through the bridge cell (after the slot's own sleepers were woken).
+ * The cancel of one slot by a holder of a handle, which may be on any thread: the owning main
+ * thread is told through the bridge cell (after the slot's own sleepers were woken).
  */
 export function cancelSlotFromHandle(cells: Int32Array, index: number, generation: number): boolean {
-  const running = pack(generation, STATE_RUNNING);
-  if (Atomics.compareExchange(cells, index, running, pack(generation, STATE_CANCELLED)) !== running) return false;
-  // `wake` with the bridge put before the control cell: the slot's sleepers first, then the main
+  if (!tripSlot(cells, index, generation)) return false;
+  // `wakeSlot` with the bridge put before the control cell: the slot's sleepers first, then the main
   // thread (whose signal is what a cancel from here is waited for), paused waiters last.
   Atomics.notify(cells, index);
   Atomics.add(cells, BRIDGE_INDEX, 1);
@@ -159,7 +158,7 @@ export function cancelSlotFromHandle(cells: Int32Array, index: number, generatio
 /** RUNNING(g) | CANCELLED(g) -> RETIRED(g). Only the owning main thread calls this. */
 export function retireSlot(cells: Int32Array, index: number, generation: number): void {
   Atomics.store(cells, index, pack(generation, STATE_RETIRED));
-  wake(cells, index);
+  wakeSlot(cells, index);
 }
 
 /** RETIRED(g) -> RUNNING(g+1): the new owner's generation. Only the owning main thread calls this. */

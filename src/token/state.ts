@@ -30,7 +30,7 @@
 import { CancelledError, cancelledError, renderReason } from '../errors.js';
 import { unwatch, watch, type Watched } from './bridge.js';
 import type { SlabSet, SlotRef } from './slab.js';
-import { cancelSlot, readState, sealSlot, STATE_CANCELLED } from './slot.js';
+import { readState, sealSlot, STATE_CANCELLED, tripSlot, wakeSlot } from './slot.js';
 
 /** A unit of work registered under a token (see owners.ts); internal to the library. */
 export interface Owner {
@@ -167,9 +167,13 @@ export class TokenState implements Watched {
   /**
    * See invariants 1, 2, 4 and 6. Returns false once retired, true otherwise.
    *
-   * Ordered for the thread that waits: the first thing done is this token's own slot trip (CAS
-   * and notify), then each running descendant's, tripped as the walk finds it. Everything a
-   * sleeper does not need (building reasons, aborting signals, telling owners) comes after the
+   * Ordered for the thread that waits. First every slot of the subtree is flipped (this token's,
+   * then each running descendant's as the walk finds it), with no notify in between: a worker
+   * polling a descendant's slot sees its flip after a few compareExchanges rather than after a
+   * notify per ancestor (one notify with nobody asleep costs more than all the flips; measured:
+   * docs/benchmarks.md, "Where P1's time goes"). Then the slots are woken, descendants first:
+   * the work a cancel is timed by (a pool task, a tool) sits below the turn's root. Everything
+   * a sleeper does not need (building reasons, aborting signals, telling owners) comes after the
    * last notify, and a leaf token allocates nothing on the way.
    */
   cancel(reason: unknown): boolean {
@@ -178,25 +182,29 @@ export class TokenState implements Watched {
     this.#cancelled = true;
     this.#reason = reason;
     const { slab, index, generation } = this.slot;
-    cancelSlot(slab.cells, index, generation);
+    const flipped = tripSlot(slab.cells, index, generation);
     // A leaf (every pool task's token and most turns' roots) needs no subtree list at all.
-    const subtree = this.#children === undefined ? undefined : this.#tripChildren([this]);
+    if (this.#children === undefined) {
+      if (flipped) wakeSlot(slab.cells, index);
+      this.#controller?.abort(this.#reasonOnCancel());
+      this.#tellOwners();
+      return true;
+    }
+    const subtree = this.#tripChildren([this]);
+    // Every slot of the subtree is woken, whether or not this cancel flipped it: a slot another
+    // thread cancelled first was woken by that thread, and a second wake finds nobody.
+    for (let i = subtree.length - 1; i >= 0; i--) wakeSlot(subtree[i]!.slot.slab.cells, subtree[i]!.slot.index);
     // The bridge keeps watching a cancelled token until it retires (a later cancel through its
     // handle finds it cancelled and changes nothing). Unwatching here would disarm the slab's
     // bridge, and its notify, which resolves an async waiter inside the engine, right after the
     // slot's notify delays the worker that one has just woken (measured: docs/benchmarks.md,
     // "Where P1's time goes"; most likely both take the engine's one wait-list lock).
-    if (subtree === undefined) {
-      this.#controller?.abort(this.#reasonOnCancel());
-      this.#tellOwners();
-      return true;
-    }
     for (const state of subtree) state.#controller?.abort(state.#reasonOnCancel());
     for (const state of subtree) state.#tellOwners();
     return true;
   }
 
-  /** Mark and trip every running descendant (parents before children); returns the whole subtree, this token first. */
+  /** Mark and flip (no wake) every running descendant, parents before children; returns the whole subtree, this token first. */
   #tripChildren(into: TokenState[]): TokenState[] {
     if (this.#children !== undefined) {
       for (const child of this.#children) {
@@ -204,7 +212,7 @@ export class TokenState implements Watched {
         child.#cancelled = true;
         child.#reason = PARENT_CANCEL_REASON;
         const { slab, index, generation } = child.slot;
-        cancelSlot(slab.cells, index, generation);
+        tripSlot(slab.cells, index, generation);
         into.push(child);
         child.#tripChildren(into);
       }
