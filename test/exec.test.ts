@@ -4,6 +4,7 @@
  * files they write (never a sleep); the time bounds are generous liveness bounds, except where a
  * test shows that something did NOT happen within a window.
  */
+import { getEventListeners } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -156,6 +157,26 @@ for (const mode of MODES) {
         expect(allGone(pids)).toBe(true);
         expect(await running).toMatchObject({ cancelled: true, forced: true, signal: 'SIGKILL' });
         expect(registry.stats().liveOwners).toBe(0);
+      });
+    });
+
+    describe('exec: what a settled child leaves behind', () => {
+      it("removes its listener from the caller's signal and clears its timeout timer, however it ended", async () => {
+        const controller = new AbortController();
+        const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+        const before = timers();
+        // One child that exits by itself, one stopped by a cancel of its token.
+        await execIn('true', [], { signal: controller.signal, timeoutMs: 60_000 });
+        expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+        const token = turn();
+        const ready = join(dir, 'ready');
+        const running = execIn('sh', [fixture('exits-on-term.sh'), ready], { token, signal: controller.signal, timeoutMs: 60_000 });
+        await pidsIn(ready);
+        expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+        token.cancel();
+        expect(await running).toMatchObject({ cancelled: true, timedOut: false });
+        expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+        expect(timers()).toBe(before);
       });
     });
 

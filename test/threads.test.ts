@@ -13,7 +13,6 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Worker } from 'node:worker_threads';
 import { TurnPool, TurnRegistry, type CancelToken, type TokenHandle } from '../dist/src/index.js';
 import { tokenFromHandle } from '../dist/workers/runtime.js';
-import { STATE } from '../dist/src/token/token.js';
 import { eventually, threadCount } from './support/leaks.js';
 
 const ZERO = { liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 };
@@ -52,15 +51,6 @@ function exited(worker: Worker): Promise<void> {
   return worker.threadId === -1 ? Promise.resolve() : new Promise((resolve) => worker.once('exit', () => resolve()));
 }
 
-/**
- * The token's slot without arming its bridge, so the only waiter on the cell is the worker
- * (the public `handle` arms an `Atomics.waitAsync` on the same cell, which would answer the probe).
- */
-function rawHandle(token: CancelToken): TokenHandle {
-  const { slab, index, generation } = token[STATE].slot;
-  return { buffer: slab.buffer, index, generation };
-}
-
 /** Resolves once some thread is blocked in `Atomics.wait` on `cells[index]` (see the file comment). */
 function blockedOn(buffer: SharedArrayBuffer, index: number, what: string): Promise<void> {
   const cells = new Int32Array(buffer);
@@ -91,7 +81,7 @@ afterAll(async () => {
 describe('sleep() in a worker', () => {
   async function sleeper(registry: TurnRegistry) {
     const token = registry.beginTurn('s');
-    const handle = rawHandle(token);
+    const handle = token.handle;
     const worker = start('sleep-until-woken.mjs', { handle, ms: 60_000 });
     let woke = false;
     const wokeMessage = next(worker, 'woke').finally(() => { woke = true; });
@@ -131,7 +121,7 @@ describe('sleep() in a worker', () => {
   it('returns normally when its time runs out and nobody cancels', async () => {
     const registry = fresh();
     const token = registry.beginTurn('s');
-    const worker = start('sleep-until-woken.mjs', { handle: rawHandle(token), ms: 30 });
+    const worker = start('sleep-until-woken.mjs', { handle: token.handle, ms: 30 });
     const reply = await next(worker, 'woke');
     expect(reply.threw).toBe(false);
     expect(reply.ms as number).toBeGreaterThanOrEqual(29);
@@ -144,7 +134,7 @@ describe('sleep() without a time', () => {
   it('is a TypeError naming ms in a worker, never a sleep forever', async () => {
     const registry = fresh();
     const token = registry.beginTurn('s');
-    const worker = start('sleep-until-woken.mjs', { handle: rawHandle(token), ms: undefined });
+    const worker = start('sleep-until-woken.mjs', { handle: token.handle, ms: undefined });
     const reply = await next(worker, 'woke');
     expect(reply).toMatchObject({ threw: true, cancelled: false, name: 'TypeError' });
     expect(reply.message).toMatch(/^ms: expected a number of milliseconds, got undefined/);

@@ -10,7 +10,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Worker } from 'node:worker_threads';
 import { isCancelledError, TurnRegistry, type CancelToken, type TokenHandle } from '../dist/src/index.js';
 import { tokenFromHandle } from '../dist/workers/runtime.js';
-import { STATE } from '../dist/src/token/token.js';
 import { eventually } from './support/leaks.js';
 
 const ZERO = { liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 };
@@ -35,12 +34,6 @@ afterEach(async () => {
     if (worker.threadId !== -1) await new Promise((resolve) => worker.once('exit', resolve));
   }
 });
-
-/** The token's slot without arming its bridge, so the only waiter on the cell is the worker. */
-function rawHandle(token: CancelToken): TokenHandle {
-  const { slab, index, generation } = token[STATE].slot;
-  return { buffer: slab.buffer, index, generation };
-}
 
 function start(handle: TokenHandle, ms: number): { woke: Promise<Record<string, unknown>>; sleeping: Promise<unknown> } {
   const worker = new Worker(new URL('./fixtures/token/sleep-unless-cancelled.mjs', import.meta.url), { workerData: { handle, ms } });
@@ -151,7 +144,7 @@ describe('WorkerToken.sleepUnlessCancelled', () => {
   it('in a worker: wakes at once on cancel and returns false, throwing nothing', async () => {
     const turns = fresh();
     const token = turns.beginTurn('s-sleep');
-    const handle = rawHandle(token);
+    const handle = token.handle;
     const { sleeping, woke } = start(handle, 60_000);
     await sleeping;
     const cells = new Int32Array(handle.buffer);
@@ -169,7 +162,7 @@ describe('WorkerToken.sleepUnlessCancelled', () => {
   it('in a worker: wakes at once when the token retires and returns false', async () => {
     const turns = fresh();
     const token = turns.beginTurn('s-retire-sleep');
-    const handle = rawHandle(token);
+    const handle = token.handle;
     const { sleeping, woke } = start(handle, 60_000);
     await sleeping;
     const cells = new Int32Array(handle.buffer);

@@ -300,6 +300,34 @@ describe('child()', () => {
     expect(slotOrder.indexOf('grandchild')).toBeLessThan(slotOrder.indexOf('child'));
   });
 
+  it('wakes nobody for a token whose handle never left the thread, and wakes the slot once it has', () => {
+    // No other thread can sleep on a slot it has no handle for, so that notify would be wasted
+    // on the stop's path; once the handle is out, the notify is what wakes a sleeping worker.
+    const registry = fresh();
+    const notified: number[] = [];
+    const notify = Atomics.notify;
+    Atomics.notify = ((cells: Int32Array, index: number, count?: number) => {
+      notified.push(index);
+      return notify(cells, index, count);
+    }) as typeof Atomics.notify;
+    let exportedIndex: number;
+    try {
+      const hidden = registry.beginTurn('hidden');
+      const hiddenChild = hidden.child();
+      hidden.cancel();
+      expect([hidden.isCancelled(), hiddenChild.isCancelled()]).toEqual([true, true]);
+      expect(notified).toEqual([]);
+      const shown = registry.beginTurn('shown');
+      exportedIndex = shown.handle.index;
+      shown.cancel();
+    } finally {
+      Atomics.notify = notify;
+      registry.endTurn('hidden');
+      registry.endTurn('shown');
+    }
+    expect(notified).toContain(exportedIndex);
+  });
+
   it('reads cancelled on the main thread as soon as an ancestor slot is cancelled from another thread', () => {
     // tokenFromHandle works on any thread; here it writes the cancel into the root's slot exactly
     // as a worker would, before the bridge had any chance to run.

@@ -8,7 +8,10 @@ import type { StopCause } from './result.js';
 
 export type Stop = (cause: StopCause, governed?: boolean) => void;
 
-/** Stop on the signal's abort; the listener goes with the child's lifetime. */
-export function onAbort(signal: AbortSignal | undefined, lifetime: AbortSignal, stop: Stop): void {
-  signal?.addEventListener('abort', () => stop('cancel'), { once: true, signal: lifetime });
+/** Stop on the signal's abort; returns what removes the listener (the child calls it when it settles). */
+export function onAbort(signal: AbortSignal | undefined, stop: Stop): () => void {
+  if (signal === undefined) return () => {};
+  const listener = () => stop('cancel');
+  signal.addEventListener('abort', listener, { once: true });
+  return () => signal.removeEventListener('abort', listener);
 }

@@ -23,11 +23,13 @@ import { onTimeout } from './timeout.js';
 import type { Tree } from './tree.js';
 
 /**
- * The reasons of the child's own controllers. Nobody reads them; given, they spare `abort()` the
+ * The reason of the hard stop's controller. Nobody reads it; given, it spares `abort()` the
  * `DOMException` it builds (stack trace included) when called with none.
  */
-const SETTLED = 'settled';
 const HARD_STOP = 'hard stop';
+
+/** The next turn of the event loop (after pending I/O callbacks). */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 interface Exit {
   readonly code: number | null;
@@ -44,8 +46,8 @@ export class Child {
   readonly #o: Checked;
   readonly #tree: Tree;
   readonly #outcome: Outcome = { cause: undefined, forced: false };
-  /** One per child: aborted when it settles, which removes every timer and listener of every cause. */
-  readonly #lifetime = new AbortController();
+  /** Run when the child settles: removes every timer and listener of every cause (plain calls, no event dispatch). */
+  readonly #teardown: Array<() => void> = [];
   /** Aborted when the hard stop begins: ends a grace wait under way. */
   readonly #hard = new AbortController();
   /** Nudged by the leader's exit, so the grace ends without waiting for the next poll. */
@@ -77,15 +79,21 @@ export class Child {
       this.#wake.nudge();
       resolve({ code, signal });
     }));
-    const unwatch = tree.watch(() => this.#wake.nudge());
-    this.#lifetime.signal.addEventListener('abort', unwatch, { once: true });
+    this.#teardown.push(tree.watch(() => this.#wake.nudge()));
+    // The hard stop ends a grace wait under way. Listening now also makes the signal now (Node
+    // makes an AbortController's signal when it is first read), not on the stop's path.
+    this.#hard.signal.addEventListener('abort', () => this.#wake.nudge(), { once: true });
     const stop = (cause: StopCause, governed?: boolean) => this.stop(cause, governed);
-    onAbort(o.signal, this.#lifetime.signal, stop);
-    onTimeout(o.timeoutMs, this.#lifetime.signal, stop);
+    this.#teardown.push(onAbort(o.signal, stop), onTimeout(o.timeoutMs, stop));
     this.result = this.#run(exited, outputs, startedAt).finally(async () => {
       this.#done = true;
-      this.#lifetime.abort(SETTLED);
+      for (const undo of this.#teardown) undo();
+      // One step a turn: the listeners' removal, the reaper's `del` (a pipe write that wakes it)
+      // and the start of the cgroup's removal each take 0.1–0.4 ms of the event loop here, and
+      // together they were a stop's longest block (docs/benchmarks.md, "Where S1's time goes").
+      await nextTurn();
       untrack();
+      await nextTurn();
       await this.#tree.dispose();
       for (const fn of this.#onDone) fn();
     });

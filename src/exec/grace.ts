@@ -13,7 +13,12 @@ import type { Tree } from './tree.js';
 /** Poll period. A poll reads one small file (`cgroup.events`) or the stat of each recorded process. */
 const POLL_MS = 5;
 
-/** A latched wake-up for one waiter at a time. */
+/**
+ * A latched wake-up for one waiter at a time. Its owner nudges it for every event that can end a
+ * wait (the leader's exit, a cgroup event, the hard stop's start), so a sleep adds no listener of
+ * its own: a stop's grace sleeps many times, and an `addEventListener` + `removeEventListener` a
+ * sleep was most of what a sleep cost the event loop.
+ */
 export class Wake {
   /** A nudge arrived while nobody slept: the next sleep returns at once. */
   #pending = false;
@@ -25,29 +30,29 @@ export class Wake {
     else this.#pending = true;
   }
 
-  /** Sleep `ms`, less if nudged or `abort` fires. */
-  sleep(ms: number, abort: AbortSignal): Promise<void> {
-    if (this.#pending || abort.aborted) {
+  /** Sleep `ms`, less if nudged. */
+  sleep(ms: number): Promise<void> {
+    if (this.#pending) {
       this.#pending = false;
       return Promise.resolve();
     }
     return new Promise((resolve) => {
-      const end = () => {
+      const timer = setTimeout(() => {
+        this.#end = undefined;
+        resolve();
+      }, ms);
+      this.#end = () => {
         clearTimeout(timer);
-        abort.removeEventListener('abort', end);
         this.#end = undefined;
         resolve();
       };
-      const timer = setTimeout(end, ms);
-      abort.addEventListener('abort', end);
-      this.#end = end;
     });
   }
 }
 
 /**
  * True as soon as the tree is empty; false when `ms` (Infinity: no bound, for a stop whose grace a
- * runner governs) ran out or `abort` fired (the hard stop began).
+ * runner governs) ran out or `abort` fired (the hard stop began; its start must nudge `wake`).
  *
  * `justSignalled`: the tree was sent its SIGTERM a moment ago, so the first look waits for a nudge
  * (the leader's exit, a change of the cgroup's events) or one poll period. Right after the signal
@@ -57,11 +62,11 @@ export class Wake {
  */
 export async function waitForEmpty(tree: Pick<Tree, 'isEmpty'>, ms: number, abort: AbortSignal, wake: Wake, justSignalled = false): Promise<boolean> {
   const deadline = performance.now() + ms;
-  if (justSignalled && ms > 0) await wake.sleep(Math.min(POLL_MS, ms), abort);
+  if (justSignalled && ms > 0 && !abort.aborted) await wake.sleep(Math.min(POLL_MS, ms));
   while (!tree.isEmpty()) {
     const left = deadline - performance.now();
     if (left <= 0 || abort.aborted) return false;
-    await wake.sleep(Math.min(POLL_MS, left), abort);
+    await wake.sleep(Math.min(POLL_MS, left));
   }
   return true;
 }

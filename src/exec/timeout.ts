@@ -2,8 +2,9 @@
 
 import type { Stop } from './abort.js';
 
-export function onTimeout(timeoutMs: number | undefined, lifetime: AbortSignal, stop: Stop): void {
-  if (timeoutMs === undefined) return;
+/** Returns what clears the timer (the child calls it when it settles). */
+export function onTimeout(timeoutMs: number | undefined, stop: Stop): () => void {
+  if (timeoutMs === undefined) return () => {};
   const timer = setTimeout(() => stop('timeout'), timeoutMs);
-  lifetime.addEventListener('abort', () => clearTimeout(timer), { once: true });
+  return () => clearTimeout(timer);
 }

@@ -25,6 +25,7 @@
  * 4. Memory ordering: every write is an Atomics read-modify-write (sequentially consistent), and
  *    every write that a sleeper may wait on is followed by `Atomics.notify` on that cell and by a
  *    bump of the slab's control cell (index 0, see below), notified while the slab is paused.
+ *    (A slot whose handle never left the main thread can have no sleeper: state.ts skips its wake.)
  *    Readers use `Atomics.load`.
  *
  * Control cell: index 0 of every slab is not a slot. Bit 0 is the registry's pause flag; the

@@ -98,6 +98,11 @@ export class TokenState implements Watched {
   #detachAdopted: (() => void) | undefined;
   /** True while this token's handle has left the thread and its slab's bridge watches it. */
   #watched = false;
+  /**
+   * True once the handle has left this thread (ever). Until then no other thread can sleep on the
+   * slot or poll it, so a cancel flips it and wakes nobody: one notify less on the stop's path.
+   */
+  #exported = false;
   /** The owners, oldest first (`addOwner`); `undefined` when there are none. */
   #ownersHead: OwnerEntry | undefined;
   #ownersTail: OwnerEntry | undefined;
@@ -171,10 +176,11 @@ export class TokenState implements Watched {
    * then each running descendant's as the walk finds it), with no notify in between: a worker
    * polling a descendant's slot sees its flip after a few compareExchanges rather than after a
    * notify per ancestor (one notify with nobody asleep costs more than all the flips; measured:
-   * docs/benchmarks.md, "Where P1's time goes"). Then the slots are woken, descendants first:
-   * the work a cancel is timed by (a pool task, a tool) sits below the turn's root. Everything
-   * a sleeper does not need (building reasons, aborting signals, telling owners) comes after the
-   * last notify, and a leaf token allocates nothing on the way.
+   * docs/benchmarks.md, "Where P1's time goes"). Then the slots whose handle has left the thread
+   * are woken (no other slot can have a sleeper), descendants first: the work a cancel is timed
+   * by (a pool task, a tool) sits below the turn's root. Everything a sleeper does not need
+   * (building reasons, aborting signals, telling owners) comes after the last notify, and a leaf
+   * token allocates nothing on the way.
    */
   cancel(reason: unknown): boolean {
     if (this.#retired) return false;
@@ -185,15 +191,18 @@ export class TokenState implements Watched {
     const flipped = tripSlot(slab.cells, index, generation);
     // A leaf (every pool task's token and most turns' roots) needs no subtree list at all.
     if (this.#children === undefined) {
-      if (flipped) wakeSlot(slab.cells, index);
+      if (flipped && this.#exported) wakeSlot(slab.cells, index);
       this.#controller?.abort(this.#reasonOnCancel());
       this.#tellOwners();
       return true;
     }
     const subtree = this.#tripChildren([this]);
-    // Every slot of the subtree is woken, whether or not this cancel flipped it: a slot another
-    // thread cancelled first was woken by that thread, and a second wake finds nobody.
-    for (let i = subtree.length - 1; i >= 0; i--) wakeSlot(subtree[i]!.slot.slab.cells, subtree[i]!.slot.index);
+    // Every exported slot of the subtree is woken, whether or not this cancel flipped it: a slot
+    // another thread cancelled first was woken by that thread, and a second wake finds nobody.
+    for (let i = subtree.length - 1; i >= 0; i--) {
+      const state = subtree[i]!;
+      if (state.#exported) wakeSlot(state.slot.slab.cells, state.slot.index);
+    }
     // The bridge keeps watching a cancelled token until it retires (a later cancel through its
     // handle finds it cancelled and changes nothing). Unwatching here would disarm the slab's
     // bridge, and its notify, which resolves an async waiter inside the engine, right after the
@@ -269,6 +278,7 @@ export class TokenState implements Watched {
 
   /** The handle is about to leave this thread: from now on a cancel may come from elsewhere. */
   exportSlot(): SlotRef {
+    this.#exported = true;
     if (!this.#watched && !this.#cancelled && !this.#retired) {
       this.#watched = true;
       watch(this, this.host.counters);
