@@ -29,7 +29,9 @@
  *    Readers use `Atomics.load`.
  *
  * Control cell: index 0 of every slab is not a slot. Bit 0 is the registry's pause flag; the
- * upper bits are a wake sequence bumped by every cancel and retire in that slab. A paused
+ * upper bits are a wake sequence bumped by every cancel and retire in that slab that another
+ * thread may be waiting for (a cancel of a slot whose handle never left the main thread has no
+ * such waiter and bumps nothing). A paused
  * worker waits on the control cell with the value it last read, so a cancel that lands between
  * its slot check and its wait changes the control word and the wait returns at once (no missed
  * wake-up). See `waitWhilePaused`.
