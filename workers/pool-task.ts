@@ -10,8 +10,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { MessagePort } from 'node:worker_threads';
 import {
-  decodeTarget, P_BUFFERS, P_GENERATION, P_INDEX, P_ROOT_GENERATION, P_ROOT_INDEX, P_ROOT_SLAB, P_SLAB, P_TASK,
-  type Target,
+  buffersAt, decodeTarget, generationOfSlot, indexOfSlot, P_ROOT_SLAB, P_ROOT_SLOT, P_SLAB, P_SLOT, P_TASK, type Target,
 } from '../src/pool/protocol.js';
 import { callBound, TaskBinding } from './current.js';
 import { SlotToken } from './worker-token.js';
@@ -129,20 +128,25 @@ function runWith(user: Handler, binding: TaskBinding, task: unknown): unknown {
 }
 
 function bindingOf(payload: Payload): TaskBinding {
-  const buffers = payload[P_BUFFERS] as [number, SharedArrayBuffer][] | undefined;
+  // A root token's payload is 3 long (4 with buffers), a child's 5 (6).
+  const hasRoot = payload.length > P_ROOT_SLOT;
+  const buffers = payload[buffersAt(hasRoot)] as [number, SharedArrayBuffer][] | undefined;
   if (buffers !== undefined) for (const [id, buffer] of buffers) slabs.set(id, new Int32Array(buffer));
   const cells = slabs.get(payload[P_SLAB] as number);
-  const hasRoot = payload[P_ROOT_SLAB] !== undefined;
   const rootCells = hasRoot ? slabs.get(payload[P_ROOT_SLAB] as number) : cells;
   if (cells === undefined || rootCells === undefined) {
     // The pool sends every slab with the first task that needs it on this thread (protocol.ts).
     throw new Error(`fullstop: internal error: this worker was never sent slab ${cells === undefined ? String(payload[P_SLAB]) : String(payload[P_ROOT_SLAB])}`);
   }
-  const token = new SlotToken(cells, payload[P_INDEX] as number, payload[P_GENERATION] as number);
+  const slot = payload[P_SLOT] as number;
+  const token = new SlotToken(cells, indexOfSlot(slot), generationOfSlot(slot));
   // A task dropped from the queue on cancel may still be posted to a worker: it must not run
   // (task-run.ts). One load decides it, before any user code.
   if (token.isCancelled()) throw token.error();
-  if (hasRoot) token.root = new SlotToken(rootCells, payload[P_ROOT_INDEX] as number, payload[P_ROOT_GENERATION] as number);
+  if (hasRoot) {
+    const rootSlot = payload[P_ROOT_SLOT] as number;
+    token.root = new SlotToken(rootCells, indexOfSlot(rootSlot), generationOfSlot(rootSlot));
+  }
   return new TaskBinding(token);
 }
 

@@ -18,7 +18,7 @@ import {
   ENTRY, onAbort, readRunOptions, setupPool, TOKEN_ONLY, toPath, type PiscinaOptions, type PiscinaRunOptions, type PoolSetup,
   type Signal,
 } from './options.js';
-import { encodeTarget } from './protocol.js';
+import { encodeTarget, packSlot } from './protocol.js';
 import { WorkerBook } from './worker-book.js';
 import { TaskRun, type RunHost, type Settlement, type SignalCause } from './task-run.js';
 
@@ -299,14 +299,14 @@ function notStarted(token: CancelToken): CancelledError {
   });
 }
 
+/** The wire payload of a task with a token (protocol.ts): three places for a root token, five for a child. */
 function payloadFor(task: unknown, state: TokenState): unknown[] {
   const { slab, index, generation } = state.exportSlot();
   let root = state;
   while (root.parent !== undefined) root = root.parent;
-  // The root's three places are filled even when empty: see protocol.ts, "never a hole".
-  if (root === state) return [task, slab.id, index, generation, undefined, undefined, undefined];
+  if (root === state) return [task, slab.id, packSlot(index, generation)];
   const r = root.exportSlot();
-  return [task, slab.id, index, generation, r.slab.id, r.index, r.generation];
+  return [task, slab.id, packSlot(index, generation), r.slab.id, packSlot(r.index, r.generation)];
 }
 
 /**

@@ -8,7 +8,7 @@
 import { slabById } from '../token/slab.js';
 import type { WorkerView } from './dispatch.js';
 import type { Condemned } from './options.js';
-import { P_BUFFERS, P_ROOT_SLAB, P_SLAB } from './protocol.js';
+import { buffersAt, P_ROOT_SLAB, P_SLAB } from './protocol.js';
 import type { TaskRun } from './task-run.js';
 
 export interface WorkerControl {
@@ -46,7 +46,8 @@ export class WorkerBook {
     const root = payload[P_ROOT_SLAB] as number | undefined;
     if (sent.has(slab) && (root === undefined || sent.has(root))) return;
     const ids = [slab, root].filter((id, i, all): id is number => id !== undefined && !sent.has(id) && all.indexOf(id) === i);
-    payload[P_BUFFERS] = ids.map((id) => [id, slabById(id)!.buffer]);
+    // Appended at the payload's end, never past it (protocol.ts: "never a hole").
+    payload[buffersAt(root !== undefined)] = ids.map((id) => [id, slabById(id)!.buffer]);
     for (const id of ids) sent.add(id);
     run.sentSlabs = ids;
   }
