@@ -1,60 +1,42 @@
 // F1–F6 against the Redis at 127.0.0.1:6379 (REDIS_PORT); without one, no rows. Instances A (owner)
 // and B (requester) live in this process; their runners keep no ledger: the rows measure the relay.
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { setImmediate, setTimeout as delay } from 'node:timers/promises';
 import { createClient } from 'redis';
-import { TurnRegistry, TurnRunner, type StopReport, type Turn } from '../src/index.js';
+import { TurnRegistry, TurnRunner, type StopReport } from '../src/index.js';
 import { Fleet, type FleetRedisClient } from '../src/fleet/index.js';
 import { FleetHostProcess, redisAnswers } from '../examples/fleet-process.js';
-import { compare, median, samplePairs, summarize, type BenchResult, type Suite, type SuiteContext } from './harness.js';
+import { compare, median, samplePairs, suiteOf, summarize, type BenchResult, type SuiteContext } from './harness.js';
 
 const PORT = Number(process.env.REDIS_PORT ?? 6379);
 type Client = ReturnType<typeof createClient>;
 const us = (ms: number) => ms * 1000;
 const timedUs = async (fn: () => Promise<unknown>) => { const t0 = performance.now(); await fn(); return us(performance.now() - t0); };
 const runner = () => new TurnRunner({ registry: new TurnRegistry() });
-
-/** A turn on `fleet` that lasts until its signal aborts, once its body runs; `aborted`: performance.now() then. */
-async function heldTurn(fleet: Fleet, session: string, turnId?: string): Promise<{ aborted: Promise<number>; done: Promise<unknown> }> {
-  let [started, abortedAt] = [() => {}, (_: number) => {}];
-  const [running, aborted] = [new Promise<void>((r) => { started = r; }), new Promise<number>((r) => { abortedAt = r; })];
-  const done = fleet.run(session, (turn: Turn) => new Promise((end) => {
-    turn.signal.addEventListener('abort', () => { abortedAt(performance.now()); end(0); }, { once: true });
-    started();
-  }), { turnId });
-  await running;
-  return { aborted, done };
-}
-
-/** A client whose subscriber (its duplicate) never connects, to a port just closed: every publish to it is lost. */
-async function deafClient(real: Client): Promise<FleetRedisClient> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return Object.assign(real, { duplicate: () => createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: () => 1000 } }) }) as unknown as FleetRedisClient;
-}
-
-// The run's key prefix, and the clients and instances it closes at the end.
+// The run's key prefix, the clients and instances it closes at the end, and A and B.
 const prefix = `fullstop-bench:${process.pid}:${randomBytes(3).toString('hex')}`;
 const [clients, fleets]: [Client[], Fleet[]] = [[], []];
-
+let fleetA: Fleet, fleetB: Fleet, rtt: number; // rtt: F1/F2's EVALSHA round trip, F3's unit
+/** A turn on `fleet` that lasts until its signal aborts, once its body runs; `aborted`: performance.now() then. */
+const heldTurn = (fleet: Fleet, session: string, turnId?: string) => new Promise<{ aborted: Promise<number>; done: Promise<unknown> }>((running) => {
+  const done = fleet.run(session, (turn) => new Promise((end) => {
+    const aborted = new Promise<number>((r) => turn.signal.addEventListener('abort', () => { r(performance.now()); end(0); }, { once: true }));
+    running({ aborted, done }); // the body runs after fleet.run's first await, so `done` is set
+  }), { turnId });
+});
 async function client(from?: Client): Promise<Client> {
   const c = from?.duplicate() ?? createClient({ socket: { host: '127.0.0.1', port: PORT } });
-  c.on('error', () => {});
-  clients.push(c);
-  await c.connect();
-  return c;
+  clients.push(c.on('error', () => {}));
+  return c.connect();
 }
-
 async function fleet(nodeId: string, redis: FleetRedisClient | Client, options = {}): Promise<Fleet> {
   fleets.push(await Fleet.start({ redis: redis as FleetRedisClient, runner: runner(), nodeId, prefix, ...options }));
   return fleets.at(-1)!;
 }
-
-/** F1, F2: a stop relayed from B to A, against the raw floors; also the EVALSHA round trip (F3's unit). */
-async function relayRows(ctx: SuiteContext, fleetA: Fleet, fleetB: Fleet): Promise<{ rows: BenchResult[]; rtt: number }> {
+/** F1, F2: a stop relayed from B to A, against the raw floors; also the EVALSHA round trip. */
+async function relayRows(ctx: SuiteContext): Promise<BenchResult[]> {
   // Raw floor connections: x requests, y subscribes (the owner), z answers, w subscribes (the requester).
   const [x, z] = [await client(), await client()];
   const [y, w] = [await client(x), await client(z)];
@@ -87,23 +69,20 @@ async function relayRows(ctx: SuiteContext, fleetA: Fleet, fleetB: Fleet): Promi
       if (answer.outcome !== 'stopped') throw new Error(`F1: expected stopped, got ${answer.outcome}`);
       return { f1: us(abortedAt - t0), f2: us(answeredAt - t0), aPart: us((answer.report as StopReport).emittedAt) };
     },
-    floor: () => rawOnce(false),
-    ackFloor: () => rawOnce(true),
-    rtt: () => timedUs(() => x.sendCommand(['EVALSHA', sha, '0'])),
+    floor: () => rawOnce(false), ackFloor: () => rawOnce(true), rtt: () => timedUs(() => x.sendCommand(['EVALSHA', sha, '0'])),
   }, ctx);
-  const [f2, aPart, rtt] = [s.fleet.map((f) => f.f2), s.fleet.map((f) => f.aPart), median(s.rtt)];
-  const rows = [
+  const [f2, aPart] = [s.fleet.map((f) => f.f2), s.fleet.map((f) => f.aPart)];
+  rtt = median(s.rtt);
+  return [
     compare({ id: 'F1', metric: 'fleetB.stop() → A\'s token.signal aborts', unit: 'µs', extra: { goal: 'ratio ≤ 1.25 and median ≤ 2000 µs', evalshaRoundTripMedianUs: rtt } },
       s.fleet.map((f) => f.f1), ['EVALSHA round trip + PUBLISH to another connection', s.floor], { paired: false }),
     compare({ id: 'F2', metric: 'fleetB.stop() → B holds `stopped`', unit: 'µs',
       extra: { aStopSequence: summarize(aPart), relayPart: { median: median(f2) - median(aPart) }, floorF1MedianUs: median(s.floor) } },
     f2, ['raw request + ack (EVALSHA, PUBLISH, PUBLISH back)', s.ackFloor], { paired: false }),
   ];
-  return { rows, rtt };
 }
-
 /** F3, F4: what the fleet adds to a turn, one at a time and 100 sessions at once. */
-async function overheadRows(ctx: SuiteContext, fleetA: Fleet, rtt: number): Promise<BenchResult[]> {
+async function overheadRows(ctx: SuiteContext): Promise<BenchResult[]> {
   const plainRunner = runner();
   // F3 on an instance whose client counts the commands it sends.
   const counted = await client();
@@ -123,25 +102,27 @@ async function overheadRows(ctx: SuiteContext, fleetA: Fleet, rtt: number): Prom
   const f3Row = compare({ id: 'F3', metric: 'fleet.run vs runner.run, empty turn', unit: 'µs',
     extra: { goal: '≤ 2 Redis round trips added', redisCommandsPerTurn: perTurn, awaitedRoundTrips: 2, addedUs: added, addedInEvalshaRoundTrips: added / rtt } },
   f3.fleet, ['runner.run (no fleet)', f3.plain], { paired: false });
-
   const [sessions, each] = [100, ctx.quick ? 3 : 10];
   /** Turns/s of `sessions` sessions running `each` turns one after another, all at once. */
   const burst = (runTurn: (s: string) => Promise<unknown>) => async () => {
     const took = await timedUs(() => Promise.all(Array.from({ length: sessions }, async (_, s) => { for (let k = 0; k < each; k++) await runTurn(`f4-${s}`); })));
     return (sessions * each) / (took / 1e6);
   };
-  const { samples: f4 } = await samplePairs('F4', { pairs: ctx.quick ? 3 : 5, warmup: 0 }, {
-    fleet: burst((s) => fleetA.run(s, async () => 1)),
-    plain: burst((s) => plainRunner.run(s, async () => 1)),
-  }, ctx);
+  const { samples: f4 } = await samplePairs('F4', { pairs: ctx.quick ? 3 : 5, warmup: 0 },
+    { fleet: burst((s) => fleetA.run(s, async () => 1)), plain: burst((s) => plainRunner.run(s, async () => 1)) }, ctx);
   return [f3Row, compare({ id: 'F4', metric: `turns/s, ${sessions} sessions at once, empty turns`, unit: 'turns/s', better: 'higher' },
     f4.fleet, ['runner.run (no fleet)', f4.plain], { paired: false })];
 }
-
 /** F5: a stop whose wake-up publish is lost, recovered by the owner's renewal. */
-async function lostWakeUp(ctx: SuiteContext, fleetB: Fleet): Promise<BenchResult> {
+async function lostWakeUp(ctx: SuiteContext): Promise<BenchResult> {
   const renewMs = 200;
-  const fleetD = await fleet('bench-deaf', await deafClient(await client()), { leaseMs: 2000, renewMs });
+  // A's subscriber (its client's duplicate) points at a port just closed: every publish to it is lost.
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise((r) => server.close(r));
+  const deaf = Object.assign(await client(), { duplicate: () => createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: () => 1000 } }) });
+  const fleetD = await fleet('bench-deaf', deaf as unknown as FleetRedisClient, { leaseMs: 2000, renewMs });
   const { samples: f5 } = await samplePairs('F5', { pairs: ctx.quick ? 2 : 15, warmup: 0 }, {
     ms: async () => {
       const h = await heldTurn(fleetD, 'f5');
@@ -157,7 +138,6 @@ async function lostWakeUp(ctx: SuiteContext, fleetB: Fleet): Promise<BenchResult
   return compare({ id: 'F5', metric: 'lost wake-up: stop recorded → owner aborts (via renewal)', unit: 'ms', extra: { bound: 'renewMs', renewMs } },
     f5.ms, ['renewMs', [renewMs]], { paired: false });
 }
-
 /** F6: a dead owner's turn, marked interrupted by another instance's sweep. */
 async function deadOwner(ctx: SuiteContext): Promise<BenchResult> {
   const [leaseMs, sweepMs] = [500, 100];
@@ -178,35 +158,24 @@ async function deadOwner(ctx: SuiteContext): Promise<BenchResult> {
           await delay(2);
         }
         return performance.now() - t0;
-      } finally {
-        await host.kill();
-      }
+      } finally { await host.kill(); }
     },
   }, ctx);
   return compare({ id: 'F6', metric: 'dead owner: SIGKILL → turn interrupted by another\'s sweep', unit: 'ms', extra: { bound: 'leaseMs + sweepMs', leaseMs, sweepMs } },
     f6.ms, ['leaseMs + sweepMs', [leaseMs + sweepMs]], { paired: false });
 }
 
-async function run(ctx: SuiteContext): Promise<BenchResult[]> {
-  if (!(await redisAnswers(PORT))) {
-    ctx.progress(`fleet: no Redis at 127.0.0.1:${PORT} — F1–F6 skipped (start one: redis-server --port ${PORT} --save '' --daemonize yes)`);
-    return [];
-  }
+export const suite = suiteOf({
+  'F1 F2 F3 F4': async (ctx) => [...(await relayRows(ctx)), ...(await overheadRows(ctx))], F5: lostWakeUp, F6: deadOwner,
+}, async (ctx, rows) => {
+  const startOne = `redis-server --port ${PORT} --save '' --daemonize yes`;
+  if (!(await redisAnswers(PORT))) return ctx.progress(`no Redis at 127.0.0.1:${PORT} — F1–F6 skipped (start one: ${startOne})`), [];
   try {
-    const rows: BenchResult[] = [];
-    const [fleetA, fleetB] = [await fleet('bench-a', await client()), await fleet('bench-b', await client())];
-    if (['F1', 'F2', 'F3', 'F4'].some(ctx.wants)) {
-      const relay = await relayRows(ctx, fleetA, fleetB);
-      rows.push(...relay.rows, ...(await overheadRows(ctx, fleetA, relay.rtt)));
-    }
-    if (ctx.wants('F5')) rows.push(await lostWakeUp(ctx, fleetB));
-    if (ctx.wants('F6')) rows.push(await deadOwner(ctx));
-    return rows;
+    [fleetA, fleetB] = [await fleet('bench-a', await client()), await fleet('bench-b', await client())];
+    return await rows();
   } finally {
     for (const f of fleets) await f.close();
     for await (const keys of clients[0]?.scanIterator({ MATCH: `${prefix}:*`, COUNT: 1000 }) ?? []) if (keys.length > 0) await clients[0]!.del(keys);
     for (const c of clients) c.destroy();
   }
-}
-
-export const suite: Suite = { ids: ['F1', 'F2', 'F3', 'F4', 'F5', 'F6'], run };
+});

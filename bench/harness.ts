@@ -1,51 +1,35 @@
 // What every suite shares: the row (docs/benchmarks.md, "The JSON"), its statistics and the one
 // runner. Sides are sampled in pairs because the machine is shared: a burst slows the whole pair.
-
 import type { CancelToken, TurnRegistry } from '../src/index.js';
 
 export type Spread = Record<'min' | 'q1' | 'q3' | 'max' | 'pairs', number>;
 type Summary = { median: number; p99: number };
-
 /** `ratio`: the median of per-pair ratios fullstop/baseline when paired (with their `spread`), else the ratio of the medians. */
 export interface BenchResult {
-  id: string; metric: string; unit: string; better: 'lower' | 'higher';
-  fullstop: Summary; baseline: { name: string } & Summary; ratio: number; spread?: Spread;
-  shape?: { name: string } & Summary; shapeRatio?: number; shapeSpread?: Spread;
-  extra?: Record<string, unknown>;
+  id: string; metric: string; unit: string; better: 'lower' | 'higher'; fullstop: Summary; baseline: { name: string } & Summary;
+  ratio: number; spread?: Spread; shape?: { name: string } & Summary; shapeRatio?: number; shapeSpread?: Spread; extra?: Record<string, unknown>;
 }
-
+export type Head = Pick<BenchResult, 'id' | 'metric' | 'unit' | 'extra'> & { better?: BenchResult['better'] };
 /** `wants(id)`: `--only`, so a suite can skip rows nobody asked for (rows are filtered afterwards anyway). */
 export type SuiteContext = { quick: boolean; progress(message: string): void; wants(id: string): boolean };
-
 /** Exported as `suite` by `bench/NAME.bench.ts`; `ids` lets `--only ID` skip the suites that cannot help. */
 export type Suite = { ids: readonly string[]; run(ctx: SuiteContext): Promise<BenchResult[]> };
-
 const quantile = (sorted: readonly number[], q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
-
+const rotated = <T>(xs: readonly T[], by: number) => [...xs.slice(by % xs.length), ...xs.slice(0, by % xs.length)];
 export function summarize(samples: readonly number[]): Summary {
   if (samples.length === 0) throw new RangeError('samples: expected at least one sample');
   const sorted = [...samples].sort((a, b) => a - b);
   return { median: quantile(sorted, 0.5), p99: quantile(sorted, 0.99) };
 }
 export const median = (samples: readonly number[]) => summarize(samples).median;
-
 export function pairedRatio(a: readonly number[], b: readonly number[]): { ratio: number; spread: Spread } {
-  if (a.length !== b.length || a.length === 0) {
-    throw new RangeError(`samples: expected two non-empty series of one length, got ${a.length} and ${b.length}`);
-  }
+  if (a.length !== b.length || a.length === 0) throw new RangeError(`samples: expected two non-empty series of one length, got ${a.length} and ${b.length}`);
   const r = a.map((x, i) => x / b[i]!).sort((x, y) => x - y);
   return { ratio: quantile(r, 0.5), spread: { min: r[0]!, q1: quantile(r, 0.25), q3: quantile(r, 0.75), max: r.at(-1)!, pairs: r.length } };
 }
-
-export type Head = Pick<BenchResult, 'id' | 'metric' | 'unit' | 'extra'> & { better?: BenchResult['better'] };
-
 /** A row: paired (sample i of each side is from pair i) unless `paired: false`, the ratio of the medians. */
-export function compare(
-  head: Head,
-  fullstop: readonly number[],
-  [baselineName, baseline]: [string, readonly number[]],
-  { paired = true, shape }: { paired?: boolean; shape?: [string, readonly number[]] } = {},
-): BenchResult {
+export function compare(head: Head, fullstop: readonly number[], [baselineName, baseline]: [string, readonly number[]],
+  { paired = true, shape }: { paired?: boolean; shape?: [string, readonly number[]] } = {}): BenchResult {
   const [f, b] = [summarize(fullstop), summarize(baseline)];
   const row: BenchResult = { ...head, fullstop: f, baseline: { name: baselineName, ...b }, ratio: f.median / b.median, better: head.better ?? 'lower' };
   if (paired) ({ ratio: row.ratio, spread: row.spread } = pairedRatio(fullstop, baseline));
@@ -55,71 +39,60 @@ export function compare(
   }
   return row;
 }
-
-/**
- * The one runner, for latencies (pairs) and throughput (rounds): each pair samples every side once,
- * the first side rotating. A side returning `undefined` voids its whole pair (the series stay
- * aligned) and the pair is retaken; over a tenth void fails. `warmup` pairs first, unrecorded.
- * With `ctx`, says what it samples on the progress line.
- */
-export async function samplePairs<S extends Record<string, unknown>>(
-  id: string,
-  counts: { pairs: number; warmup: number },
-  sides: { [K in keyof S]: (warmup: boolean) => Promise<S[K] | undefined> },
-  ctx?: Pick<SuiteContext, 'progress'>,
-): Promise<{ samples: { [K in keyof S]: S[K][] }; voided: number }> {
+// The one runner, for latencies (pairs) and throughput (rounds): each pair samples every side once, the first side rotating,
+// after `warmup` unrecorded pairs. A side returning `undefined` voids its whole pair (the series stay aligned), which is retaken; over a tenth void fails.
+export async function samplePairs<S extends Record<string, unknown>>(id: string, counts: { pairs: number; warmup: number },
+  sides: { [K in keyof S]: (warmup: boolean) => Promise<S[K] | undefined> }, ctx?: SuiteContext) {
   const names = Object.keys(sides) as (keyof S)[];
   ctx?.progress(`${id}: ${counts.pairs} pairs (${counts.warmup} to warm up) of ${names.join(', ')}`);
   const samples = Object.fromEntries(names.map((n) => [n, []])) as unknown as { [K in keyof S]: S[K][] };
   let voided = 0;
   for (let pair = 0, kept = 0; kept < counts.pairs; pair++) {
     const taken = new Map<keyof S, unknown>();
-    for (let k = 0; k < names.length; k++) {
-      const name = names[(k + pair) % names.length]!;
+    for (const name of rotated(names, pair)) {
       const sample = await sides[name](pair < counts.warmup);
       if (sample !== undefined) taken.set(name, sample);
     }
     if (pair < counts.warmup) continue;
-    if (taken.size < names.length) {
-      if (++voided > counts.pairs / 10 + 1) throw new Error(`${id}: ${voided} void pairs (a raw side never blocked before its wake)`);
-      continue;
-    }
-    for (const n of names) samples[n].push(taken.get(n) as never);
-    kept++;
+    if (taken.size === names.length) {
+      for (const n of names) samples[n].push(taken.get(n) as never);
+      kept++;
+    } else if (++voided > counts.pairs / 10 + 1) throw new Error(`${id}: ${voided} void pairs (a raw side never blocked before its wake)`);
   }
   return { samples, voided };
 }
-
 /** Synchronous batches of `ops` operations in tinybench rounds, the order rotating; a round's median per task, ns an op. */
-export async function sampleRounds(
-  tasks: readonly { name: string; fn: () => unknown; ops: number }[],
-  options: { rounds: number; timeMs: number; warmupMs: number },
-): Promise<Map<string, number[]>> {
+export async function sampleRounds(id: string, tasks: readonly { name: string; fn: () => unknown; ops: number }[],
+  options: { rounds: number; timeMs: number; warmupMs: number }, ctx?: SuiteContext): Promise<Record<string, number[]>> {
   const { Bench } = await import('tinybench');
-  const out = new Map<string, number[]>(tasks.map((t) => [t.name, []]));
+  ctx?.progress(`${id}: ${options.rounds} rounds of ${tasks.map((t) => t.name).join(', ')}`);
+  const out = Object.fromEntries(tasks.map((t) => [t.name, [] as number[]]));
   for (let round = 0; round < options.rounds; round++) {
     const bench = new Bench({ time: options.timeMs, iterations: 16, warmup: round === 0, warmupTime: options.warmupMs, throws: true });
-    for (const task of [...tasks.slice(round % tasks.length), ...tasks.slice(0, round % tasks.length)]) bench.add(task.name, task.fn);
+    for (const task of rotated(tasks, round)) bench.add(task.name, task.fn);
     await bench.run();
     for (const task of tasks) {
       const result = bench.getTask(task.name)!.result;
       if (!('latency' in result)) throw new Error(`${task.name}: tinybench ended in state ${result.state}`);
-      out.get(task.name)!.push((result.latency.p50 * 1e6) / task.ops);
+      out[task.name]!.push((result.latency.p50 * 1e6) / task.ops);
     }
   }
   return out;
 }
-
-/** `fn(token)` under a fresh turn of `session`, ended after. */
 export async function withTurn<T>(registry: TurnRegistry, session: string, fn: (token: CancelToken) => Promise<T>): Promise<T> {
   const token = registry.beginTurn(session);
-  try {
-    return await fn(token);
-  } finally {
-    registry.endTurn(session, token);
-  }
+  try { return await fn(token); } finally { registry.endTurn(session, token); }
 }
-
+/** A suite from its row groups, keyed by their ids ('P2 P2-plain'): only the groups `--only` wants run, in order, inside `around`. */
+export function suiteOf(groups: Record<string, (ctx: SuiteContext) => Promise<BenchResult | BenchResult[]>>,
+  around = (_ctx: SuiteContext, rows: () => Promise<BenchResult[]>) => rows()): Suite {
+  const wanted = async (ctx: SuiteContext) => {
+    const rows: BenchResult[] = [];
+    for (const [ids, group] of Object.entries(groups)) if (ids.split(' ').some((id) => ctx.wants(id))) rows.push(...[await group(ctx)].flat());
+    return rows;
+  };
+  return { ids: Object.keys(groups).flatMap((ids) => ids.split(' ')), run: (ctx) => around(ctx, () => wanted(ctx)) };
+}
 /** A leaked slot, bridge or owner would make a figure a lie. */
 export function assertNothingLive(registry: { stats(): object }, id: string): void {
   const stats = registry.stats() as Record<string, number>;

@@ -1,26 +1,21 @@
 // P4: cancel → the next turn's task result, vs Piscina's own abort (terminate + respawn). P5*:
 // throughput against raw Piscina in rounds (docs/benchmarks.md).
-
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Piscina } from 'piscina';
 import { isCancelledError, TurnPool, TurnRegistry, type CancelledError, type CancelToken } from '../src/index.js';
 import { flagCells, now, settle, started, usSince } from './handshake.js';
-import { assertNothingLive, compare, samplePairs, withTurn, type BenchResult, type Suite, type SuiteContext } from './harness.js';
+import { assertNothingLive, compare, samplePairs, suiteOf, withTurn, type BenchResult, type SuiteContext } from './harness.js';
 
 const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
-/** A full collection, as `global.gc` would run one (the bench runs without --expose-gc). */
-setFlagsFromString('--expose-gc');
+setFlagsFromString('--expose-gc'); // a full collection, as `global.gc` runs one (the bench runs without --expose-gc)
 const collectGarbage = runInNewContext('gc') as () => void;
-const IN_FLIGHT = 100;
-const registry = new TurnRegistry();
-
+const [IN_FLIGHT, registry] = [100, new TurnRegistry()];
 async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
-  const counts = ctx.quick ? { pairs: 2, warmup: 1 } : { pairs: 30, warmup: 2 };
   const options = { filename: TASKS, minThreads: 1, maxThreads: 1 };
   const [pool, raw, flags] = [new TurnPool(options), new Piscina(options), flagCells()];
-  /** Once `sleeper` is ready, `stop` it: µs to the result of the task `stop` submits (7), and how the sleeper ended. */
-  const stopAndNext = async (sleeper: () => Promise<unknown>, stop: () => Promise<number>) => {
+  /** Once `sleeper` is ready, `stop` it: µs to the result of the task `stop` submits (7), once the sleeper ended as `expected`. */
+  const stopAndNext = async (sleeper: () => Promise<unknown>, stop: () => Promise<number>, expected: [string, (e?: Error) => boolean]) => {
     const { running } = await started(flags, 'P4 sleeper', sleeper);
     const stopped = running.then(() => undefined, (e: unknown) => e as Error);
     await settle();
@@ -28,41 +23,34 @@ async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
     const value = await stop();
     const us = usSince(t0, now());
     if (value !== 7) throw new Error(`P4: the next task returned ${value}`);
-    return { us, error: await stopped };
+    const error = await stopped;
+    if (!expected[1](error)) throw new Error(`P4: expected ${expected[0]}, got ${String(error)}`);
+    return us;
   };
   try {
-    const { samples, voided } = await samplePairs('P4', counts, {
+    const { samples, voided } = await samplePairs('P4', ctx.quick ? { pairs: 2, warmup: 1 } : { pairs: 30, warmup: 2 }, {
       fullstop: async () => {
         let token = registry.beginTurn('p4');
         try {
-          const { us, error } = await stopAndNext(() => pool.run({ flags }, { token, name: 'sleepsUntilStopped' }), () => {
+          return await stopAndNext(() => pool.run({ flags }, { token, name: 'sleepsUntilStopped' }), () => {
             token.cancel();
             token = registry.beginTurn('p4'); // the next turn retires the stopped one
             return pool.run<number>(7, { token, name: 'trivial' });
-          });
-          if (!isCancelledError(error) || (error as CancelledError).hard) throw new Error(`P4: expected a cooperative stop, got ${String(error)}`);
-          return us;
-        } finally {
-          registry.endTurn('p4', token);
-        }
+          }, ['a cooperative stop', (e) => isCancelledError(e) && !(e as CancelledError).hard]);
+        } finally { registry.endTurn('p4', token); }
       },
       raw: async () => {
         const controller = new AbortController();
-        const { us, error } = await stopAndNext(() => raw.run({ flags }, { name: 'rawSleeper', signal: controller.signal }),
-          () => (controller.abort(), raw.run(7, { name: 'trivial' })));
-        if (error?.name !== 'AbortError') throw new Error(`P4 raw: expected an AbortError, got ${String(error)}`);
-        return us;
+        return stopAndNext(() => raw.run({ flags }, { name: 'rawSleeper', signal: controller.signal }),
+          () => (controller.abort(), raw.run(7, { name: 'trivial' })), ['an AbortError', (e) => e?.name === 'AbortError']);
       },
     }, ctx);
     const { hardStops, cooperativeStops } = pool.stats();
     if (hardStops !== 0) throw new Error(`P4: ${hardStops} hard stops (every stop should be cooperative)`);
     return compare({ id: 'P4', metric: 'stop → next task completes (1 thread)', unit: 'µs', extra: { goal: '≤ 1/30', voided, cooperativeStops } },
       samples.fullstop, ['piscina abort (terminate + respawn)', samples.raw]);
-  } finally {
-    await Promise.all([pool.destroy(), raw.destroy()]);
-  }
+  } finally { await Promise.all([pool.destroy(), raw.destroy()]); }
 }
-
 /** Tasks/s for `total` tasks with IN_FLIGHT in flight (a completion submits the next). */
 async function drive(submit: (i: number) => Promise<unknown>, total: number): Promise<number> {
   const t0 = performance.now();
@@ -77,49 +65,33 @@ async function drive(submit: (i: number) => Promise<unknown>, total: number): Pr
   });
   return total / ((performance.now() - t0) / 1000);
 }
-
 async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
   const [rounds, total] = ctx.quick ? [2, 900] : [12, 15_000];
   const options = { filename: TASKS, name: 'trivial', minThreads: 2, maxThreads: 2 };
   const four = { ...options, concurrentTasksPerWorker: 4 };
   const pools = { raw: new Piscina(options), pool: new TurnPool(options), raw4: new Piscina(four), pool4: new TurnPool(four) };
-  /**
-   * One round of a variant: `total` tasks (a third of that in a warm-up round) under one turn, on a
-   * freshly collected heap. Piscina allocates ~8 KB a task on the main thread, and the rotation
-   * runs each TurnPool variant right after its raw one: without the collection it would pay for
-   * the garbage of the round before it.
-   */
+  // One round of a variant: `total` tasks (a third in a warm-up round) under one turn, on a freshly collected heap: the
+  // rotation runs each TurnPool variant right after its raw one, which leaves ~8 KB of garbage a task (docs/benchmarks.md).
   const variant = (submit: (i: number, token: CancelToken) => Promise<unknown>) => (warmup: boolean) => {
     collectGarbage();
     return withTurn(registry, 'p5', (token) => drive((i) => submit(i, token), warmup ? Math.ceil(total / 3) : total));
   };
   try {
     const { samples: rates } = await samplePairs('P5', { pairs: rounds, warmup: ctx.quick ? 1 : 2 }, {
-      raw: variant((i) => pools.raw.run(i)),
-      token: variant((i, token) => pools.pool.run(i, { token })),
-      plain: variant((i) => pools.pool.run(i)),
-      raw4: variant((i) => pools.raw4.run(i)),
-      token4: variant((i, token) => pools.pool4.run(i, { token })),
+      raw: variant((i) => pools.raw.run(i)), token: variant((i, token) => pools.pool.run(i, { token })), plain: variant((i) => pools.pool.run(i)),
+      raw4: variant((i) => pools.raw4.run(i)), token4: variant((i, token) => pools.pool4.run(i, { token })),
     }, ctx);
     const row = (id: string, metric: string, side: number[], base: number[], perWorker = 1) => compare({ id, metric, unit: 'tasks/s', better: 'higher',
       extra: { goal: '≥ 0.95×', rounds, tasksPerRound: total, inFlight: IN_FLIGHT, threads: 2, concurrentTasksPerWorker: perWorker } },
     side, [`raw Piscina${perWorker > 1 ? `, concurrentTasksPerWorker ${perWorker}` : ''}`, base]);
-    return [
-      row('P5', 'throughput, trivial tasks with { token }', rates.token, rates.raw),
+    return [row('P5', 'throughput, trivial tasks with { token }', rates.token, rates.raw),
       row('P5-plain', 'throughput, trivial tasks, no token', rates.plain, rates.raw),
-      row('P5-c4', 'throughput with { token }, 4 tasks a worker', rates.token4, rates.raw4, 4),
-    ];
-  } finally {
-    await Promise.all(Object.values(pools).map((p) => p.destroy()));
-  }
+      row('P5-c4', 'throughput with { token }, 4 tasks a worker', rates.token4, rates.raw4, 4)];
+  } finally { await Promise.all(Object.values(pools).map((p) => p.destroy())); }
 }
 
-export const suite: Suite = {
-  ids: ['P4', 'P5', 'P5-plain', 'P5-c4'],
-  async run(ctx) {
-    const rows = ctx.wants('P4') ? [await stopThenNext(ctx)] : [];
-    if (['P5', 'P5-plain', 'P5-c4'].some(ctx.wants)) rows.push(...(await throughput(ctx)).filter((r) => ctx.wants(r.id)));
-    assertNothingLive(registry, 'P4–P5');
-    return rows;
-  },
-};
+export const suite = suiteOf({ P4: stopThenNext, 'P5 P5-plain P5-c4': throughput }, async (_, rows) => {
+  const out = await rows();
+  assertNothingLive(registry, 'P4–P5');
+  return out;
+});

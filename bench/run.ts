@@ -1,8 +1,5 @@
-/**
- * `npm run bench`: run every `dist/bench/*.bench.js` exporting `suite`, one after another (two at
- * once would measure each other), print one table, and write the JSON and the SVG on request.
- */
-
+// `npm run bench`: run every `dist/bench/*.bench.js` exporting `suite`, one after another (two at
+// once would measure each other), print one table, and write the JSON and the SVG on request.
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -15,91 +12,74 @@ export const USAGE = `usage: node dist/bench/run.js [--quick] [--only ID_OR_SUIT
   --only X     only row id X (e.g. P1) or suite X (its file stem, e.g. pool); repeatable
   --json FILE  write the results JSON { date, node, cpus, results }
   --svg FILE   write a log-scale bar chart of the rows measured in time`;
-
 export type ResultsDocument = { date: string; node: string; cpus: number; results: BenchResult[] };
-
+const OPTIONS = { quick: { type: 'boolean' }, only: { type: 'string', multiple: true }, json: { type: 'string' }, svg: { type: 'string' },
+  help: { type: 'boolean', short: 'h' } } as const;
 /** A row's problems (none if valid): tools read the JSON, so a row with a non-finite figure or a zero floor fails its suite. */
 export function validateResult(r: BenchResult): string[] {
-  const sides = { fullstop: r.fullstop, baseline: r.baseline, ...(r.shape ? { shape: r.shape } : {}) };
-  return [
-    ...Object.entries(sides).filter(([, v]) => !(Number.isFinite(v.median) && Number.isFinite(v.p99))).map(([k]) => `${k}.median and .p99: expected finite numbers`),
-    ...(r.baseline.median === 0 ? ['baseline.median: is 0, so no ratio (put counts like that in extra)'] : []),
-    ...(Number.isFinite(r.ratio) ? [] : [`ratio: expected a finite number, got ${r.ratio}`]),
-  ].map((p) => `${r.id}: ${p}`);
+  const sides = Object.entries({ fullstop: r.fullstop, baseline: r.baseline, ...(r.shape ? { shape: r.shape } : {}) });
+  const problems = sides.filter(([, v]) => !(Number.isFinite(v.median) && Number.isFinite(v.p99))).map(([k]) => `${k}.median and .p99: expected finite numbers`);
+  if (r.baseline.median === 0) problems.push('baseline.median: is 0, so no ratio (put counts like that in extra)');
+  if (!Number.isFinite(r.ratio)) problems.push(`ratio: expected a finite number, got ${r.ratio}`);
+  return problems.map((p) => `${r.id}: ${p}`);
 }
-
 /** Three significant digits, thousands separated, no exponent. */
 export function formatNumber(n: number): string {
   if (!Number.isFinite(n) || n === 0) return String(n);
   if (Math.abs(n) >= 1000) return Math.round(n).toLocaleString('en-US');
   return n.toFixed(Math.min(6, Math.max(0, 2 - Math.floor(Math.log10(Math.abs(n))))));
 }
-
 const ratioCell = (ratio: number | undefined, spread: BenchResult['spread']) =>
   ratio === undefined ? '' : `${formatNumber(ratio)}×${spread ? ` [${formatNumber(spread.q1)}–${formatNumber(spread.q3)}]` : ''}`;
-
 /** One line a row (ratios with the quartiles of their per-pair ratios), then the notes. Not `console.table`: it quotes every string cell. */
 export function formatTable(results: readonly BenchResult[]): string {
   const head = ['id', 'metric', 'fullstop', 'p99', 'baseline', 'median', 'ratio [IQR]', 'shape', 'shapeRatio [IQR]', 'better'];
   const cells = [head, ...results.map((r) => [
     r.id, r.metric, `${formatNumber(r.fullstop.median)} ${r.unit}`, formatNumber(r.fullstop.p99), r.baseline.name, formatNumber(r.baseline.median),
-    ratioCell(r.ratio, r.spread), r.shape ? formatNumber(r.shape.median) : '', ratioCell(r.shapeRatio, r.shapeSpread), r.better,
-  ])];
+    ratioCell(r.ratio, r.spread), r.shape ? formatNumber(r.shape.median) : '', ratioCell(r.shapeRatio, r.shapeSpread), r.better])];
   const widths = head.map((_, c) => Math.max(...cells.map((row) => [...row[c]!].length)));
   const notes = results.filter((r) => r.extra).map((r) => `${r.id}: ${JSON.stringify(r.extra).replace(/"([^"]+)":/g, '$1=')}`);
   return [...cells.map((row) => row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()), '', ...notes].join('\n');
 }
-
 /** `--svg`: per time row, a fullstop bar and a baseline bar on one log axis, in µs. Standalone SVG. */
 export function renderSvg(doc: ResultsDocument): string {
   const factor: Record<string, number> = { ns: 1e-3, 'µs': 1, ms: 1e3, s: 1e6 };
   const rows = doc.results.filter((r) => factor[r.unit] !== undefined);
-  const us = rows.flatMap((r) => [r.fullstop.median, r.baseline.median].map((v) => Math.max(v * factor[r.unit]!, 1e-3)));
-  const lo = Math.floor(Math.log10(Math.min(1, ...us)));
-  const hi = Math.max(lo + 1, Math.ceil(Math.log10(Math.max(1, ...us))));
+  const bars = rows.map((r) => [r.fullstop.median, r.baseline.median].map((v) => v * factor[r.unit]!));
+  const lo = Math.floor(Math.log10(Math.min(1, ...bars.flat().map((v) => Math.max(v, 1e-3)))));
+  const hi = Math.max(lo + 1, Math.ceil(Math.log10(Math.max(1, ...bars.flat()))));
   const x = (v: number) => 220 + ((Math.log10(Math.max(v, 10 ** lo)) - lo) / (hi - lo)) * 560;
   const esc = (s: string) => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
   const h = 60 + rows.length * 34 + 30;
+  const title = `fullstop (blue) vs baseline (grey), median µs, log scale — ${doc.date}, Node ${doc.node}, ${doc.cpus} CPUs`;
   const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="960" height="${h}" font-family="sans-serif" font-size="11">`,
-    `<rect width="960" height="${h}" fill="#fff"/>`,
-    `<text x="10" y="20" font-size="14">${esc(`fullstop (blue) vs baseline (grey), median µs, log scale — ${doc.date}, Node ${doc.node}, ${doc.cpus} CPUs`)}</text>`];
-  for (let k = lo; k <= hi; k++) {
-    out.push(`<line x1="${x(10 ** k)}" y1="40" x2="${x(10 ** k)}" y2="${h - 25}" stroke="#ddd"/><text x="${x(10 ** k)}" y="${h - 10}" text-anchor="middle">${10 ** k >= 1 ? 10 ** k : (10 ** k).toFixed(-k)}</text>`);
+    `<rect width="960" height="${h}" fill="#fff"/>`, `<text x="10" y="20" font-size="14">${esc(title)}</text>`];
+  for (let k = lo, t = 10 ** k; k <= hi; t = 10 ** ++k) {
+    out.push(`<line x1="${x(t)}" y1="40" x2="${x(t)}" y2="${h - 25}" stroke="#ddd"/><text x="${x(t)}" y="${h - 10}" text-anchor="middle">${t >= 1 ? t : t.toFixed(-k)}</text>`);
   }
   rows.forEach((r, i) => {
     const y = 45 + i * 34;
-    out.push(`<text x="10" y="${y + 14}">${esc(`${r.id} ${r.metric}`.slice(0, 36))}</text>`);
-    [[r.fullstop.median, '#1f77b4'], [r.baseline.median, '#aaa']].forEach(([v, colour], s) => {
-      const value = (v as number) * factor[r.unit]!;
-      out.push(`<rect x="220" y="${y + s * 14}" width="${Math.max(0.5, x(value) - 220).toFixed(1)}" height="12" fill="${colour}"/>` +
-        `<text x="${(x(value) + 4).toFixed(1)}" y="${y + s * 14 + 10}">${esc(`${formatNumber(value)} µs${s ? ` ${r.baseline.name}` : ''}`.slice(0, 40))}</text>`);
-    });
+    out.push(`<text x="10" y="${y + 14}">${esc(`${r.id} ${r.metric}`.slice(0, 36))}</text>`, ...bars[i]!.map((v, s) =>
+      `<rect x="220" y="${y + s * 14}" width="${Math.max(0.5, x(v) - 220).toFixed(1)}" height="12" fill="${s ? '#aaa' : '#1f77b4'}"/>` +
+      `<text x="${(x(v) + 4).toFixed(1)}" y="${y + s * 14 + 10}">${esc(`${formatNumber(v)} µs${s ? ` ${r.baseline.name}` : ''}`.slice(0, 40))}</text>`));
   });
   return [...out, '</svg>', ''].join('\n');
 }
-
 async function main(): Promise<number> {
   let args;
-  try {
-    args = parseArgs({
-      options: { quick: { type: 'boolean' }, only: { type: 'string', multiple: true }, json: { type: 'string' }, svg: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-    }).values;
-  } catch (error) {
-    process.stderr.write(`bench: ${(error as Error).message}\n${USAGE}\n`);
-    return 2;
+  try { args = parseArgs({ options: OPTIONS }).values; } catch (error) {
+    return process.stderr.write(`bench: ${(error as Error).message}\n${USAGE}\n`), 2;
   }
-  if (args.help) return void process.stdout.write(USAGE + '\n'), 0;
+  if (args.help) return process.stdout.write(USAGE + '\n'), 0;
   const only = new Set((args.only ?? []).map((o) => o.toLowerCase()));
   const wants = (id: string) => only.size === 0 || only.has(id.toLowerCase());
   const log = (line: string) => process.stderr.write(line + '\n');
-  // The output folders are made before anything is measured: a full run takes minutes, and its
-  // figures must not be lost to a folder that does not exist yet (bench-results/ on a fresh clone).
+  const seconds = (t0: number) => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
+  // Made before measuring: a full run takes minutes, and must not lose its figures to a missing folder (bench-results/ on a fresh clone).
   for (const out of [args.json, args.svg]) if (out !== undefined) await mkdir(dirname(resolve(out)), { recursive: true });
   const here = dirname(fileURLToPath(import.meta.url));
   const files = (await readdir(here)).filter((f) => f.endsWith('.bench.js')).sort();
-  const started = performance.now();
-  const results: BenchResult[] = [];
-  const failures: string[] = [];
+  const [started, results, failures]: [number, BenchResult[], string[]] = [performance.now(), [], []];
   for (const file of files) {
     const stem = basename(file, '.bench.js');
     try {
@@ -110,29 +90,23 @@ async function main(): Promise<number> {
       log(`${stem}: running${args.quick ? ' (quick)' : ''}…`);
       const t0 = performance.now();
       const rows = await suite.run({ quick: args.quick === true, progress: (m) => log(`  ${stem}: ${m}`), wants: whole ? () => true : wants });
-      const problems = rows.flatMap(validateResult);
-      if (problems.length > 0) throw new TypeError(`invalid rows: ${problems.join('; ')}`);
+      if (rows.some((r) => validateResult(r).length > 0)) throw new TypeError(`invalid rows: ${rows.flatMap(validateResult).join('; ')}`);
       results.push(...rows.filter((r) => whole || wants(r.id)));
-      log(`${stem}: ${rows.length} rows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    } catch (error) {
-      failures.push(`${stem}: ${(error as Error)?.stack ?? String(error)}`);
-      log(`${stem}: FAILED`);
-    }
+      log(`${stem}: ${rows.length} rows in ${seconds(t0)}`);
+    } catch (error) { failures.push(`${stem}: ${(error as Error)?.stack ?? String(error)}`); log(`${stem}: FAILED`); }
   }
   if (only.size > 0 && results.length === 0 && failures.length === 0) return log(`bench: nothing matched --only ${[...only].join(', ')}`), 1;
   const doc: ResultsDocument = { date: new Date().toISOString(), node: process.version, cpus: availableParallelism(), results };
   process.stdout.write(`\nfullstop benchmarks · ${doc.date} · Node ${doc.node} · ${doc.cpus} CPUs\n\n${formatTable(results)}\n`);
   if (args.json !== undefined) await writeFile(args.json, JSON.stringify(doc, null, 2) + '\n');
   if (args.svg !== undefined) await writeFile(args.svg, renderSvg(doc));
-  log(`\n${results.length} rows from ${files.length} suite files in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  log(`\n${results.length} rows from ${files.length} suite files in ${seconds(started)}`);
   for (const f of failures) log(`FAILED ${f}`);
   return failures.length === 0 ? 0 : 1;
 }
-
 // Only as the CLI, so the test imports the functions above without running a benchmark.
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const code = await main();
-  process.exitCode = code;
+  const code = (process.exitCode = await main());
   // A suite that leaked a worker or a handle would keep the process alive: name it and exit.
   setTimeout(() => {
     const left = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap' && r !== 'Timeout');

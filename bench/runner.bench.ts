@@ -1,6 +1,5 @@
 // R1–R7: a cooperative turn's stop, request → `turn_aborted` emitted, and its StopReport's phases,
 // against the ordered floor in the same rounds (docs/benchmarks.md, "R1 against the ordered floor").
-
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,30 +7,28 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type StopReport, type Turn } from '../src/index.js';
 import { flagCells, GO, RawWorker, settle, started } from './handshake.js';
-import { assertNothingLive, compare, median, samplePairs, type Suite } from './harness.js';
+import { assertNothingLive, compare, median, samplePairs, suiteOf } from './harness.js';
 
-/** Far above any cooperative settle, so a sample never times out into a hard stop. */
-const GRACE_MS = 1000;
-/** Well above the settle pause, so no chunk's write collides with the intent's. */
-const STREAM_EVERY_MS = 10;
+const GRACE_MS = 1000; // far above any cooperative settle, so a sample never times out into a hard stop
+const STREAM_EVERY_MS = 10; // well above the settle pause, so no chunk's write collides with the intent's
 const CHUNK = 'Reading src/turn/runner.ts to see where the stop spends its time; next, the ledger… ';
 /** What a stop wrote, split at its `cancelling` entry; `pre`: what the turn wrote before it. */
 type TurnBytes = Record<'pre' | 'intent' | 'history', Buffer>;
-type Floor = Record<'totalMs' | 'signalMs' | 'settleMs' | 'historyMs' | 'flushMs', number>;
-
-const phasesOf = (r: StopReport) => ({
-  signal: r.signalledAt, settle: r.settledAt - r.signalledAt, hardStop: r.hardStopAt - r.settledAt,
-  history: r.markerAt - r.hardStopAt, flush: r.flushedAt - r.markerAt, emit: r.emittedAt - r.flushedAt,
+/** A stop's phases (ms) from its StopReport, and the ordered floor's steps (the peers of some of them). */
+const phasesOf = (r: StopReport) => ({ signal: r.signalledAt, settle: r.settledAt - r.signalledAt, hardStop: r.hardStopAt - r.settledAt,
+  history: r.markerAt - r.hardStopAt, flush: r.flushedAt - r.markerAt, emit: r.emittedAt - r.flushedAt });
+type Phase = keyof ReturnType<typeof phasesOf>;
+type Floor = Record<'total' | 'signal' | 'settle' | 'history' | 'flush', number>;
+/** A model stream that rejects with an error of its own once `signal` aborts: the turn's tool, and the floor's peer of it. */
+const llmStream = (signal: AbortSignal) => new Promise((_, reject) => {
+  const onAbort = () => reject(new CancelledError('llm stream aborted', { reason: signal.reason }));
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
 });
-
 /** The turn's body: a pool task blocked in `sleep()`, a tool awaiting `turn.signal`, a say stream (`spoken` after two chunks). */
 function body(turn: Turn, pool: TurnPool, flags: Int32Array, spoken: () => void) {
   const compute = turn.tool('compute', { n: 1_000_000 }, (token) => pool.run({ flags }, { token, name: 'sleepsUntilStopped' }));
-  const llm = turn.tool('llm', { model: 'bench', stream: true }, () => new Promise((_, reject) => {
-    const onAbort = () => reject(new CancelledError('llm stream aborted', { reason: turn.signal.reason }));
-    if (turn.signal.aborted) onAbort();
-    else turn.signal.addEventListener('abort', onAbort, { once: true });
-  }));
+  const llm = turn.tool('llm', { model: 'bench', stream: true }, () => llmStream(turn.signal));
   const stream = (async () => {
     try {
       for (let chunks = 0; ; await delay(STREAM_EVERY_MS, undefined, { signal: turn.signal })) {
@@ -44,9 +41,9 @@ function body(turn: Turn, pool: TurnPool, flags: Int32Array, spoken: () => void)
   })();
   return Promise.all([compute, llm, stream]);
 }
-
-/** Split the lines one stopped turn wrote at its `cancelling` entry, checking the history is what a cooperative stop writes. */
-function splitAtIntent(lines: string[], turnId: string): TurnBytes {
+/** Split what one stopped turn wrote at its `cancelling` entry, checking the history is what a cooperative stop writes. */
+function splitAtIntent(written: string, turnId: string): TurnBytes {
+  const lines = written.split('\n').filter((l) => l.length > 0).map((l) => `${l}\n`);
   const entries = lines.map((l) => JSON.parse(l) as { turnId: string; type: string; status?: string });
   const at = entries.findIndex((e) => e.type === 'status' && e.status === 'cancelling');
   if (at < 0 || entries.some((e) => e.turnId !== turnId) || !entries.slice(at).some((e) => e.type === 'turn_aborted') ||
@@ -56,26 +53,19 @@ function splitAtIntent(lines: string[], turnId: string): TurnBytes {
   const bytes = (ls: string[]) => Buffer.from(ls.join(''), 'utf8');
   return { pre: bytes(lines.slice(0, at)), intent: bytes(lines.slice(at, at + 1)), history: bytes(lines.slice(at + 1)) };
 }
-
 /** All of `bytes` in one write: a short write would time less than the stop writes. */
 async function append(file: FileHandle, bytes: Buffer): Promise<void> {
   const { bytesWritten } = await file.write(bytes);
   if (bytesWritten !== bytes.length) throw new Error(`runner bench: short write (${bytesWritten} of ${bytes.length} bytes)`);
 }
-
 /** The ordered floor, each step timed; `undefined` (void) if the raw worker woke from no block. */
 async function orderedFloor(file: FileHandle, raw: RawWorker, bytes: TurnBytes): Promise<Floor | undefined> {
   await append(file, bytes.pre);
   const { report, acted } = await raw.sample({ kind: 'wait' }, async () => {
     await settle();
-    // The main-thread awaits the turn's body has (see body()), on a bare AbortController: a model
-    // stream that rejects with an error of its own, and the say stream's delay. They are user code,
-    // so both sides run them.
+    // The body's main-thread awaits (the model stream, the say stream's delay) on a bare AbortController: user code, so both sides run it.
     const controller = new AbortController();
-    const llm = new Promise((_, reject) => controller.signal.addEventListener('abort', () => {
-      reject(new CancelledError('llm stream aborted', { reason: controller.signal.reason }));
-    }, { once: true }));
-    const unwound = Promise.allSettled([llm, delay(STREAM_EVERY_MS, undefined, { signal: controller.signal })]);
+    const unwound = Promise.allSettled([llmStream(controller.signal), delay(STREAM_EVERY_MS, undefined, { signal: controller.signal })]);
     const t0 = performance.now();
     await append(file, bytes.intent);
     await file.datasync();
@@ -90,18 +80,16 @@ async function orderedFloor(file: FileHandle, raw: RawWorker, bytes: TurnBytes):
   const t3 = performance.now();
   await file.datasync();
   const [{ t0, t1 }, t4] = [acted, performance.now()];
-  return report.ok ? { totalMs: t4 - t0, signalMs: t1 - t0, settleMs: t2 - t1, historyMs: t3 - t2, flushMs: t4 - t3 } : undefined;
+  return report.ok ? { total: t4 - t0, signal: t1 - t0, settle: t2 - t1, history: t3 - t2, flush: t4 - t3 } : undefined;
 }
 
-export const suite: Suite = {
-  ids: ['R1', 'R2', 'R3', 'R4', 'R5', 'R6', 'R7'],
-  async run(ctx) {
+export const suite = suiteOf({
+  async 'R1 R2 R3 R4 R5 R6 R7'(ctx) {
     const rounds = ctx.quick ? 20 : 400;
     const dir = mkdtempSync(join(tmpdir(), 'fullstop-bench-runner-'));
     const ledgerPath = join(dir, 'history.jsonl');
-    const registry = new TurnRegistry();
     const pool = new TurnPool({ filename: new URL('./workers/tasks.js', import.meta.url).href, minThreads: 1, maxThreads: 1 });
-    const [flags, raw] = [flagCells(), new RawWorker()];
+    const [flags, raw, registry] = [flagCells(), new RawWorker(), new TurnRegistry()];
     let [ledger, file]: [Ledger?, FileHandle?] = [];
     try {
       await raw.online;
@@ -129,36 +117,30 @@ export const suite: Suite = {
           throw new Error(`${turnId}: expected a cooperative stop, got ${outcome.status} and ${JSON.stringify(report)}`);
         }
         const written = readFileSync(ledgerPath);
-        bytes = splitAtIntent(written.subarray(ledgerEnd).toString('utf8').split('\n').filter((l) => l.length > 0).map((l) => `${l}\n`), turnId);
+        bytes = splitAtIntent(written.subarray(ledgerEnd).toString('utf8'), turnId);
         ledgerEnd = written.length;
         return { totalMs: heardAt - t0, phases: phasesOf(report) };
       };
       const { samples: s, voided } = await samplePairs('R1', { pairs: rounds, warmup: ctx.quick ? 3 : 10 }, { stop, floor: () => orderedFloor(file!, raw, bytes) }, ctx);
       const { hardStops, cooperativeStops } = pool.stats();
       if (hardStops !== 0) throw new Error(`runner bench: ${hardStops} hard stops (every stop should be cooperative)`);
-
-      const phase = (p: keyof ReturnType<typeof phasesOf>) => s.stop.map((x) => x.phases[p] * 1000);
-      const floor = (k: keyof Floor) => s.floor.map((o) => o[k] * 1000);
+      const phase = (p: Phase) => s.stop.map((x) => x.phases[p] * 1000);
       const round3 = (x: number) => Math.round(x * 1000) / 1000;
-      const row = (id: string, metric: string, fullstop: number[], name: string, base: number[]) => compare({ id, metric, unit: 'µs' }, fullstop, [name, base]);
-      const peer = 'no raw peer: vs the whole ordered floor';
-      return [
-        compare({
-          id: 'R1', metric: 'cooperative turn: stop request → turn_aborted emitted', unit: 'ms',
-          extra: {
-            goal: '≤ 1.15×', phaseMedianUs: Object.fromEntries(Object.keys(s.stop[0]!.phases).map((p) => [p, round3(median(phase(p as 'signal')))])),
-            intentPlusFlushShareOfTotal: round3(median(s.stop.map((x) => (x.phases.signal + x.phases.flush) / x.totalMs))),
-            stopBytes: { intent: bytes.intent.length, history: bytes.history.length, preStop: bytes.pre.length },
-            rounds, cooperativeStops, voidedRaw: voided, graceMs: GRACE_MS,
-          },
-        }, s.stop.map((x) => x.totalMs), ['ordered floor: intent+fdatasync, abort+notify→wake, history+fdatasync', s.floor.map((o) => o.totalMs)]),
-        row('R2', 'phase intent+signal (signalledAt)', phase('signal'), 'raw intent append+fdatasync, abort + notify', floor('signalMs')),
-        row('R3', 'phase settle: sleep() task + awaiting tool', phase('settle'), 'raw notify → the worker\'s message back', floor('settleMs')),
-        row('R4', 'phase hard stop (nothing left)', phase('hardStop'), peer, floor('totalMs')),
-        row('R5', 'phase history: 4 entries appended', phase('history'), 'raw append of the same bytes', floor('historyMs')),
-        row('R6', 'phase flush: fdatasync after the history', phase('flush'), 'raw fdatasync after the same bytes', floor('flushMs')),
-        row('R7', 'phase emit (flushedAt → emittedAt)', phase('emit'), peer, floor('totalMs')),
-      ];
+      /** R2–R7 in µs, against the floor's peer step (or, with no raw peer, the whole floor). */
+      const row = (id: string, metric: string, p: Phase, [name, k]: [string, keyof Floor] = ['no raw peer: vs the whole ordered floor', 'total']) =>
+        compare({ id, metric, unit: 'µs' }, phase(p), [name, s.floor.map((o) => o[k] * 1000)]);
+      return [compare({ id: 'R1', metric: 'cooperative turn: stop request → turn_aborted emitted', unit: 'ms', extra: {
+          goal: '≤ 1.15×', phaseMedianUs: Object.fromEntries(Object.keys(s.stop[0]!.phases).map((p) => [p, round3(median(phase(p as Phase)))])),
+          intentPlusFlushShareOfTotal: round3(median(s.stop.map((x) => (x.phases.signal + x.phases.flush) / x.totalMs))),
+          stopBytes: { intent: bytes.intent.length, history: bytes.history.length, preStop: bytes.pre.length },
+          rounds, cooperativeStops, voidedRaw: voided, graceMs: GRACE_MS,
+        } }, s.stop.map((x) => x.totalMs), ['ordered floor: intent+fdatasync, abort+notify→wake, history+fdatasync', s.floor.map((o) => o.total)]),
+        row('R2', 'phase intent+signal (signalledAt)', 'signal', ['raw intent append+fdatasync, abort + notify', 'signal']),
+        row('R3', 'phase settle: sleep() task + awaiting tool', 'settle', ['raw notify → the worker\'s message back', 'settle']),
+        row('R4', 'phase hard stop (nothing left)', 'hardStop'),
+        row('R5', 'phase history: 4 entries appended', 'history', ['raw append of the same bytes', 'history']),
+        row('R6', 'phase flush: fdatasync after the history', 'flush', ['raw fdatasync after the same bytes', 'flush']),
+        row('R7', 'phase emit (flushedAt → emittedAt)', 'emit')];
     } finally {
       const closed = await Promise.allSettled([pool.destroy(), raw.close(), ledger?.close(), file?.close()]);
       rmSync(dir, { recursive: true, force: true });
@@ -166,4 +148,4 @@ export const suite: Suite = {
       assertNothingLive(registry, 'runner bench');
     }
   },
-};
+});

@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { assertNothingLive, compare, pairedRatio, samplePairs, summarize, withTurn, type BenchResult } from '../dist/bench/harness.js';
+import { assertNothingLive, compare, pairedRatio, samplePairs, suiteOf, summarize, withTurn, type BenchResult } from '../dist/bench/harness.js';
 import { TurnRegistry } from '../dist/src/index.js';
 import { formatTable, renderSvg, validateResult } from '../dist/bench/run.js';
 
@@ -87,6 +87,21 @@ describe('pairing', () => {
     const left = registry.beginTurn('left');
     expect(() => assertNothingLive(registry, 'X')).toThrow(/X: left live/);
     registry.endTurn('left', left);
+  });
+
+  it('suiteOf takes its ids from the group keys and runs only the wanted groups, in order, inside around', async () => {
+    const ran: string[] = [];
+    const row = (id: string) => compare({ ...head, id }, [1], ['raw', [1]], { paired: false });
+    const suite = suiteOf({
+      A1: async () => (ran.push('A1'), row('A1')),
+      'B1 B2': async () => (ran.push('B'), [row('B1'), row('B2')]),
+    }, async (_, rows) => { ran.push('setup'); try { return await rows(); } finally { ran.push('teardown'); } });
+    expect(suite.ids).toEqual(['A1', 'B1', 'B2']);
+    const ctx = (only: string[]) => ({ quick: true, progress: () => {}, wants: (id: string) => only.length === 0 || only.includes(id) });
+    expect((await suite.run(ctx([]))).map((r) => r.id)).toEqual(['A1', 'B1', 'B2']);
+    expect(ran.splice(0)).toEqual(['setup', 'A1', 'B', 'teardown']);
+    expect((await suite.run(ctx(['B2']))).map((r) => r.id)).toEqual(['B1', 'B2']); // the runner drops B1 afterwards
+    expect(ran).toEqual(['setup', 'B', 'teardown']);
   });
 
   it('too many void pairs fail the row instead of measuring what is left', async () => {
