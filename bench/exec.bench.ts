@@ -14,12 +14,14 @@ sleep 1000 & a=$!; sleep 1000 & b=$!
 sh -c 'sleep 1000 & echo "$$ $!" > "$1.n.tmp" && mv "$1.n.tmp" "$1.n"; wait' n "$1" & n=$!
 echo "$$ $a $b $n" > "$1.tmp" && mv "$1.tmp" "$1"
 wait`;
+
 /** A root that dies of SIGTERM, its sleep, and a setsid subtree (shell + sleep) ignoring SIGTERM. */
 const SETSID_ESCAPE = `sleep 1000 & s=$!
 setsid sh -c 'trap "" TERM; sleep 1000 & echo "$$ $!" > "$1.n.tmp" && mv "$1.n.tmp" "$1.n"; wait' n "$1" &
 echo "$$ $s" > "$1.tmp" && mv "$1.tmp" "$1"
 wait`;
 const [GRACE_MS, registry] = [50, new TurnRegistry()];
+
 /** `stop(token, pids)` of `script`'s tree under a fresh turn's token; on a failure, the tree is reaped. */
 const underToken = <T>(script: string, stop: (token: CancelToken, pids: number[]) => Promise<T>) => withTurn(registry, 'bench', async (token) => {
   const { running, pids } = await execTree(script, { token, graceMs: GRACE_MS });
@@ -29,6 +31,7 @@ const underToken = <T>(script: string, stop: (token: CancelToken, pids: number[]
     return value;
   } catch (error) { await reap(pids); throw error; }
 });
+
 /** fullstop: a governed stop sends SIGTERM; the clock starts when the runner, its grace over, would call the owner's hardStop(). */
 const fullstopSample = () => underToken(IGNORES_TERM, async (token, pids) => {
   governStop(token);
@@ -40,6 +43,7 @@ const fullstopSample = () => underToken(IGNORES_TERM, async (token, pids) => {
   await stopped;
   return goneMs;
 });
+
 /** Raw: SIGTERM the tree's group, then time a group SIGKILL until every pid is gone. */
 async function rawSample(): Promise<number> {
   const { child, exited, pids } = await spawnTree(IGNORES_TERM);
@@ -51,6 +55,7 @@ async function rawSample(): Promise<number> {
     return performance.now() - start;
   } finally { await reap(pids); await exited; }
 }
+
 /** Ways of stopping `script`'s tree with a grace of GRACE_MS; each resolves with its pids once done. */
 const stoppers: Record<string, (script: string) => Promise<number[]>> = {
   fullstop: (script) => underToken(script, async (token, pids) => (token.cancel(), pids)),

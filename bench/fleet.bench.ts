@@ -15,10 +15,12 @@ type Client = ReturnType<typeof createClient>;
 const us = (ms: number) => ms * 1000;
 const timedUs = async (fn: () => Promise<unknown>) => { const t0 = performance.now(); await fn(); return us(performance.now() - t0); };
 const runner = () => new TurnRunner({ registry: new TurnRegistry() });
+
 // The run's key prefix, the clients and instances it closes at the end, and A and B.
 const prefix = `fullstop-bench:${process.pid}:${randomBytes(3).toString('hex')}`;
 const [clients, fleets]: [Client[], Fleet[]] = [[], []];
 let fleetA: Fleet, fleetB: Fleet, rtt: number; // rtt: F1/F2's EVALSHA round trip, F3's unit
+
 /** A turn on `fleet` that lasts until its signal aborts, once its body runs; `aborted`: performance.now() then. */
 const heldTurn = (fleet: Fleet, session: string, turnId?: string) => new Promise<{ aborted: Promise<number>; done: Promise<unknown> }>((running) => {
   const done = fleet.run(session, (turn) => new Promise((end) => {
@@ -26,15 +28,18 @@ const heldTurn = (fleet: Fleet, session: string, turnId?: string) => new Promise
     running({ aborted, done }); // the body runs after fleet.run's first await, so `done` is set
   }), { turnId });
 });
+
 async function client(from?: Client): Promise<Client> {
   const c = from?.duplicate() ?? createClient({ socket: { host: '127.0.0.1', port: PORT } });
   clients.push(c.on('error', () => {}));
   return c.connect();
 }
+
 async function fleet(nodeId: string, redis: FleetRedisClient | Client, options = {}): Promise<Fleet> {
   fleets.push(await Fleet.start({ redis: redis as FleetRedisClient, runner: runner(), nodeId, prefix, ...options }));
   return fleets.at(-1)!;
 }
+
 /** F1, F2: a stop relayed from B to A, against the raw floors; also the EVALSHA round trip. */
 async function relayRows(ctx: SuiteContext): Promise<BenchResult[]> {
   // Raw floor connections: x requests, y subscribes (the owner), z answers, w subscribes (the requester).
@@ -81,6 +86,7 @@ async function relayRows(ctx: SuiteContext): Promise<BenchResult[]> {
     f2, ['raw request + ack (EVALSHA, PUBLISH, PUBLISH back)', s.ackFloor], { paired: false }),
   ];
 }
+
 /** F3, F4: what the fleet adds to a turn, one at a time and 100 sessions at once. */
 async function overheadRows(ctx: SuiteContext): Promise<BenchResult[]> {
   const plainRunner = runner();
@@ -113,6 +119,7 @@ async function overheadRows(ctx: SuiteContext): Promise<BenchResult[]> {
   return [f3Row, compare({ id: 'F4', metric: `turns/s, ${sessions} sessions at once, empty turns`, unit: 'turns/s', better: 'higher' },
     f4.fleet, ['runner.run (no fleet)', f4.plain], { paired: false })];
 }
+
 /** F5: a stop whose wake-up publish is lost, recovered by the owner's renewal. */
 async function lostWakeUp(ctx: SuiteContext): Promise<BenchResult> {
   const renewMs = 200;
@@ -138,6 +145,7 @@ async function lostWakeUp(ctx: SuiteContext): Promise<BenchResult> {
   return compare({ id: 'F5', metric: 'lost wake-up: stop recorded → owner aborts (via renewal)', unit: 'ms', extra: { bound: 'renewMs', renewMs } },
     f5.ms, ['renewMs', [renewMs]], { paired: false });
 }
+
 /** F6: a dead owner's turn, marked interrupted by another instance's sweep. */
 async function deadOwner(ctx: SuiteContext): Promise<BenchResult> {
   const [leaseMs, sweepMs] = [500, 100];

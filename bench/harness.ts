@@ -4,29 +4,37 @@ import type { CancelToken, TurnRegistry } from '../src/index.js';
 
 export type Spread = Record<'min' | 'q1' | 'q3' | 'max' | 'pairs', number>;
 type Summary = { median: number; p99: number };
+
 /** `ratio`: the median of per-pair ratios fullstop/baseline when paired (with their `spread`), else the ratio of the medians. */
 export interface BenchResult {
   id: string; metric: string; unit: string; better: 'lower' | 'higher'; fullstop: Summary; baseline: { name: string } & Summary;
   ratio: number; spread?: Spread; shape?: { name: string } & Summary; shapeRatio?: number; shapeSpread?: Spread; extra?: Record<string, unknown>;
 }
+
 export type Head = Pick<BenchResult, 'id' | 'metric' | 'unit' | 'extra'> & { better?: BenchResult['better'] };
+
 /** `wants(id)`: `--only`, so a suite can skip rows nobody asked for (rows are filtered afterwards anyway). */
 export type SuiteContext = { quick: boolean; progress(message: string): void; wants(id: string): boolean };
+
 /** Exported as `suite` by `bench/NAME.bench.ts`; `ids` lets `--only ID` skip the suites that cannot help. */
 export type Suite = { ids: readonly string[]; run(ctx: SuiteContext): Promise<BenchResult[]> };
 const quantile = (sorted: readonly number[], q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
 const rotated = <T>(xs: readonly T[], by: number) => [...xs.slice(by % xs.length), ...xs.slice(0, by % xs.length)];
+
 export function summarize(samples: readonly number[]): Summary {
   if (samples.length === 0) throw new RangeError('samples: expected at least one sample');
   const sorted = [...samples].sort((a, b) => a - b);
   return { median: quantile(sorted, 0.5), p99: quantile(sorted, 0.99) };
 }
+
 export const median = (samples: readonly number[]) => summarize(samples).median;
+
 export function pairedRatio(a: readonly number[], b: readonly number[]): { ratio: number; spread: Spread } {
   if (a.length !== b.length || a.length === 0) throw new RangeError(`samples: expected two non-empty series of one length, got ${a.length} and ${b.length}`);
   const r = a.map((x, i) => x / b[i]!).sort((x, y) => x - y);
   return { ratio: quantile(r, 0.5), spread: { min: r[0]!, q1: quantile(r, 0.25), q3: quantile(r, 0.75), max: r.at(-1)!, pairs: r.length } };
 }
+
 /** A row: paired (sample i of each side is from pair i) unless `paired: false`, the ratio of the medians. */
 export function compare(head: Head, fullstop: readonly number[], [baselineName, baseline]: [string, readonly number[]],
   { paired = true, shape }: { paired?: boolean; shape?: [string, readonly number[]] } = {}): BenchResult {
@@ -39,6 +47,7 @@ export function compare(head: Head, fullstop: readonly number[], [baselineName, 
   }
   return row;
 }
+
 // The one runner, for latencies (pairs) and throughput (rounds): each pair samples every side once, the first side rotating,
 // after `warmup` unrecorded pairs. A side returning `undefined` voids its whole pair (the series stay aligned), which is retaken; over a tenth void fails.
 export async function samplePairs<S extends Record<string, unknown>>(id: string, counts: { pairs: number; warmup: number },
@@ -61,6 +70,7 @@ export async function samplePairs<S extends Record<string, unknown>>(id: string,
   }
   return { samples, voided };
 }
+
 /** Synchronous batches of `ops` operations in tinybench rounds, the order rotating; a round's median per task, ns an op. */
 export async function sampleRounds(id: string, tasks: readonly { name: string; fn: () => unknown; ops: number }[],
   options: { rounds: number; timeMs: number; warmupMs: number }, ctx?: SuiteContext): Promise<Record<string, number[]>> {
@@ -79,10 +89,12 @@ export async function sampleRounds(id: string, tasks: readonly { name: string; f
   }
   return out;
 }
+
 export async function withTurn<T>(registry: TurnRegistry, session: string, fn: (token: CancelToken) => Promise<T>): Promise<T> {
   const token = registry.beginTurn(session);
   try { return await fn(token); } finally { registry.endTurn(session, token); }
 }
+
 /** A suite from its row groups, keyed by their ids ('P2 P2-plain'): only the groups `--only` wants run, in order, inside `around`. */
 export function suiteOf(groups: Record<string, (ctx: SuiteContext) => Promise<BenchResult | BenchResult[]>>,
   around = (_ctx: SuiteContext, rows: () => Promise<BenchResult[]>) => rows()): Suite {
@@ -93,6 +105,7 @@ export function suiteOf(groups: Record<string, (ctx: SuiteContext) => Promise<Be
   };
   return { ids: Object.keys(groups).flatMap((ids) => ids.split(' ')), run: (ctx) => around(ctx, () => wanted(ctx)) };
 }
+
 /** A leaked slot, bridge or owner would make a figure a lie. */
 export function assertNothingLive(registry: { stats(): object }, id: string): void {
   const stats = registry.stats() as Record<string, number>;

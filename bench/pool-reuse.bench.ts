@@ -11,6 +11,7 @@ const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
 setFlagsFromString('--expose-gc'); // a full collection, as `global.gc` runs one (the bench runs without --expose-gc)
 const collectGarbage = runInNewContext('gc') as () => void;
 const [IN_FLIGHT, registry] = [100, new TurnRegistry()];
+
 async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
   const options = { filename: TASKS, minThreads: 1, maxThreads: 1 };
   const [pool, raw, flags] = [new TurnPool(options), new Piscina(options), flagCells()];
@@ -51,6 +52,7 @@ async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
       samples.fullstop, ['piscina abort (terminate + respawn)', samples.raw]);
   } finally { await Promise.all([pool.destroy(), raw.destroy()]); }
 }
+
 /** Tasks/s for `total` tasks with IN_FLIGHT in flight (a completion submits the next). */
 async function drive(submit: (i: number) => Promise<unknown>, total: number): Promise<number> {
   const t0 = performance.now();
@@ -65,6 +67,7 @@ async function drive(submit: (i: number) => Promise<unknown>, total: number): Pr
   });
   return total / ((performance.now() - t0) / 1000);
 }
+
 async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
   const [rounds, total] = ctx.quick ? [2, 900] : [12, 15_000];
   const options = { filename: TASKS, name: 'trivial', minThreads: 2, maxThreads: 2 };

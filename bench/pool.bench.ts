@@ -10,6 +10,7 @@ let [turns, sink] = [0, 0];
 const pairCounts = (ctx: SuiteContext, full = 300) => (ctx.quick ? { pairs: 12, warmup: 3 } : { pairs: full, warmup: 20 });
 const head = (id: string, metric: string, extra: Record<string, unknown>) => ({ id, metric, unit: 'µs', extra });
 const aborted = (signal: AbortSignal) => new Promise<bigint>((r) => signal.addEventListener('abort', () => r(now()), { once: true }));
+
 /** One task under a fresh turn; once it is ready (and settled), main stamps and cancels it: µs to the task's own stamp. */
 const cancelTask = (name: string) => withTurn(registry, `lab-${++turns}`, async (token) => {
   const { running } = await started(flags, name, () => pool.run<bigint | [bigint, number]>({ flags }, { token, name }));
@@ -20,6 +21,7 @@ const cancelTask = (name: string) => withTurn(registry, `lab-${++turns}`, async 
   if (typeof value !== 'bigint') sink ^= value[1];
   return usSince(t0, typeof value === 'bigint' ? value : value[0]);
 });
+
 /** P1's and P2's floors: a plain task waits for (or spins on) GO; once it is ready, main stamps and flips GO. µs to its stamp; void if it woke from no block. */
 const flip = (name: 'rawWait' | 'rawPoll', shape: boolean) => async () => {
   Atomics.store(flags, GO, 0);
@@ -32,6 +34,7 @@ const flip = (name: 'rawWait' | 'rawPoll', shape: boolean) => async () => {
   sink ^= x;
   return at < 0n ? undefined : usSince(t0, at);
 };
+
 /** P3's floors: a plain task stores and notifies GO; µs from its stamp to that of what `prepare` (run before it, as fullstop's listener is) returned. */
 const waitAsyncFloor = (prepare: () => () => bigint | Promise<bigint>) => async () => {
   Atomics.store(flags, GO, 0);

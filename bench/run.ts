@@ -15,6 +15,7 @@ export const USAGE = `usage: node dist/bench/run.js [--quick] [--only ID_OR_SUIT
 export type ResultsDocument = { date: string; node: string; cpus: number; results: BenchResult[] };
 const OPTIONS = { quick: { type: 'boolean' }, only: { type: 'string', multiple: true }, json: { type: 'string' }, svg: { type: 'string' },
   help: { type: 'boolean', short: 'h' } } as const;
+
 /** A row's problems (none if valid): tools read the JSON, so a row with a non-finite figure or a zero floor fails its suite. */
 export function validateResult(r: BenchResult): string[] {
   const sides = Object.entries({ fullstop: r.fullstop, baseline: r.baseline, ...(r.shape ? { shape: r.shape } : {}) });
@@ -23,14 +24,17 @@ export function validateResult(r: BenchResult): string[] {
   if (!Number.isFinite(r.ratio)) problems.push(`ratio: expected a finite number, got ${r.ratio}`);
   return problems.map((p) => `${r.id}: ${p}`);
 }
+
 /** Three significant digits, thousands separated, no exponent. */
 export function formatNumber(n: number): string {
   if (!Number.isFinite(n) || n === 0) return String(n);
   if (Math.abs(n) >= 1000) return Math.round(n).toLocaleString('en-US');
   return n.toFixed(Math.min(6, Math.max(0, 2 - Math.floor(Math.log10(Math.abs(n))))));
 }
+
 const ratioCell = (ratio: number | undefined, spread: BenchResult['spread']) =>
   ratio === undefined ? '' : `${formatNumber(ratio)}×${spread ? ` [${formatNumber(spread.q1)}–${formatNumber(spread.q3)}]` : ''}`;
+
 /** One line a row (ratios with the quartiles of their per-pair ratios), then the notes. Not `console.table`: it quotes every string cell. */
 export function formatTable(results: readonly BenchResult[]): string {
   const head = ['id', 'metric', 'fullstop', 'p99', 'baseline', 'median', 'ratio [IQR]', 'shape', 'shapeRatio [IQR]', 'better'];
@@ -41,6 +45,7 @@ export function formatTable(results: readonly BenchResult[]): string {
   const notes = results.filter((r) => r.extra).map((r) => `${r.id}: ${JSON.stringify(r.extra).replace(/"([^"]+)":/g, '$1=')}`);
   return [...cells.map((row) => row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()), '', ...notes].join('\n');
 }
+
 /** `--svg`: per time row, a fullstop bar and a baseline bar on one log axis, in µs. Standalone SVG. */
 export function renderSvg(doc: ResultsDocument): string {
   const factor: Record<string, number> = { ns: 1e-3, 'µs': 1, ms: 1e3, s: 1e6 };
@@ -65,6 +70,7 @@ export function renderSvg(doc: ResultsDocument): string {
   });
   return [...out, '</svg>', ''].join('\n');
 }
+
 async function main(): Promise<number> {
   let args;
   try { args = parseArgs({ options: OPTIONS }).values; } catch (error) {
@@ -104,6 +110,7 @@ async function main(): Promise<number> {
   for (const f of failures) log(`FAILED ${f}`);
   return failures.length === 0 ? 0 : 1;
 }
+
 // Only as the CLI, so the test imports the functions above without running a benchmark.
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
   const code = (process.exitCode = await main());

@@ -12,19 +12,23 @@ import { assertNothingLive, compare, median, samplePairs, suiteOf } from './harn
 const GRACE_MS = 1000; // far above any cooperative settle, so a sample never times out into a hard stop
 const STREAM_EVERY_MS = 10; // well above the settle pause, so no chunk's write collides with the intent's
 const CHUNK = 'Reading src/turn/runner.ts to see where the stop spends its time; next, the ledger… ';
+
 /** What a stop wrote, split at its `cancelling` entry; `pre`: what the turn wrote before it. */
 type TurnBytes = Record<'pre' | 'intent' | 'history', Buffer>;
+
 /** A stop's phases (ms) from its StopReport, and the ordered floor's steps (the peers of some of them). */
 const phasesOf = (r: StopReport) => ({ signal: r.signalledAt, settle: r.settledAt - r.signalledAt, hardStop: r.hardStopAt - r.settledAt,
   history: r.markerAt - r.hardStopAt, flush: r.flushedAt - r.markerAt, emit: r.emittedAt - r.flushedAt });
 type Phase = keyof ReturnType<typeof phasesOf>;
 type Floor = Record<'total' | 'signal' | 'settle' | 'history' | 'flush', number>;
+
 /** A model stream that rejects with an error of its own once `signal` aborts: the turn's tool, and the floor's peer of it. */
 const llmStream = (signal: AbortSignal) => new Promise((_, reject) => {
   const onAbort = () => reject(new CancelledError('llm stream aborted', { reason: signal.reason }));
   if (signal.aborted) onAbort();
   else signal.addEventListener('abort', onAbort, { once: true });
 });
+
 /** The turn's body: a pool task blocked in `sleep()`, a tool awaiting `turn.signal`, a say stream (`spoken` after two chunks). */
 function body(turn: Turn, pool: TurnPool, flags: Int32Array, spoken: () => void) {
   const compute = turn.tool('compute', { n: 1_000_000 }, (token) => pool.run({ flags }, { token, name: 'sleepsUntilStopped' }));
@@ -41,6 +45,7 @@ function body(turn: Turn, pool: TurnPool, flags: Int32Array, spoken: () => void)
   })();
   return Promise.all([compute, llm, stream]);
 }
+
 /** Split what one stopped turn wrote at its `cancelling` entry, checking the history is what a cooperative stop writes. */
 function splitAtIntent(written: string, turnId: string): TurnBytes {
   const lines = written.split('\n').filter((l) => l.length > 0).map((l) => `${l}\n`);
@@ -53,11 +58,13 @@ function splitAtIntent(written: string, turnId: string): TurnBytes {
   const bytes = (ls: string[]) => Buffer.from(ls.join(''), 'utf8');
   return { pre: bytes(lines.slice(0, at)), intent: bytes(lines.slice(at, at + 1)), history: bytes(lines.slice(at + 1)) };
 }
+
 /** All of `bytes` in one write: a short write would time less than the stop writes. */
 async function append(file: FileHandle, bytes: Buffer): Promise<void> {
   const { bytesWritten } = await file.write(bytes);
   if (bytesWritten !== bytes.length) throw new Error(`runner bench: short write (${bytesWritten} of ${bytes.length} bytes)`);
 }
+
 /** The ordered floor, each step timed; `undefined` (void) if the raw worker woke from no block. */
 async function orderedFloor(file: FileHandle, raw: RawWorker, bytes: TurnBytes): Promise<Floor | undefined> {
   await append(file, bytes.pre);

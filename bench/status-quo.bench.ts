@@ -8,6 +8,7 @@ import { assertNothingLive, compare, samplePairs, suiteOf, withTurn } from './ha
 
 const [LOOP_MS, CANCEL_AT_MS] = [50, 10];
 let ids = 0;
+
 /** One loop (polling `handle`'s token, if any): `cancel` runs CANCEL_AT_MS in; µs from its stamp to the worker noticing, or undefined (void). */
 async function sample(raw: RawWorker, handle: TokenHandle | undefined, cancel: (id: number) => void): Promise<number | undefined> {
   const id = ++ids;

@@ -10,11 +10,13 @@ const DIES_ON_TERM = `sleep 1000 & s=$!
 trap 'kill $s 2>/dev/null; wait; exit 143' TERM
 echo "$$ $s" > "$1.tmp" && mv "$1.tmp" "$1"
 wait`;
+
 /** `n` idle processes: a shell and `n` sleeps, which it reaps on SIGTERM (this host's init leaves orphans as zombies). */
 const IDLE = (n: number) => `trap 'kill $pids 2>/dev/null; wait; exit 0' TERM
 i=0; pids=; while [ $i -lt ${n} ]; do sleep 100000 & pids="$pids $!"; i=$((i+1)); done
 echo $$ > "$1.tmp" && mv "$1.tmp" "$1"; wait`;
 const processCpuMs = () => (({ user, system }) => (user + system) / 1000)(process.cpuUsage());
+
 /** The longest stretch between two event-loop turns until `start()` settles, ms: `block` min(wall gap, process CPU), each blind to what the other counts. */
 async function blockOf(start: () => Promise<unknown>): Promise<{ block: number; wall: number }> {
   let [settled, wall, block] = [false, 0, 0];
@@ -29,6 +31,7 @@ async function blockOf(start: () => Promise<unknown>): Promise<{ block: number; 
   } while (!settled);
   return { block, wall };
 }
+
 async function stopBlockRow(ctx: SuiteContext, n: number): Promise<BenchResult> {
   const [pairs, registry] = [ctx.quick ? 3 : 30, new TurnRegistry()];
   const idle = n > 0 ? await spawnTree(IDLE(n), { nested: false }) : undefined;

@@ -7,6 +7,7 @@ import { assertNothingLive, compare, median, sampleRounds, suiteOf, withTurn, ty
 const BATCH = 1000;
 const rounds = (ctx: SuiteContext) => (ctx.quick ? { rounds: 3, timeMs: 15, warmupMs: 10 } : { rounds: 12, timeMs: 120, warmupMs: 250 });
 const batch = (name: string, one: () => void) => ({ name, ops: 100, fn: () => { for (let i = 0; i < 100; i++) one(); } });
+
 async function cycleCost(ctx: SuiteContext) {
   const registry = new TurnRegistry();
   let last: CancelToken | undefined;
@@ -21,6 +22,7 @@ async function cycleCost(ctx: SuiteContext) {
   return compare({ id: 'T1', metric: 'beginTurn+endTurn cycle', unit: 'ns', extra: { goal: '≤ 2000 ns', withHandleNs: median(s['cycle+handle']!) } },
     s.cycle!, ['new AbortController()', s.controller!]);
 }
+
 async function checkCost(ctx: SuiteContext) {
   const registry = new TurnRegistry();
   const row = await withTurn(registry, 't2', async ({ handle, handle: { index } }) => {

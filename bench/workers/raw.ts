@@ -6,6 +6,7 @@ import { GO, now, POLL_EVERY, sayReady, step, type RawCommand, type RawReport } 
 
 const [port, flags] = [parentPort!, workerData.flags as Int32Array];
 let [loopEndedAt, sink] = [0n, 0];
+
 function loop(command: Extract<RawCommand, { kind: 'loop' }>): RawReport | undefined {
   const token = command.handle === undefined ? undefined : tokenFromHandle(command.handle);
   const deadline = now() + BigInt(command.loopMs * 1e6);
@@ -21,6 +22,7 @@ function loop(command: Extract<RawCommand, { kind: 'loop' }>): RawReport | undef
   sink ^= x;
   return token === undefined ? undefined : { at: 0n, ok: false, sink }; // a missed poll: void
 }
+
 function run(command: RawCommand): RawReport | undefined {
   switch (command.kind) {
     case 'wait': {

@@ -6,6 +6,7 @@ import { GO, LINGER_MS, noticed, now, sayReady, SPARE, step, TRIP_AFTER_MS } fro
 type FlagsTask = { flags: Int32Array };
 type FloorTask = FlagsTask & { shape: boolean };
 export const trivial = (n: number): number => n; // P5, and P4's next task
+
 /** P1: blocked in `sleep()`; returns when the `CancelledError` was caught in the task. */
 export function sleeper({ flags }: FlagsTask): bigint {
   sayReady(flags);
@@ -18,12 +19,14 @@ export function sleeper({ flags }: FlagsTask): bigint {
   }
   throw new Error('sleeper: slept 60 s without a cancel');
 }
+
 /** P4 and R*: the usual cooperative task — `sleep()` throws on cancel and the error propagates. */
 export function sleepsUntilStopped({ flags }: FlagsTask): never {
   sayReady(flags);
   sleep(60_000);
   throw new Error('sleepsUntilStopped: slept 60 s without a cancel');
 }
+
 /** P2: a busy loop calling `checkCancelled()` every iteration; returns [noticed at, sink]. */
 export function pollsEveryIteration({ flags }: FlagsTask): [bigint, number] {
   sayReady(flags);
@@ -39,6 +42,7 @@ export function pollsEveryIteration({ flags }: FlagsTask): [bigint, number] {
     throw e;
   }
 }
+
 /** P2-plain: the same loop on `isCancelled()`, which throws nothing. */
 export function pollsIsCancelled({ flags }: FlagsTask): [bigint, number] {
   sayReady(flags);
@@ -46,6 +50,7 @@ export function pollsIsCancelled({ flags }: FlagsTask): [bigint, number] {
   while (!isCancelled()) x = step(x);
   return [now(), x];
 }
+
 /** P3: wait TRIP_AFTER_MS, trip the turn, linger; returns when it tripped. */
 export function trips({ flags }: FlagsTask): bigint {
   sayReady(flags);
@@ -55,6 +60,7 @@ export function trips({ flags }: FlagsTask): bigint {
   Atomics.wait(flags, SPARE, 0, LINGER_MS);
   return at;
 }
+
 /** P1's floors: `Atomics.wait` on GO, then the stamp (`shape`: after throwing a pre-built Error); -1n if it woke from no block. */
 export function rawWait({ flags, shape }: FloorTask): [bigint, number] {
   sayReady(flags);
@@ -62,6 +68,7 @@ export function rawWait({ flags, shape }: FloorTask): [bigint, number] {
   const at = noticed(shape);
   return [woke === 'ok' ? at : -1n, 0];
 }
+
 /** P2's floors: spin on GO with `Atomics.load`, then the stamp as `rawWait`'s. */
 export function rawPoll({ flags, shape }: FloorTask): [bigint, number] {
   sayReady(flags);
@@ -72,6 +79,7 @@ export function rawPoll({ flags, shape }: FloorTask): [bigint, number] {
   const at = noticed(shape);
   return [at, x];
 }
+
 /** P3's floors: store and notify GO TRIP_AFTER_MS in (main waits with waitAsync), linger; returns when it stored. */
 export function rawTrip({ flags }: FlagsTask): bigint {
   sayReady(flags);
@@ -82,6 +90,7 @@ export function rawTrip({ flags }: FlagsTask): bigint {
   Atomics.wait(flags, SPARE, 0, LINGER_MS);
   return at;
 }
+
 /** P4's floor on raw Piscina: a plain `Atomics.wait` until piscina terminates the worker. */
 export function rawSleeper({ flags }: FlagsTask): never {
   sayReady(flags);
