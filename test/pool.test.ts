@@ -229,6 +229,34 @@ describe('a plain AbortSignal', () => {
   });
 });
 
+describe('the wakes of a cancel', () => {
+  it("notify a child task's slot, and not its turn's root, which a task can only cancel", async () => {
+    // The pool hands a child's task its root's slot for `cancelTurn()` alone: nobody can sleep
+    // on it, so a stop that wakes it would pay a notify for nothing.
+    const pool = onePool();
+    const token = registry.beginTurn('s');
+    const child = token.child();
+    const f = flags();
+    const p = pool.run({ flags: f, ms: 60_000 }, { token: child, name: 'sleeper' });
+    await started(f);
+    const notified: number[] = [];
+    const notify = Atomics.notify;
+    Atomics.notify = ((cells: Int32Array, index: number, count?: number) => {
+      notified.push(index);
+      return notify(cells, index, count);
+    }) as typeof Atomics.notify;
+    try {
+      token.cancel();
+    } finally {
+      Atomics.notify = notify;
+    }
+    expect(isCancelledError(await rejection(p))).toBe(true);
+    // The handles are read only now: reading `handle` is itself an export that could be slept on.
+    expect(notified).toContain(child.handle.index);
+    expect(notified).not.toContain(token.handle.index);
+  });
+});
+
 describe('cancelTurn() in a worker', () => {
   it('aborts the main-thread signal of the turn, also from a child token', async () => {
     const pool = onePool();

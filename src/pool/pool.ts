@@ -305,7 +305,8 @@ function payloadFor(task: unknown, state: TokenState): unknown[] {
   let root = state;
   while (root.parent !== undefined) root = root.parent;
   if (root === state) return [task, slab.id, packSlot(index, generation)];
-  const r = root.exportSlot();
+  // The worker only cancels the root through this (`cancelTurn()`); no task can wait on it.
+  const r = root.exportSlot(false);
   return [task, slab.id, packSlot(index, generation), r.slab.id, packSlot(r.index, r.generation)];
 }
 

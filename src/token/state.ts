@@ -99,8 +99,9 @@ export class TokenState implements Watched {
   /** True while this token's handle has left the thread and its slab's bridge watches it. */
   #watched = false;
   /**
-   * True once the handle has left this thread (ever). Until then no other thread can sleep on the
-   * slot or poll it, so a cancel flips it and wakes nobody: one notify less on the stop's path.
+   * True once a handle that can wait on the slot has left this thread (ever). Until then no other
+   * thread can sleep on the slot, so a cancel flips it and wakes nobody: one notify less on the
+   * stop's path. (A thread that only polls needs no wake: it sees the flip.)
    */
   #exported = false;
   /** The owners, oldest first (`addOwner`); `undefined` when there are none. */
@@ -276,9 +277,14 @@ export class TokenState implements Watched {
     return this.#controller.signal;
   }
 
-  /** The handle is about to leave this thread: from now on a cancel may come from elsewhere. */
-  exportSlot(): SlotRef {
-    this.#exported = true;
+  /**
+   * The handle is about to leave this thread: from now on a cancel may come from elsewhere.
+   * `sleepers: false` when whoever gets it can only cancel through it, never wait on it (a pool
+   * task's view of its turn's root, which serves `cancelTurn()` alone): the bridge then watches
+   * the slot, but a cancel made here still wakes nobody on it.
+   */
+  exportSlot(sleepers = true): SlotRef {
+    if (sleepers) this.#exported = true;
     if (!this.#watched && !this.#cancelled && !this.#retired) {
       this.#watched = true;
       watch(this, this.host.counters);
