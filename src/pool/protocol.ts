@@ -15,7 +15,7 @@
  *
  * Short and never a hole. Each element of the payload costs its clone on the main thread and its
  * rebuild on the worker, so the places are as few as the token needs (three for a root token,
- * five for a child; measured: docs/benchmarks.md, "Where P5's time goes"). The buffers are an
+ * five for a child; docs/benchmarks.md, "Where P5's time goes", has what that was measured to save). The buffers are an
  * append, at the payload's length: writing past the end would leave holes, and V8 then makes
  * every later array of the same literal holey too (its allocation site learns the elements kind)
  * and clones a holey array in its slow, sparse format, so every payload of the pool would pay for

@@ -25,16 +25,16 @@
  * 4. Memory ordering: every write is an Atomics read-modify-write (sequentially consistent), and
  *    every write that a sleeper may wait on is followed by `Atomics.notify` on that cell and by a
  *    bump of the slab's control cell (index 0, see below), notified while the slab is paused.
- *    (A slot whose handle never left the main thread can have no sleeper: state.ts skips its wake.)
+ *    (A slot no other thread can wait on, because no handle that could has left the main thread,
+ *    has no sleeper: state.ts skips its wake.)
  *    Readers use `Atomics.load`.
  *
  * Control cell: index 0 of every slab is not a slot. Bit 0 is the registry's pause flag; the
  * upper bits are a wake sequence bumped by every cancel and retire in that slab that another
- * thread may be waiting for (a cancel of a slot whose handle never left the main thread has no
- * such waiter and bumps nothing). A paused
- * worker waits on the control cell with the value it last read, so a cancel that lands between
- * its slot check and its wait changes the control word and the wait returns at once (no missed
- * wake-up). See `waitWhilePaused`.
+ * thread may be waiting for (a cancel of a slot no other thread can wait on bumps nothing). A
+ * paused worker waits on the control cell with the value it last read, so a cancel that lands
+ * between its slot check and its wait changes the control word and the wait returns at once (no
+ * missed wake-up). See `waitWhilePaused`.
  *
  * Bridge cell: index 1 is a counter bumped (and notified) only by a cancel made through a handle
  * (`cancelSlotFromHandle`, i.e. from another thread). The main thread's bridge waits on it with

@@ -177,8 +177,8 @@ export class TokenState implements Watched {
    * then each running descendant's as the walk finds it), with no notify in between: a worker
    * polling a descendant's slot sees its flip after a few compareExchanges rather than after a
    * notify per ancestor (one notify with nobody asleep costs more than all the flips; measured:
-   * docs/benchmarks.md, "Where P1's time goes"). Then the slots whose handle has left the thread
-   * are woken (no other slot can have a sleeper), descendants first: the work a cancel is timed
+   * docs/benchmarks.md, "Where P1's time goes"). Then the slots another thread can wait on are
+   * woken (`#exported`; no other slot can have a sleeper), descendants first: the work a cancel is timed
    * by (a pool task, a tool) sits below the turn's root. Everything a sleeper does not need
    * (building reasons, aborting signals, telling owners) comes after the last notify, and a leaf
    * token allocates nothing on the way.
