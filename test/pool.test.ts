@@ -6,6 +6,7 @@ import { governStop, ownersOf } from '../dist/src/token/owners.js';
 import { threadCount, eventually } from './support/leaks.js';
 import { flags, started } from './support/handshake.js';
 import { rejection } from './support/rejection.js';
+import { notifiesDuring } from './support/notify-spy.js';
 
 const tasks = new URL('./fixtures/pool/tasks.mjs', import.meta.url).href;
 const registry = new TurnRegistry();
@@ -239,17 +240,7 @@ describe('the wakes of a cancel', () => {
     const f = flags();
     const p = pool.run({ flags: f, ms: 60_000 }, { token: child, name: 'sleeper' });
     await started(f);
-    const notified: number[] = [];
-    const notify = Atomics.notify;
-    Atomics.notify = ((cells: Int32Array, index: number, count?: number) => {
-      notified.push(index);
-      return notify(cells, index, count);
-    }) as typeof Atomics.notify;
-    try {
-      token.cancel();
-    } finally {
-      Atomics.notify = notify;
-    }
+    const notified = notifiesDuring(() => token.cancel()).map((n) => n.index);
     expect(isCancelledError(await rejection(p))).toBe(true);
     // The handles are read only now: reading `handle` is itself an export that could be slept on.
     expect(notified).toContain(child.handle.index);

@@ -10,6 +10,7 @@ import {
 import { tokenFromHandle } from '../dist/workers/runtime.js';
 import { addOwner, addOwnerOf, ownersOf, removeOwnerOf, type LinkedOwner, type Owner } from '../dist/src/token/owners.js';
 import { renderReason } from '../dist/src/errors.js';
+import { notifiesDuring } from './support/notify-spy.js';
 
 const registries: TurnRegistry[] = [];
 const workers: Worker[] = [];
@@ -279,22 +280,17 @@ describe('child()', () => {
       const { buffer, index } = handles[name]!;
       return (Atomics.load(new Int32Array(buffer), index) & 0b11) === 2;
     };
-    const notified: { name: string | undefined; allFlipped: boolean }[] = [];
-    const notify = Atomics.notify;
-    Atomics.notify = ((cells: Int32Array, index: number, count?: number) => {
-      const name = Object.keys(handles).find((n) => handles[n]!.buffer === cells.buffer && handles[n]!.index === index);
-      notified.push({ name, allFlipped: Object.keys(handles).every(cancelledAt) });
-      return notify(cells, index, count);
-    }) as typeof Atomics.notify;
+    const nameOf = (cells: Int32Array, index: number) =>
+      Object.keys(handles).find((n) => handles[n]!.buffer === cells.buffer && handles[n]!.index === index);
+    let notified: { seen: { name: string | undefined; allFlipped: boolean } | undefined }[];
     try {
-      root.cancel();
+      notified = notifiesDuring(() => root.cancel(), (cells, index) => ({ name: nameOf(cells, index), allFlipped: Object.keys(handles).every(cancelledAt) }));
     } finally {
-      Atomics.notify = notify;
       registry.endTurn('s');
     }
     expect(notified.length).toBeGreaterThan(0);
-    expect(notified.every((n) => n.allFlipped)).toBe(true);
-    const slotOrder = notified.map((n) => n.name).filter((n) => n !== undefined);
+    expect(notified.every((n) => n.seen!.allFlipped)).toBe(true);
+    const slotOrder = notified.map((n) => n.seen!.name).filter((n) => n !== undefined);
     expect(new Set(slotOrder)).toEqual(new Set(Object.keys(handles)));
     expect(slotOrder.at(-1)).toBe('root');
     expect(slotOrder.indexOf('grandchild')).toBeLessThan(slotOrder.indexOf('child'));
@@ -304,28 +300,18 @@ describe('child()', () => {
     // No other thread can sleep on a slot it has no handle for, so that notify would be wasted
     // on the stop's path; once the handle is out, the notify is what wakes a sleeping worker.
     const registry = fresh();
-    const notified: number[] = [];
-    const notify = Atomics.notify;
-    Atomics.notify = ((cells: Int32Array, index: number, count?: number) => {
-      notified.push(index);
-      return notify(cells, index, count);
-    }) as typeof Atomics.notify;
-    let exportedIndex: number;
+    const hidden = registry.beginTurn('hidden');
+    const hiddenChild = hidden.child();
+    const shown = registry.beginTurn('shown');
+    const shownIndex = shown.handle.index;
     try {
-      const hidden = registry.beginTurn('hidden');
-      const hiddenChild = hidden.child();
-      hidden.cancel();
+      expect(notifiesDuring(() => hidden.cancel())).toEqual([]);
       expect([hidden.isCancelled(), hiddenChild.isCancelled()]).toEqual([true, true]);
-      expect(notified).toEqual([]);
-      const shown = registry.beginTurn('shown');
-      exportedIndex = shown.handle.index;
-      shown.cancel();
+      expect(notifiesDuring(() => shown.cancel()).map((n) => n.index)).toContain(shownIndex);
     } finally {
-      Atomics.notify = notify;
       registry.endTurn('hidden');
       registry.endTurn('shown');
     }
-    expect(notified).toContain(exportedIndex);
   });
 
   it('reads cancelled on the main thread as soon as an ancestor slot is cancelled from another thread', () => {
