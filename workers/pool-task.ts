@@ -10,7 +10,8 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { MessagePort } from 'node:worker_threads';
 import {
-  buffersAt, decodeTarget, generationOfSlot, indexOfSlot, P_ROOT_SLAB, P_ROOT_SLOT, P_SLAB, P_SLOT, P_TASK, type Target,
+  buffersAt, decodeTarget, generationOfSlot, hasRootPlaces, indexOfSlot, P_ROOT_SLAB, P_ROOT_SLOT, P_SLAB, P_SLOT, P_TASK,
+  type Target,
 } from '../src/pool/protocol.js';
 import { callBound, TaskBinding } from './current.js';
 import { SlotToken } from './worker-token.js';
@@ -128,9 +129,8 @@ function runWith(user: Handler, binding: TaskBinding, task: unknown): unknown {
 }
 
 function bindingOf(payload: Payload): TaskBinding {
-  // A root token's payload is 3 long (4 with buffers), a child's 5 (6).
-  const hasRoot = payload.length > P_ROOT_SLOT;
-  const buffers = payload[buffersAt(hasRoot)] as [number, SharedArrayBuffer][] | undefined;
+  const hasRoot = hasRootPlaces(payload);
+  const buffers = payload[buffersAt(payload)] as [number, SharedArrayBuffer][] | undefined;
   if (buffers !== undefined) for (const [id, buffer] of buffers) slabs.set(id, new Int32Array(buffer));
   const cells = slabs.get(payload[P_SLAB] as number);
   const rootCells = hasRoot ? slabs.get(payload[P_ROOT_SLAB] as number) : cells;

@@ -89,7 +89,7 @@ export class Child {
       this.#done = true;
       for (const undo of this.#teardown) undo();
       // One step a turn: the listeners' removal, the reaper's `del` (a pipe write that wakes it)
-      // and the start of the cgroup's removal each take 0.1–0.4 ms of the event loop here, and
+      // and the start of the cgroup's removal took 0.06–0.45 ms of the event loop each, and
       // together they were a stop's longest block (docs/benchmarks.md, "Where S1's time goes").
       await nextTurn();
       untrack();

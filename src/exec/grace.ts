@@ -15,9 +15,9 @@ const POLL_MS = 5;
 
 /**
  * A latched wake-up for one waiter at a time. Its owner nudges it for every event that can end a
- * wait (the leader's exit, a cgroup event, the hard stop's start), so a sleep adds no listener of
- * its own: a stop's grace sleeps many times, and an `addEventListener` + `removeEventListener` a
- * sleep was most of what a sleep cost the event loop.
+ * wait (the leader's exit, a cgroup event, the hard stop's start), each subscribed once, so a
+ * sleep is a timer and nothing more: a stop's grace sleeps many times, and the first sleep runs
+ * inside `cancel()`.
  */
 export class Wake {
   /** A nudge arrived while nobody slept: the next sleep returns at once. */

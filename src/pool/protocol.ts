@@ -14,12 +14,13 @@
  * travels in text that a task could also write (an error message).
  *
  * Short and never a hole. Each element of the payload costs its clone on the main thread and its
- * rebuild on the worker, so the places are as few as the token needs (three for a root token,
- * five for a child; docs/benchmarks.md, "Where P5's time goes", has what that was measured to save). The buffers are an
- * append, at the payload's length: writing past the end would leave holes, and V8 then makes
- * every later array of the same literal holey too (its allocation site learns the elements kind)
- * and clones a holey array in its slow, sparse format, so every payload of the pool would pay for
- * the few that carried buffers.
+ * rebuild on the worker, so the places are as few as the token needs: three for a root token,
+ * five for a child (docs/benchmarks.md, "Where P5's time goes", has what that was measured to
+ * save). So the length says which (`hasRootPlaces`). The buffers are an append, at the payload's
+ * length: writing past the end would leave holes, and V8 then makes every later array of the
+ * same literal holey too (its allocation site learns the elements kind) and clones a holey array
+ * in its slow, sparse format, so every payload of the pool would pay for the few that carried
+ * buffers.
  *
  * A task run with no token at all travels as the task itself, exactly as piscina sends it (a custom
  * task queue sees the caller's task, `move()` and transfer lists are piscina's own); its target
@@ -34,9 +35,14 @@ export const P_SLOT = 2;
 export const P_ROOT_SLAB = 3;
 export const P_ROOT_SLOT = 4;
 
+/** True for a child token's payload: five places (six with buffers), against a root's three (four). */
+export function hasRootPlaces(payload: readonly unknown[]): boolean {
+  return payload.length > P_ROOT_SLOT;
+}
+
 /** Where the `[[slabId, buffer], ...]` of a payload that carries buffers sit: right after its last place. */
-export function buffersAt(hasRoot: boolean): number {
-  return hasRoot ? P_ROOT_SLOT + 1 : P_SLOT + 1;
+export function buffersAt(payload: readonly unknown[]): number {
+  return hasRootPlaces(payload) ? P_ROOT_SLOT + 1 : P_SLOT + 1;
 }
 
 /** A cell's index and generation as one number: `index · 2^30 + generation`, exact in a double (index < 2^21). */

@@ -8,7 +8,7 @@
 import { slabById } from '../token/slab.js';
 import type { WorkerView } from './dispatch.js';
 import type { Condemned } from './options.js';
-import { buffersAt, P_ROOT_SLAB, P_SLAB } from './protocol.js';
+import { buffersAt, hasRootPlaces, P_ROOT_SLAB, P_SLAB } from './protocol.js';
 import type { TaskRun } from './task-run.js';
 
 export interface WorkerControl {
@@ -43,11 +43,11 @@ export class WorkerBook {
     }
     const payload = run.payload;
     const slab = payload[P_SLAB] as number;
-    const root = payload[P_ROOT_SLAB] as number | undefined;
+    const root = hasRootPlaces(payload) ? payload[P_ROOT_SLAB] as number : undefined;
     if (sent.has(slab) && (root === undefined || sent.has(root))) return;
     const ids = [slab, root].filter((id, i, all): id is number => id !== undefined && !sent.has(id) && all.indexOf(id) === i);
     // Appended at the payload's end, never past it (protocol.ts: "never a hole").
-    payload[buffersAt(root !== undefined)] = ids.map((id) => [id, slabById(id)!.buffer]);
+    payload[buffersAt(payload)] = ids.map((id) => [id, slabById(id)!.buffer]);
     for (const id of ids) sent.add(id);
     run.sentSlabs = ids;
   }

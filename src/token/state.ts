@@ -176,10 +176,10 @@ export class TokenState implements Watched {
    * Ordered for the thread that waits. First every slot of the subtree is flipped (this token's,
    * then each running descendant's as the walk finds it), with no notify in between: a worker
    * polling a descendant's slot sees its flip after a few compareExchanges rather than after a
-   * notify per ancestor (one notify with nobody asleep costs more than all the flips; measured:
+   * notify per ancestor (a notify with nobody asleep cost ~0.3 µs more than a flip in a probe:
    * docs/benchmarks.md, "Where P1's time goes"). Then the slots another thread can wait on are
-   * woken (`#exported`; no other slot can have a sleeper), descendants first: the work a cancel is timed
-   * by (a pool task, a tool) sits below the turn's root. Everything a sleeper does not need
+   * woken (`#wake`; no other slot can have a sleeper), descendants first: the work a cancel is
+   * timed by (a pool task, a tool) sits below the turn's root. Everything a sleeper does not need
    * (building reasons, aborting signals, telling owners) comes after the last notify, and a leaf
    * token allocates nothing on the way.
    */
@@ -189,21 +189,21 @@ export class TokenState implements Watched {
     this.#cancelled = true;
     this.#reason = reason;
     const { slab, index, generation } = this.slot;
+    // Not flipped: another thread cancelled this slot first (the bridge or a read brought it
+    // here) and woke its sleepers itself.
     const flipped = tripSlot(slab.cells, index, generation);
     // A leaf (every pool task's token and most turns' roots) needs no subtree list at all.
     if (this.#children === undefined) {
-      if (flipped && this.#exported) wakeSlot(slab.cells, index);
+      if (flipped) this.#wake();
       this.#controller?.abort(this.#reasonOnCancel());
       this.#tellOwners();
       return true;
     }
     const subtree = this.#tripChildren([this]);
-    // Every exported slot of the subtree is woken, whether or not this cancel flipped it: a slot
-    // another thread cancelled first was woken by that thread, and a second wake finds nobody.
-    for (let i = subtree.length - 1; i >= 0; i--) {
-      const state = subtree[i]!;
-      if (state.#exported) wakeSlot(state.slot.slab.cells, state.slot.index);
-    }
+    // Descendants deepest-found first, this token last. A descendant's flip fails only if another
+    // thread cancelled that very slot first; its second wake finds nobody.
+    for (let i = subtree.length - 1; i > 0; i--) subtree[i]!.#wake();
+    if (flipped) this.#wake();
     // The bridge keeps watching a cancelled token until it retires (a later cancel through its
     // handle finds it cancelled and changes nothing). Unwatching here would disarm the slab's
     // bridge, and its notify, which resolves an async waiter inside the engine, right after the
@@ -212,6 +212,11 @@ export class TokenState implements Watched {
     for (const state of subtree) state.#controller?.abort(state.#reasonOnCancel());
     for (const state of subtree) state.#tellOwners();
     return true;
+  }
+
+  /** Wake the slot's sleepers, if another thread can have any (`#exported`). */
+  #wake(): void {
+    if (this.#exported) wakeSlot(this.slot.slab.cells, this.slot.index);
   }
 
   /** Mark and flip (no wake) every running descendant, parents before children; returns the whole subtree, this token first. */
