@@ -29,7 +29,10 @@ const underToken = <T>(script: string, stop: (token: CancelToken, pids: number[]
     const value = await stop(token, pids);
     await running;
     return value;
-  } catch (error) { await reap(pids); throw error; }
+  } catch (error) {
+    await reap(pids);
+    throw error;
+  }
 });
 
 /** fullstop: a governed stop sends SIGTERM; the clock starts when the runner, its grace over, would call the owner's hardStop(). */
@@ -53,7 +56,10 @@ async function rawSample(): Promise<number> {
     process.kill(-child.pid!, 'SIGKILL');
     await untilGone(pids);
     return performance.now() - start;
-  } finally { await reap(pids); await exited; }
+  } finally {
+    await reap(pids);
+    await exited;
+  }
 }
 
 /** Ways of stopping `script`'s tree with a grace of GRACE_MS; each resolves with its pids once done. */

@@ -166,7 +166,9 @@ async function deadOwner(ctx: SuiteContext): Promise<BenchResult> {
           await delay(2);
         }
         return performance.now() - t0;
-      } finally { await host.kill(); }
+      } finally {
+        await host.kill();
+      }
     },
   }, ctx);
   return compare({ id: 'F6', metric: 'dead owner: SIGKILL → turn interrupted by another\'s sweep', unit: 'ms', extra: { bound: 'leaseMs + sweepMs', leaseMs, sweepMs } },

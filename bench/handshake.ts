@@ -17,7 +17,10 @@ export const flagCells = () => new Int32Array(new SharedArrayBuffer(16));
 /** P3: a task trips its turn TRIP_AFTER_MS in (main is idle by then) and lingers LINGER_MS (its reply cannot come first). SQ1: POLL_EVERY. */
 export const [TRIP_AFTER_MS, LINGER_MS, POLL_EVERY] = [2, 5, 1000];
 
-export function sayReady(flags: Int32Array): void { Atomics.store(flags, READY, 1); Atomics.notify(flags, READY); }
+export function sayReady(flags: Int32Array): void {
+  Atomics.store(flags, READY, 1);
+  Atomics.notify(flags, READY);
+}
 
 /** Clear READY, `start` the sample and resolve (with its promise, boxed) once its worker said READY; reject if it settled first. */
 export async function started<T>(flags: Int32Array, what: string, start: () => Promise<T>): Promise<{ running: Promise<T> }> {

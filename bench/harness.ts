@@ -48,8 +48,11 @@ export function compare(head: Head, fullstop: readonly number[], [baselineName, 
   return row;
 }
 
-// The one runner, for latencies (pairs) and throughput (rounds): each pair samples every side once, the first side rotating,
-// after `warmup` unrecorded pairs. A side returning `undefined` voids its whole pair (the series stay aligned), which is retaken; over a tenth void fails.
+/**
+ * The one runner, for latencies (pairs) and throughput (rounds): each pair samples every side once,
+ * the first side rotating, after `warmup` unrecorded pairs. A side returning `undefined` voids its
+ * whole pair (the series stay aligned), which is retaken; over a tenth void fails.
+ */
 export async function samplePairs<S extends Record<string, unknown>>(id: string, counts: { pairs: number; warmup: number },
   sides: { [K in keyof S]: (warmup: boolean) => Promise<S[K] | undefined> }, ctx?: SuiteContext) {
   const names = Object.keys(sides) as (keyof S)[];
@@ -92,7 +95,11 @@ export async function sampleRounds(id: string, tasks: readonly { name: string; f
 
 export async function withTurn<T>(registry: TurnRegistry, session: string, fn: (token: CancelToken) => Promise<T>): Promise<T> {
   const token = registry.beginTurn(session);
-  try { return await fn(token); } finally { registry.endTurn(session, token); }
+  try {
+    return await fn(token);
+  } finally {
+    registry.endTurn(session, token);
+  }
 }
 
 /** A suite from its row groups, keyed by their ids ('P2 P2-plain'): only the groups `--only` wants run, in order, inside `around`. */

@@ -38,7 +38,9 @@ async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
             token = registry.beginTurn('p4'); // the next turn retires the stopped one
             return pool.run<number>(7, { token, name: 'trivial' });
           }, ['a cooperative stop', (e) => isCancelledError(e) && !(e as CancelledError).hard]);
-        } finally { registry.endTurn('p4', token); }
+        } finally {
+          registry.endTurn('p4', token);
+        }
       },
       raw: async () => {
         const controller = new AbortController();
@@ -50,7 +52,9 @@ async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
     if (hardStops !== 0) throw new Error(`P4: ${hardStops} hard stops (every stop should be cooperative)`);
     return compare({ id: 'P4', metric: 'stop → next task completes (1 thread)', unit: 'µs', extra: { goal: '≤ 1/30', voided, cooperativeStops } },
       samples.fullstop, ['piscina abort (terminate + respawn)', samples.raw]);
-  } finally { await Promise.all([pool.destroy(), raw.destroy()]); }
+  } finally {
+    await Promise.all([pool.destroy(), raw.destroy()]);
+  }
 }
 
 /** Tasks/s for `total` tasks with IN_FLIGHT in flight (a completion submits the next). */
@@ -90,7 +94,9 @@ async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
     return [row('P5', 'throughput, trivial tasks with { token }', rates.token, rates.raw),
       row('P5-plain', 'throughput, trivial tasks, no token', rates.plain, rates.raw),
       row('P5-c4', 'throughput with { token }, 4 tasks a worker', rates.token4, rates.raw4, 4)];
-  } finally { await Promise.all(Object.values(pools).map((p) => p.destroy())); }
+  } finally {
+    await Promise.all(Object.values(pools).map((p) => p.destroy()));
+  }
 }
 
 export const suite = suiteOf({ P4: stopThenNext, 'P5 P5-plain P5-c4': throughput }, async (_, rows) => {

@@ -81,5 +81,10 @@ export const suite = suiteOf({
   },
 }, async (_, rows) => {
   pool = new TurnPool({ filename: new URL('./workers/tasks.js', import.meta.url).href, minThreads: 1, maxThreads: 1 });
-  try { return await rows(); } finally { await pool.destroy(); assertNothingLive(registry, 'P1–P3'); }
+  try {
+    return await rows();
+  } finally {
+    await pool.destroy();
+    assertNothingLive(registry, 'P1–P3');
+  }
 });

@@ -73,8 +73,11 @@ export function renderSvg(doc: ResultsDocument): string {
 
 async function main(): Promise<number> {
   let args;
-  try { args = parseArgs({ options: OPTIONS }).values; } catch (error) {
-    return process.stderr.write(`bench: ${(error as Error).message}\n${USAGE}\n`), 2;
+  try {
+    args = parseArgs({ options: OPTIONS }).values;
+  } catch (error) {
+    process.stderr.write(`bench: ${(error as Error).message}\n${USAGE}\n`);
+    return 2;
   }
   if (args.help) return process.stdout.write(USAGE + '\n'), 0;
   const only = new Set((args.only ?? []).map((o) => o.toLowerCase()));
@@ -99,7 +102,10 @@ async function main(): Promise<number> {
       if (rows.some((r) => validateResult(r).length > 0)) throw new TypeError(`invalid rows: ${rows.flatMap(validateResult).join('; ')}`);
       results.push(...rows.filter((r) => whole || wants(r.id)));
       log(`${stem}: ${rows.length} rows in ${seconds(t0)}`);
-    } catch (error) { failures.push(`${stem}: ${(error as Error)?.stack ?? String(error)}`); log(`${stem}: FAILED`); }
+    } catch (error) {
+      failures.push(`${stem}: ${(error as Error)?.stack ?? String(error)}`);
+      log(`${stem}: FAILED`);
+    }
   }
   if (only.size > 0 && results.length === 0 && failures.length === 0) return log(`bench: nothing matched --only ${[...only].join(', ')}`), 1;
   const doc: ResultsDocument = { date: new Date().toISOString(), node: process.version, cpus: availableParallelism(), results };

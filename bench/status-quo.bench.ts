@@ -35,6 +35,8 @@ export const suite = suiteOf({
       assertNothingLive(registry, 'SQ1');
       const extra = { loopMs: LOOP_MS, cancelAtMs: CANCEL_AT_MS, pollEvery: POLL_EVERY, voided };
       return compare({ id: 'SQ1', metric: 'worker in a sync loop notices cancel', unit: 'µs', extra }, s.token, ['MessagePort message', s.message]);
-    } finally { await raw.close(); }
+    } finally {
+      await raw.close();
+    }
   },
 });

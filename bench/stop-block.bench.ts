@@ -55,7 +55,10 @@ async function stopBlockRow(ctx: SuiteContext, n: number): Promise<BenchResult> 
       extra: { goal: '≤ 1 ms, flat in N', idleProcesses: n, hostProcesses, pairs, measure: 'longest stretch between two event-loop turns: min(wall, process CPU)',
         wallGapMedianMs: median(samples.fullstop.map((f) => f.wall)) } },
     samples.fullstop.map((f) => f.block), ['raw process.kill(-pgid, SIGTERM)', samples.raw]);
-  } finally { idle?.child.kill('SIGTERM'); await idle?.exited; }
+  } finally {
+    idle?.child.kill('SIGTERM');
+    await idle?.exited;
+  }
 }
 
 export const suite = suiteOf({ 'S1-0': (ctx) => stopBlockRow(ctx, 0), 'S1-1000': (ctx) => stopBlockRow(ctx, 1000) });
