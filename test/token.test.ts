@@ -266,16 +266,18 @@ describe('child()', () => {
     registry.endTurn('s');
   });
 
-  it('flips every slot of the subtree before its first notify, then wakes descendants before the token', () => {
+  it.each(['after', 'before'])('flips every slot of the subtree before its first notify, then wakes descendants before the token (handles taken %s the children are made)', (when) => {
     // A worker polling a descendant's slot sees the cancel after a few compare-exchanges, not
-    // after a notify per ancestor; a worker asleep on a descendant is woken first.
+    // after a notify per ancestor; a worker asleep on a descendant is woken first. A root whose
+    // handle left before it had children must not wake itself with its flip (its leaf fast path).
     const registry = fresh();
     const root = registry.beginTurn('s');
+    const early = when === 'before' ? root.handle : undefined;
     const child = root.child();
     const grandchild = child.child();
     const sibling = root.child();
     const tokens = { root, child, grandchild, sibling };
-    const handles = Object.fromEntries(Object.entries(tokens).map(([name, t]) => [name, t.handle]));
+    const handles = Object.fromEntries(Object.entries(tokens).map(([name, t]) => [name, name === 'root' ? early ?? t.handle : t.handle]));
     const cancelledAt = (name: string) => {
       const { buffer, index } = handles[name]!;
       return (Atomics.load(new Int32Array(buffer), index) & 0b11) === 2;
@@ -294,6 +296,26 @@ describe('child()', () => {
     expect(new Set(slotOrder)).toEqual(new Set(Object.keys(handles)));
     expect(slotOrder.at(-1)).toBe('root');
     expect(slotOrder.indexOf('grandchild')).toBeLessThan(slotOrder.indexOf('child'));
+  });
+
+  it.each(['token.cancel()', 'registry.markCancelled()'])('wakes a leaf\'s slot once, already flipped, and bumps its control cell (%s)', (how) => {
+    // The flip and the wake are a leaf cancel's first step (CancelToken.cancel inlines flipSlot);
+    // the state's share of the cancel must not wake the slot a second time.
+    const registry = fresh();
+    const token = registry.beginTurn('s');
+    const { buffer, index } = token.handle;
+    const cells = new Int32Array(buffer);
+    const control = Atomics.load(cells, 0);
+    let notified: { index: number; seen: boolean | undefined }[];
+    try {
+      notified = notifiesDuring(() => (how === 'token.cancel()' ? token.cancel() : registry.markCancelled('s')),
+        (c, i) => c.buffer === buffer && (Atomics.load(c, i) & 0b11) === 2);
+      expect(token.isCancelled()).toBe(true);
+      expect(Atomics.load(cells, 0)).not.toBe(control);
+    } finally {
+      registry.endTurn('s');
+    }
+    expect(notified.filter((n) => n.index === index)).toEqual([{ index, buffer, seen: true }]);
   });
 
   it('wakes nobody for a token whose handle never left the thread, and wakes the slot once it has', () => {

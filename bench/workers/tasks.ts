@@ -48,7 +48,8 @@ export function pollsIsCancelled({ flags }: FlagsTask): [bigint, number] {
   sayReady(flags);
   let x = 1;
   while (!isCancelled()) x = step(x);
-  return [now(), x];
+  const at = now(); // stamped before the array is built, as `rawPoll` does (see there)
+  return [at, x];
 }
 
 /** P3: wait TRIP_AFTER_MS, trip the turn, linger; returns when it tripped. */

@@ -14,7 +14,7 @@
  * watches it from another thread, is known above it (state.ts, bridge.ts).
  */
 
-import { claimSlot, FIRST_SLOT, retireSlot, setPaused } from './slot.js';
+import { claimSlot, FIRST_SLOT, pack, retireSlot, setPaused, STATE_CANCELLED, STATE_RUNNING } from './slot.js';
 
 /** @internal One SharedArrayBuffer of slots. */
 export interface Slab {
@@ -26,11 +26,25 @@ export interface Slab {
   readonly free: number[];
 }
 
-/** @internal Where a token's slot lives. */
+/**
+ * @internal Where a token's slot lives, and what a cancel needs to flip it with no other object
+ * to fetch (`CancelToken.cancel` flips through it before it calls anything).
+ */
 export interface SlotRef {
   readonly slab: Slab;
   readonly index: number;
   readonly generation: number;
+  /** `slab.cells`. */
+  readonly cells: Int32Array;
+  /** The cell's word while this generation runs, and once it is cancelled (slot.ts, invariant 1). */
+  readonly runningWord: number;
+  readonly cancelledWord: number;
+  /**
+   * True while a cancel should wake the slot the moment it flips it: another thread can sleep on
+   * it and the token has no children to flip first. This module never reads it; the token that
+   * holds the slot (state.ts) alone writes it.
+   */
+  wakeOnFlip: boolean;
 }
 
 /**
@@ -67,7 +81,11 @@ export class SlabSet {
     if (slab === undefined || slab.free.length === 0) slab = this.#current = this.#withFreeCell();
     const index = slab.free.pop()!;
     this.live++;
-    return { slab, index, generation: claimSlot(slab.cells, index) };
+    const generation = claimSlot(slab.cells, index);
+    return {
+      slab, index, generation, cells: slab.cells,
+      runningWord: pack(generation, STATE_RUNNING), cancelledWord: pack(generation, STATE_CANCELLED), wakeOnFlip: false,
+    };
   }
 
   /** Move the cell to RETIRED (waking its sleepers) and put it back on the free list. Once per claim. */

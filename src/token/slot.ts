@@ -115,7 +115,7 @@ export function wakeSlot(cells: Int32Array, index: number): void {
  * bridge's, was measured to delay the worker just woken: see `TokenState.cancel`; this one was
  * not measured on its own).
  */
-function bumpControl(cells: Int32Array): void {
+export function bumpControl(cells: Int32Array): void {
   if ((Atomics.add(cells, CONTROL_INDEX, WAKE_STEP) & PAUSE_BIT) !== 0) Atomics.notify(cells, CONTROL_INDEX);
 }
 

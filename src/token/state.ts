@@ -25,12 +25,15 @@
  *    reports on its own without unwinding `abort()`.
  * 7. Only this module writes a token's fields. The bridge sees a token as `Watched` (its slot and
  *    `cancelFromSlot`), owners and the registry call the methods below, and everyone else reads.
+ *    One write is made elsewhere, by design: the facade's `cancel()` flips the token's own slot
+ *    (and wakes it when `slot.wakeOnFlip`, which this module keeps current) as its first step,
+ *    then hands over to `cancelFlipped`. It is `flipSlot` below, inlined (see `CancelToken.cancel`).
  */
 
 import { CancelledError, cancelledError, renderReason } from '../errors.js';
 import { unwatch, watch, type Watched } from './bridge.js';
 import type { SlabSet, SlotRef } from './slab.js';
-import { readState, sealSlot, STATE_CANCELLED, tripSlot, wakeSlot } from './slot.js';
+import { bumpControl, readState, sealSlot, STATE_CANCELLED, tripSlot, wakeSlot } from './slot.js';
 
 /** A unit of work registered under a token (see owners.ts); internal to the library. */
 export interface Owner {
@@ -82,6 +85,18 @@ export const DEFAULT_CANCEL_REASON = 'cancel.user';
 /** @internal The reason of a token cancelled because its parent was. */
 export const PARENT_CANCEL_REASON = 'cancel.parent';
 
+/**
+ * @internal A cancel's first step: RUNNING → CANCELLED by compareExchange on the token's own slot,
+ * and at once its notify when `slot.wakeOnFlip` (a leaf whose handle another thread can sleep on).
+ * True if this call flipped it. The slot's control cell is bumped later (`cancelFlipped`): no
+ * sleeper of the slot waits for that. `CancelToken.cancel` makes the same two steps inline.
+ */
+export function flipSlot(slot: SlotRef): boolean {
+  const flipped = Atomics.compareExchange(slot.cells, slot.index, slot.runningWord, slot.cancelledWord) === slot.runningWord;
+  if (flipped && slot.wakeOnFlip) Atomics.notify(slot.cells, slot.index);
+  return flipped;
+}
+
 /** @internal */
 export class TokenState implements Watched {
   readonly host: TokenHost;
@@ -101,7 +116,8 @@ export class TokenState implements Watched {
   /**
    * True once a handle that can wait on the slot has left this thread (ever). Until then no other
    * thread can sleep on the slot, so a cancel flips it and wakes nobody: one notify less on the
-   * stop's path. (A thread that only polls needs no wake: it sees the flip.)
+   * stop's path. (A thread that only polls needs no wake: it sees the flip.) `slot.wakeOnFlip`
+   * is this and "no children yet".
    */
   #exported = false;
   /** The owners, oldest first (`addOwner`); `undefined` when there are none. */
@@ -133,6 +149,8 @@ export class TokenState implements Watched {
     host.counters.tokens++;
     if (parent !== undefined) {
       (parent.#children ??= new Set()).add(this);
+      // The parent's flip may no longer wake its own slot at once: its children are flipped first.
+      parent.slot.wakeOnFlip = false;
       if (parent.isCancelled()) this.cancel(PARENT_CANCEL_REASON); // invariant 1
     }
   }
@@ -173,28 +191,37 @@ export class TokenState implements Watched {
   /**
    * See invariants 1, 2, 4 and 6. Returns false once retired, true otherwise.
    *
-   * Ordered for the thread that waits. First every slot of the subtree is flipped (this token's,
-   * then each running descendant's as the walk finds it), with no notify in between: a worker
-   * polling a descendant's slot sees its flip after a few compareExchanges rather than after a
-   * notify per ancestor (a notify with nobody asleep cost ~0.3 µs more than a flip in a probe:
-   * docs/benchmarks.md, "Where P1's time goes"). Then the slots another thread can wait on are
-   * woken (`#wake`; no other slot can have a sleeper), descendants first: the work a cancel is
-   * timed by (a pool task, a tool) sits below the turn's root. Everything a sleeper does not need
+   * Ordered for the thread that waits. First every slot of the subtree is flipped: this token's
+   * (`flipSlot`, the call's first step), then each running descendant's as the walk finds it, with
+   * no notify in between: a worker polling a descendant's slot sees its flip after a few
+   * compareExchanges rather than after a notify per ancestor. A leaf's own slot is woken with its
+   * flip, before this object's fields are touched: a cancel comes to a main thread gone cold, and
+   * each object fetched first is time the woken worker waits (docs/benchmarks.md, "Where P1's time
+   * goes"). A subtree's slots another thread can wait on are woken (`#wake`; no other
+   * slot can have a sleeper) once all are flipped, descendants first: the work a cancel is timed
+   * by (a pool task, a tool) sits below the turn's root. Everything a sleeper does not need
    * (building reasons, aborting signals, telling owners) comes after the last notify, and a leaf
    * token allocates nothing on the way.
    */
   cancel(reason: unknown): boolean {
+    return this.cancelFlipped(reason, flipSlot(this.slot));
+  }
+
+  /**
+   * The rest of `cancel`, once `flipSlot` (or the facade's inlined copy of it) has run: `flipped`
+   * says whether it moved the slot. Not flipped: another thread cancelled this slot first (the
+   * bridge or a read brought it here) and woke its sleepers itself; or this token is retired or
+   * cancelled already (its word is no longer RUNNING of its generation), which the checks find.
+   */
+  cancelFlipped(reason: unknown, flipped: boolean): boolean {
     if (this.#retired) return false;
     if (this.#cancelled) return true;
     this.#cancelled = true;
     this.#reason = reason;
-    const { slab, index, generation } = this.slot;
-    // Not flipped: another thread cancelled this slot first (the bridge or a read brought it
-    // here) and woke its sleepers itself.
-    const flipped = tripSlot(slab.cells, index, generation);
-    // A leaf (every pool task's token and most turns' roots) needs no subtree list at all.
+    // A leaf (every pool task's token and most turns' roots) needs no subtree list at all, and its
+    // slot's sleepers were woken with the flip (`wakeOnFlip`); the control cell is left.
     if (this.#children === undefined) {
-      if (flipped) this.#wake();
+      if (flipped && this.#exported) bumpControl(this.slot.cells);
       this.#controller?.abort(this.#reasonOnCancel());
       this.#tellOwners();
       return true;
@@ -289,7 +316,10 @@ export class TokenState implements Watched {
    * the slot, but a cancel made here still wakes nobody on it.
    */
   exportSlot(sleepers = true): SlotRef {
-    if (sleepers) this.#exported = true;
+    if (sleepers) {
+      this.#exported = true;
+      this.slot.wakeOnFlip = this.#children === undefined;
+    }
     if (!this.#watched && !this.#cancelled && !this.#retired) {
       this.#watched = true;
       watch(this, this.host.counters);

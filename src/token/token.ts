@@ -3,8 +3,9 @@
  * (state.ts), where the rules live; each method here is one call into it.
  */
 
+import type { SlotRef } from './slab.js';
 import type { TokenHandle } from './slot.js';
-import { TokenState } from './state.js';
+import { DEFAULT_CANCEL_REASON, TokenState } from './state.js';
 
 /** @internal Key of a token's engine state (not exported from the package). */
 export const STATE: unique symbol = Symbol('fullstop.tokenState');
@@ -29,12 +30,16 @@ export class CancelToken {
   }
   #brand(): void {}
 
+  /** The state's slot, kept current by the state (`wakeOnFlip`): what `cancel()` flips before anything else. */
+  readonly #slot: SlotRef;
+
   /** @internal Tokens come from `TurnRegistry.beginTurn` or `token.child()`. */
   constructor(state: TokenState) {
     if (!(state instanceof TokenState)) {
       throw new TypeError('CancelToken: tokens are made by TurnRegistry.beginTurn() or token.child(), not with new');
     }
     this[STATE] = state;
+    this.#slot = state.slot;
   }
 
   /** The session this token's turn belongs to. */
@@ -57,7 +62,15 @@ export class CancelToken {
   }
 
   /** Cancel this token and its children. `false` once retired, `true` otherwise (idempotent; the first reason wins). */
-  cancel(reason?: unknown): boolean { return this[STATE].cancel(reason ?? 'cancel.user'); }
+  cancel(reason?: unknown): boolean {
+    // `flipSlot` inlined, so the flip (and a leaf's wake) is the first thing this call does: on a
+    // main thread gone cold, a call and an object fetched before it cost the woken worker ~1 µs
+    // (docs/benchmarks.md, "Where P1's time goes"). The state does the rest.
+    const slot = this.#slot;
+    const flipped = Atomics.compareExchange(slot.cells, slot.index, slot.runningWord, slot.cancelledWord) === slot.runningWord;
+    if (flipped && slot.wakeOnFlip) Atomics.notify(slot.cells, slot.index);
+    return this[STATE].cancelFlipped(reason ?? DEFAULT_CANCEL_REASON, flipped);
+  }
   /** True once cancelled, from this or any other thread; a retired token keeps what it was. */
   isCancelled(): boolean { return this[STATE].isCancelled(); }
   /** Throws a `CancelledError` carrying the reason if the token is cancelled. */
