@@ -130,7 +130,7 @@ export class SlotToken implements WorkerToken {
 
   cancel(_reason?: unknown): boolean {
     // The reason cannot travel through an Int32; the main thread sees 'cancel.user'.
-    return cancelSlotFromHandle(this.cells, this.index, this.generation) ||
+    return cancelSlotFromHandle(this.cells, this.index, this.#running, this.#cancelled) ||
       Atomics.load(this.cells, this.index) === this.#cancelled;
   }
 

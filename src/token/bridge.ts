@@ -19,7 +19,7 @@
  */
 
 import type { Slab, SlotRef } from './slab.js';
-import { BRIDGE_INDEX, readState, STATE_CANCELLED } from './slot.js';
+import { BRIDGE_INDEX } from './slot.js';
 
 /** @internal What the bridge needs of a token. */
 export interface Watched {
@@ -95,8 +95,9 @@ function onWake(slab: Slab, bridge: SlabBridge): void {
   // The set itself, not a copy: telling a target deletes it from the set, which a Set's iterator
   // allows, and a token watched meanwhile (by a listener) is looked at too, which is harmless.
   for (const target of bridge.watched) {
-    const { index, generation } = target.slot;
-    if (readState(slab.cells, index, generation) === STATE_CANCELLED) target.cancelFromSlot();
+    // The word of its own generation's cancel, nothing else (a later generation reads as retired).
+    const slot = target.slot;
+    if (Atomics.load(slot.cells, slot.index) === slot.cancelledWord) target.cancelFromSlot();
   }
   if (bridge.armed) waitForCancel(slab, bridge, seen);
 }

@@ -33,7 +33,7 @@
 import { CancelledError, cancelledError, renderReason } from '../errors.js';
 import { unwatch, watch, type Watched } from './bridge.js';
 import type { SlabSet, SlotRef } from './slab.js';
-import { bumpControl, readState, sealSlot, STATE_CANCELLED, tripSlot, wakeSlot } from './slot.js';
+import { bumpControl, sealSlot, tripSlot, wakeSlot } from './slot.js';
 
 /** A unit of work registered under a token (see owners.ts); internal to the library. */
 export interface Owner {
@@ -177,15 +177,15 @@ export class TokenState implements Watched {
   #syncFromSlot(): void {
     let top: TokenState | undefined;
     for (let s: TokenState | undefined = this; s !== undefined && !s.#cancelled; s = s.#parent) {
-      const { slab, index, generation } = s.slot;
-      if (readState(slab.cells, index, generation) === STATE_CANCELLED) top = s;
+      if (Atomics.load(s.slot.cells, s.slot.index) === s.slot.cancelledWord) top = s;
     }
     top?.cancelFromSlot();
   }
 
   /** Watched: another thread tripped this slot; the bridge (or a read) brings it to the main thread. */
   cancelFromSlot(): void {
-    this.cancel(DEFAULT_CANCEL_REASON);
+    // The other thread flipped the slot and woke its sleepers: nothing for `flipSlot` to do.
+    this.cancelFlipped(DEFAULT_CANCEL_REASON, false);
   }
 
   /**
