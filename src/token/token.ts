@@ -1,6 +1,7 @@
 /**
  * `CancelToken`: the one object every layer of a turn checks. A thin facade over `TokenState`
- * (state.ts), where the rules live; each method here is one call into it.
+ * (state.ts), where the rules live; each method here is one call into it, except that `cancel()`
+ * makes its first step (the slot's flip, `flipSlot` in state.ts) itself before that call.
  */
 
 import type { SlotRef } from './slab.js';
