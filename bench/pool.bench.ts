@@ -46,11 +46,12 @@ const waitAsyncFloor = (prepare: () => () => bigint | Promise<bigint>) => async 
 };
 
 export const suite = suiteOf({
-  async P1(ctx) {
-    const { samples: s, voided } = await samplePairs('P1', pairCounts(ctx),
-      { fullstop: () => cancelTask('sleeper'), raw: flip('rawWait', false), shape: flip('rawWait', true) }, ctx);
-    return compare(head('P1', 'cancel → task in sleep() wakes', { goal: 'shape ≤ 1.25×', voided }), s.fullstop, ['raw Atomics.notify → wait', s.raw],
-      { shape: ['raw + throw a pre-built Error', s.shape] });
+  async 'P1 P1-plain'(ctx) {
+    const { samples: s, voided } = await samplePairs('P1', pairCounts(ctx), { fullstop: () => cancelTask('sleeper'),
+      plain: () => cancelTask('sleepsUnlessCancelled'), raw: flip('rawWait', false), shape: flip('rawWait', true) }, ctx);
+    return [compare(head('P1', 'cancel → task in sleep() wakes', { goal: 'shape ≤ 1.25×', voided }), s.fullstop, ['raw Atomics.notify → wait', s.raw],
+      { shape: ['raw + throw a pre-built Error', s.shape] }),
+    compare(head('P1-plain', 'cancel → sleepUnlessCancelled() returns', { goal: '≤ 1.25×', voided }), s.plain, ['raw Atomics.notify → wait', s.raw])];
   },
   async 'P2 P2-plain'(ctx) {
     const { samples: s, voided } = await samplePairs('P2', pairCounts(ctx), { fullstop: () => cancelTask('pollsEveryIteration'),

@@ -1,6 +1,6 @@
 // Tasks of the pool and runner suites, for TurnPool and raw Piscina (which runs only `trivial` and `rawSleeper`). A task a cancel ends
 // returns the moment it noticed, so its result is the stamp. The `raw*` tasks are P1–P3's floors: plain tasks on the same thread, using no fullstop API.
-import { cancelTurn, checkCancelled, isCancelled, isCancelledError, sleep } from '../../workers/runtime.js';
+import { cancelTurn, checkCancelled, isCancelled, isCancelledError, sleep, sleepUnlessCancelled } from '../../workers/runtime.js';
 import { GO, LINGER_MS, noticed, now, sayReady, SPARE, step, TRIP_AFTER_MS } from '../handshake.js';
 
 type FlagsTask = { flags: Int32Array };
@@ -18,6 +18,13 @@ export function sleeper({ flags }: FlagsTask): bigint {
     throw e;
   }
   throw new Error('sleeper: slept 60 s without a cancel');
+}
+
+/** P1-plain: blocked in `sleepUnlessCancelled()`, which returns false on cancel (nothing thrown); returns its stamp. */
+export function sleepsUnlessCancelled({ flags }: FlagsTask): bigint {
+  sayReady(flags);
+  if (sleepUnlessCancelled(60_000)) throw new Error('sleepsUnlessCancelled: slept 60 s without a cancel');
+  return now();
 }
 
 /** P4 and R*: the usual cooperative task — `sleep()` throws on cancel and the error propagates. */
