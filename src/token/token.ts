@@ -65,8 +65,8 @@ export class CancelToken {
   /** Cancel this token and its children. `false` once retired, `true` otherwise (idempotent; the first reason wins). */
   cancel(reason?: unknown): boolean {
     // `flipSlot` inlined, so the flip (and a leaf's wake) is the first thing this call does: on a
-    // main thread gone cold, a call and an object fetched before it cost the woken worker ~1 µs
-    // (docs/benchmarks.md, "Where P1's time goes"). The state does the rest.
+    // main thread gone cold, every call and object fetched before it is time the woken worker
+    // waits (measured: docs/benchmarks.md, "Where P1's time goes"). The state does the rest.
     const slot = this.#slot;
     const flipped = Atomics.compareExchange(slot.cells, slot.index, slot.runningWord, slot.cancelledWord) === slot.runningWord;
     if (flipped && slot.wakeOnFlip) Atomics.notify(slot.cells, slot.index);
