@@ -251,6 +251,52 @@ describe('a cancel from a worker', () => {
     worker.postMessage({ type: 'exit' });
     await exited(worker);
   });
+  it('races main\'s cancel against a worker\'s on one slot: one flip wins, the signal aborts once, a sleeper always wakes', async () => {
+    // Main's cancel flips and wakes a leaf's slot itself, before the state is touched
+    // (CancelToken.cancel); a worker's flip wakes it from its side. Whichever thread flips first, the
+    // other's flip fails, and the slot's sleeper must still be woken exactly by the winner.
+    const registry = fresh();
+    const go = new Int32Array(new SharedArrayBuffer(4));
+    const canceller = start('cancel-on-go.mjs', { go: go.buffer });
+    const sleeper = start('sleep-on-each.mjs');
+    await Promise.all([next(canceller, 'ready'), next(sleeper, 'ready')]);
+    const won = { main: 0, worker: 0 };
+    for (let round = 0; round < 400 && (won.main < 5 || won.worker < 5); round++) {
+      const token = registry.beginTurn('s');
+      let aborts = 0;
+      token.signal.addEventListener('abort', () => aborts++);
+      const handle = token.handle;
+      Atomics.store(go, 0, 0);
+      const armed = next(canceller, 'armed');
+      canceller.postMessage({ type: 'handle', handle });
+      await armed;
+      await blockedOn(go.buffer, 0, 'the canceller to wait for go');
+      const sleeping = next(sleeper, 'sleeping');
+      const woke = next(sleeper, 'woke');
+      sleeper.postMessage({ type: 'handle', handle });
+      await sleeping;
+      await blockedOn(handle.buffer, handle.index, 'the sleeper to block in sleep(60 s)');
+      const cancelled = next(canceller, 'cancelled');
+      Atomics.store(go, 0, 1);
+      Atomics.notify(go, 0);
+      // 0–200 µs of main's own before its cancel, so either thread's flip may come first.
+      for (const until = performance.now() + Math.random() * 0.2; performance.now() < until;);
+      expect(token.cancel('from-main')).toBe(true);
+      const { flipped } = await cancelled;
+      if (flipped) won.worker++;
+      else won.main++;
+      expect(await Promise.race([woke, new Promise((r) => setTimeout(() => r('still asleep'), LIVENESS_MS))])).toEqual({ type: 'woke', cancelled: true });
+      for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+      expect(aborts).toBe(1);
+      expect(token.isCancelled()).toBe(true);
+      registry.endTurn('s');
+    }
+    expect(won.main).toBeGreaterThanOrEqual(5);
+    expect(won.worker).toBeGreaterThanOrEqual(5);
+    canceller.postMessage({ type: 'exit' });
+    sleeper.postMessage({ type: 'exit' });
+    await Promise.all([exited(canceller), exited(sleeper)]);
+  });
 });
 
 describe('checkpoint() in a worker', () => {
