@@ -298,6 +298,21 @@ describe('child()', () => {
     expect(slotOrder.indexOf('grandchild')).toBeLessThan(slotOrder.indexOf('child'));
   });
 
+  it('works through a Proxy of the token, as a reactive store wraps the objects it holds', () => {
+    // A store that wraps what it holds (Vue's reactive(), MobX) calls methods with `this` = the
+    // proxy; a private field read there would throw. The proxy is not a CancelToken for the
+    // library's own checks (isCancelToken), but its methods must still act on the token.
+    const registry = fresh();
+    const token = registry.beginTurn('s');
+    const wrapped = new Proxy(token, {});
+    const { buffer, index } = wrapped.handle;
+    expect(wrapped.cancel('from-a-store')).toBe(true);
+    expect([token.isCancelled(), wrapped.isCancelled(), token.reason]).toEqual([true, true, 'from-a-store']);
+    expect(Atomics.load(new Int32Array(buffer), index) & 0b11).toBe(2);
+    registry.endTurn('s');
+    expect(wrapped.cancel()).toBe(false);
+  });
+
   it.each(['token.cancel()', 'registry.markCancelled()'])('wakes a leaf\'s slot once, already flipped, and bumps its control cell (%s)', (how) => {
     // The flip and the wake are a leaf cancel's first step (CancelToken.cancel inlines flipSlot);
     // the state's share of the cancel must not wake the slot a second time.

@@ -10,6 +10,8 @@ import { DEFAULT_CANCEL_REASON, TokenState } from './state.js';
 
 /** @internal Key of a token's engine state (not exported from the package). */
 export const STATE: unique symbol = Symbol('fullstop.tokenState');
+/** @internal Key of a token's slot ref, for `cancel()`'s first step (not exported from the package). */
+const SLOT: unique symbol = Symbol('fullstop.tokenSlot');
 
 /**
  * A turn's cancel token. Made by `TurnRegistry.beginTurn` (or `token.child()`), never with `new`.
@@ -31,8 +33,12 @@ export class CancelToken {
   }
   #brand(): void {}
 
-  /** The state's slot, kept current by the state (`wakeOnFlip`): what `cancel()` flips before anything else. */
-  readonly #slot: SlotRef;
+  /**
+   * @internal The state's slot, kept current by the state (`wakeOnFlip`): what `cancel()` flips
+   * before anything else. A symbol key, not a private field, like `[STATE]`: a method called
+   * through a Proxy of the token (a reactive store's) reads it through the proxy.
+   */
+  readonly [SLOT]: SlotRef;
 
   /** @internal Tokens come from `TurnRegistry.beginTurn` or `token.child()`. */
   constructor(state: TokenState) {
@@ -40,7 +46,7 @@ export class CancelToken {
       throw new TypeError('CancelToken: tokens are made by TurnRegistry.beginTurn() or token.child(), not with new');
     }
     this[STATE] = state;
-    this.#slot = state.slot;
+    this[SLOT] = state.slot;
   }
 
   /** The session this token's turn belongs to. */
@@ -67,7 +73,7 @@ export class CancelToken {
     // `flipSlot` inlined, so the flip (and a leaf's wake) is the first thing this call does: on a
     // main thread gone cold, every call and object fetched before it is time the woken worker
     // waits (measured: docs/benchmarks.md, "Where P1's time goes"). The state does the rest.
-    const slot = this.#slot;
+    const slot = this[SLOT];
     const flipped = Atomics.compareExchange(slot.cells, slot.index, slot.runningWord, slot.cancelledWord) === slot.runningWord;
     if (flipped && slot.wakeOnFlip) Atomics.notify(slot.cells, slot.index);
     return this[STATE].cancelFlipped(reason ?? DEFAULT_CANCEL_REASON, flipped);
