@@ -11,6 +11,7 @@ import { tokenFromHandle } from '../dist/workers/runtime.js';
 import { addOwner, addOwnerOf, ownersOf, removeOwnerOf, type LinkedOwner, type Owner } from '../dist/src/token/owners.js';
 import { renderReason } from '../dist/src/errors.js';
 import { notifiesDuring } from './support/notify-spy.js';
+import { inspect } from 'node:util';
 
 const registries: TurnRegistry[] = [];
 const workers: Worker[] = [];
@@ -296,6 +297,24 @@ describe('child()', () => {
     expect(new Set(slotOrder)).toEqual(new Set(Object.keys(handles)));
     expect(slotOrder.at(-1)).toBe('root');
     expect(slotOrder.indexOf('grandchild')).toBeLessThan(slotOrder.indexOf('child'));
+  });
+
+  it('prints as its session, turn, state and reason, and printing folds in no cancel from another thread', () => {
+    const registry = fresh();
+    const token = registry.beginTurn('s', 'turn-1');
+    let aborts = 0;
+    token.signal.addEventListener('abort', () => aborts++);
+    expect(inspect(token)).toBe("CancelToken { sessionId: 's', turnId: 'turn-1', state: 'running' }");
+    // A cancel through the handle, as a worker's: the slot says so, the main thread has not looked yet.
+    tokenFromHandle(token.handle).cancel();
+    expect(inspect(token)).toBe("CancelToken { sessionId: 's', turnId: 'turn-1', state: 'cancelled' }");
+    expect(aborts).toBe(0);
+    expect(token.isCancelled()).toBe(true);
+    expect(aborts).toBe(1);
+    expect(inspect(token)).toBe("CancelToken { sessionId: 's', turnId: 'turn-1', state: 'cancelled', reason: 'cancel.user' }");
+    registry.endTurn('s');
+    expect(inspect(token)).toBe("CancelToken { sessionId: 's', turnId: 'turn-1', state: 'retired', reason: 'cancel.user' }");
+    expect(inspect({ token }, { depth: 0 })).toBe('{ token: [CancelToken] }');
   });
 
   it('works through a Proxy of the token, as a reactive store wraps the objects it holds', () => {

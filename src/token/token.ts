@@ -12,6 +12,8 @@ import { DEFAULT_CANCEL_REASON, TokenState } from './state.js';
 export const STATE: unique symbol = Symbol('fullstop.tokenState');
 /** @internal Key of a token's slot ref, for `cancel()`'s first step (not exported from the package). */
 const SLOT: unique symbol = Symbol('fullstop.tokenSlot');
+/** Node's key for a custom `util.inspect` (a registered symbol: no import of node:util needed). */
+const INSPECT = Symbol.for('nodejs.util.inspect.custom');
 
 /**
  * A turn's cancel token. Made by `TurnRegistry.beginTurn` (or `token.child()`), never with `new`.
@@ -86,6 +88,22 @@ export class CancelToken {
   child(): CancelToken { return wrap(this[STATE].child()); }
   /** One-way: gives back the slot, stops watching for cancels from other threads, detaches listeners, retires children; a later `cancel()` returns false. */
   retire(): void { this[STATE].retire(); }
+
+  /**
+   * What `console.log(token)` shows: its session, turn, state and reason, not the engine behind
+   * it. The state is read from the slot, so printing a token folds in no cancel from another thread
+   * and runs no abort listener.
+   */
+  [INSPECT](depth: number, options: object, inspect: (value: unknown, options?: object) => string): string {
+    if (depth < 0) return '[CancelToken]';
+    const { sessionId, turnId, reason } = this[STATE];
+    const slot = this[SLOT];
+    const word = Atomics.load(slot.cells, slot.index);
+    const state = word === slot.runningWord ? 'running' : word === slot.cancelledWord ? 'cancelled' : 'retired';
+    const fields = [`sessionId: ${inspect(sessionId)}`, `turnId: ${inspect(turnId)}`, `state: '${state}'`];
+    if (reason !== undefined) fields.push(`reason: ${inspect(reason, options)}`);
+    return `CancelToken { ${fields.join(', ')} }`;
+  }
 }
 
 const makeFacade = (state: TokenState) => new CancelToken(state);
