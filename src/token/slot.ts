@@ -126,9 +126,8 @@ export function bumpControl(cells: Int32Array): void {
  * slot sees the flip the moment it lands. Returns true if this call moved the cell, false if it
  * was already cancelled, retired, or handed to a later generation.
  */
-export function tripSlot(cells: Int32Array, index: number, generation: number): boolean {
-  const running = pack(generation, STATE_RUNNING);
-  return Atomics.compareExchange(cells, index, running, pack(generation, STATE_CANCELLED)) === running;
+export function tripSlot(cells: Int32Array, index: number, runningWord: number, cancelledWord: number): boolean {
+  return Atomics.compareExchange(cells, index, runningWord, cancelledWord) === runningWord;
 }
 
 /**
@@ -148,7 +147,7 @@ export function sealSlot(cells: Int32Array, index: number, generation: number): 
  * thread is told through the bridge cell (after the slot's own sleepers were woken).
  */
 export function cancelSlotFromHandle(cells: Int32Array, index: number, runningWord: number, cancelledWord: number): boolean {
-  if (Atomics.compareExchange(cells, index, runningWord, cancelledWord) !== runningWord) return false;
+  if (!tripSlot(cells, index, runningWord, cancelledWord)) return false;
   // `wakeSlot` with the bridge put before the control cell: the slot's sleepers first, then the main
   // thread (whose signal is what a cancel from here is waited for), paused waiters last.
   Atomics.notify(cells, index);

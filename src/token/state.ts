@@ -92,7 +92,7 @@ export const PARENT_CANCEL_REASON = 'cancel.parent';
  * sleeper of the slot waits for that. `CancelToken.cancel` makes the same two steps inline.
  */
 export function flipSlot(slot: SlotRef): boolean {
-  const flipped = Atomics.compareExchange(slot.cells, slot.index, slot.runningWord, slot.cancelledWord) === slot.runningWord;
+  const flipped = tripSlot(slot.cells, slot.index, slot.runningWord, slot.cancelledWord);
   if (flipped && slot.wakeOnFlip) Atomics.notify(slot.cells, slot.index);
   return flipped;
 }
@@ -243,7 +243,7 @@ export class TokenState implements Watched {
 
   /** Wake the slot's sleepers, if another thread can have any (`#exported`). */
   #wake(): void {
-    if (this.#exported) wakeSlot(this.slot.slab.cells, this.slot.index);
+    if (this.#exported) wakeSlot(this.slot.cells, this.slot.index);
   }
 
   /** Mark and flip (no wake) every running descendant, parents before children; returns the whole subtree, this token first. */
@@ -253,8 +253,8 @@ export class TokenState implements Watched {
         if (child.#cancelled || child.#retired) continue;
         child.#cancelled = true;
         child.#reason = PARENT_CANCEL_REASON;
-        const { slab, index, generation } = child.slot;
-        tripSlot(slab.cells, index, generation);
+        const slot = child.slot;
+        tripSlot(slot.cells, slot.index, slot.runningWord, slot.cancelledWord);
         into.push(child);
         child.#tripChildren(into);
       }
@@ -316,7 +316,8 @@ export class TokenState implements Watched {
    * the slot, but a cancel made here still wakes nobody on it.
    */
   exportSlot(sleepers = true): SlotRef {
-    if (sleepers) {
+    // Once is enough (a pool exports on every run): a child made later clears `wakeOnFlip` itself.
+    if (sleepers && !this.#exported) {
       this.#exported = true;
       this.slot.wakeOnFlip = this.#children === undefined;
     }
@@ -360,7 +361,7 @@ export class TokenState implements Watched {
   retire(): void {
     if (this.#retired) return;
     // From here on no other thread can cancel this slot; one that already did is folded in next.
-    sealSlot(this.slot.slab.cells, this.slot.index, this.slot.generation);
+    sealSlot(this.slot.cells, this.slot.index, this.slot.generation);
     this.#syncFromSlot();
     // That sync may have folded in a cancel from another thread and run abort listeners, and a
     // listener may already have retired this token (e.g. by ending the turn or beginning the
