@@ -86,12 +86,12 @@ export const DEFAULT_CANCEL_REASON = 'cancel.user';
 export const PARENT_CANCEL_REASON = 'cancel.parent';
 
 /**
- * @internal A cancel's first step: RUNNING → CANCELLED by compareExchange on the token's own slot,
+ * A cancel's first step: RUNNING → CANCELLED by compareExchange on the token's own slot,
  * and at once its notify when `slot.wakeOnFlip` (a leaf whose handle another thread can sleep on).
  * True if this call flipped it. The slot's control cell is bumped later (`cancelFlipped`): no
  * sleeper of the slot waits for that. `CancelToken.cancel` makes the same two steps inline.
  */
-export function flipSlot(slot: SlotRef): boolean {
+function flipSlot(slot: SlotRef): boolean {
   const flipped = tripSlot(slot.cells, slot.index, slot.runningWord, slot.cancelledWord);
   if (flipped && slot.wakeOnFlip) Atomics.notify(slot.cells, slot.index);
   return flipped;
