@@ -16,8 +16,8 @@ export type Head = Pick<BenchResult, 'id' | 'metric' | 'unit' | 'extra'> & { bet
 /** `wants(id)`: `--only`, so a suite can skip rows nobody asked for (rows are filtered afterwards anyway). */
 export type SuiteContext = { quick: boolean; progress(message: string): void; wants(id: string): boolean };
 
-/** Exported as `suite` by `bench/NAME.bench.ts`; `ids` lets `--only ID` skip the suites that cannot help. */
-export type Suite = { ids: readonly string[]; run(ctx: SuiteContext): Promise<BenchResult[]> };
+/** Exported as `suite` by `bench/NAME.bench.ts`; the runner runs each group of row ids in a process of its own. */
+export type Suite = { groups: readonly (readonly string[])[]; run(ctx: SuiteContext): Promise<BenchResult[]> };
 const quantile = (sorted: readonly number[], q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
 const rotated = <T>(xs: readonly T[], by: number) => [...xs.slice(by % xs.length), ...xs.slice(0, by % xs.length)];
 
@@ -110,7 +110,7 @@ export function suiteOf(groups: Record<string, (ctx: SuiteContext) => Promise<Be
     for (const [ids, group] of Object.entries(groups)) if (ids.split(' ').some((id) => ctx.wants(id))) rows.push(...[await group(ctx)].flat());
     return rows;
   };
-  return { ids: Object.keys(groups).flatMap((ids) => ids.split(' ')), run: (ctx) => around(ctx, () => wanted(ctx)) };
+  return { groups: Object.keys(groups).map((ids) => ids.split(' ')), run: (ctx) => around(ctx, () => wanted(ctx)) };
 }
 
 /** A leaked slot, bridge or owner would make a figure a lie. */

@@ -1,5 +1,8 @@
-// `npm run bench`: run every `dist/bench/*.bench.js` exporting `suite`, one after another (two at
-// once would measure each other), print one table, and write the JSON and the SVG on request.
+// `npm run bench`: run every row group of every `dist/bench/*.bench.js` exporting `suite`, one after
+// another (two at once would measure each other) and each in a process of its own (one after another
+// in one process, a group's figures moved with the heap and the JIT state the groups before it left),
+// print one table, and write the JSON and the SVG on request.
+import { execFile } from 'node:child_process';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -11,10 +14,11 @@ export const USAGE = `usage: node dist/bench/run.js [--quick] [--only ID_OR_SUIT
   --quick      few samples (the whole run stays under 15 s)
   --only X     only row id X (e.g. P1) or suite X (its file stem, e.g. pool); repeatable
   --json FILE  write the results JSON { date, node, cpus, results }
-  --svg FILE   write a log-scale bar chart of the rows measured in time`;
+  --svg FILE   write a log-scale bar chart of the rows measured in time
+  --group G    (what the runner starts) run group G, "STEM:ID ID…", in this process and print its rows as JSON`;
 export type ResultsDocument = { date: string; node: string; cpus: number; results: BenchResult[] };
 const OPTIONS = { quick: { type: 'boolean' }, only: { type: 'string', multiple: true }, json: { type: 'string' }, svg: { type: 'string' },
-  help: { type: 'boolean', short: 'h' } } as const;
+  group: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const;
 
 /** A row's problems (none if valid): tools read the JSON, so a row with a non-finite figure or a zero floor fails its suite. */
 export function validateResult(r: BenchResult): string[] {
@@ -87,21 +91,34 @@ async function main(): Promise<number> {
   // Made before measuring: a full run takes minutes, and must not lose its figures to a missing folder (bench-results/ on a fresh clone).
   for (const out of [args.json, args.svg]) if (out !== undefined) await mkdir(dirname(resolve(out)), { recursive: true });
   const here = dirname(fileURLToPath(import.meta.url));
+  const load = async (file: string) => {
+    const { suite } = (await import(pathToFileURL(join(here, file)).href)) as { suite?: Suite };
+    if (typeof suite?.run !== 'function' || !Array.isArray(suite.groups)) throw new TypeError(`${file}: expected an export \`suite\` with \`groups\` and \`run\``);
+    return suite;
+  };
+  if (args.group !== undefined) {
+    const [stem, ids] = [args.group.slice(0, args.group.indexOf(':')), new Set(args.group.slice(args.group.indexOf(':') + 1).split(' '))];
+    const rows = await (await load(`${stem}.bench.js`)).run({ quick: args.quick === true, progress: (m) => log(`  ${stem}: ${m}`), wants: (id) => ids.has(id) });
+    if (rows.some((r) => validateResult(r).length > 0)) throw new TypeError(`invalid rows: ${rows.flatMap(validateResult).join('; ')}`);
+    return process.stdout.write(JSON.stringify(rows)), 0;
+  }
+  const inChild = (group: string) => new Promise<BenchResult[]>((resolve, reject) => {
+    const argv = [...process.execArgv, fileURLToPath(import.meta.url), '--group', group, ...(args.quick ? ['--quick'] : [])];
+    const child = execFile(process.execPath, argv, { maxBuffer: 64 << 20 }, (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout))));
+    child.stderr!.pipe(process.stderr);
+  });
   const files = (await readdir(here)).filter((f) => f.endsWith('.bench.js')).sort();
   const [started, results, failures]: [number, BenchResult[], string[]] = [performance.now(), [], []];
   for (const file of files) {
     const stem = basename(file, '.bench.js');
     try {
-      const { suite } = (await import(pathToFileURL(join(here, file)).href)) as { suite?: Suite };
-      if (typeof suite?.run !== 'function') throw new TypeError('expected an export `suite` with a `run` function');
       const whole = wants(stem);
-      if (!whole && !suite.ids.some(wants)) continue;
-      log(`${stem}: running${args.quick ? ' (quick)' : ''}…`);
+      const groups = (await load(file)).groups.filter((ids) => whole || ids.some(wants));
+      if (groups.length > 0) log(`${stem}: running${args.quick ? ' (quick)' : ''}…`);
       const t0 = performance.now();
-      const rows = await suite.run({ quick: args.quick === true, progress: (m) => log(`  ${stem}: ${m}`), wants: whole ? () => true : wants });
-      if (rows.some((r) => validateResult(r).length > 0)) throw new TypeError(`invalid rows: ${rows.flatMap(validateResult).join('; ')}`);
-      results.push(...rows.filter((r) => whole || wants(r.id)));
-      log(`${stem}: ${rows.length} rows in ${seconds(t0)}`);
+      // --quick gives no verdicts, and a process a suite keeps it under 15 s.
+      for (const ids of args.quick && groups.length > 0 ? [groups.flat()] : groups) results.push(...(await inChild(`${stem}:${ids.join(' ')}`)).filter((r) => whole || wants(r.id)));
+      if (groups.length > 0) log(`${stem}: ${groups.length} groups in ${seconds(t0)}`);
     } catch (error) {
       failures.push(`${stem}: ${(error as Error)?.stack ?? String(error)}`);
       log(`${stem}: FAILED`);

@@ -89,14 +89,14 @@ describe('pairing', () => {
     registry.endTurn('left', left);
   });
 
-  it('suiteOf takes its ids from the group keys and runs only the wanted groups, in order, inside around', async () => {
+  it('suiteOf takes its groups of ids from the group keys and runs only the wanted groups, in order, inside around', async () => {
     const ran: string[] = [];
     const row = (id: string) => compare({ ...head, id }, [1], ['raw', [1]], { paired: false });
     const suite = suiteOf({
       A1: async () => (ran.push('A1'), row('A1')),
       'B1 B2': async () => (ran.push('B'), [row('B1'), row('B2')]),
     }, async (_, rows) => { ran.push('setup'); try { return await rows(); } finally { ran.push('teardown'); } });
-    expect(suite.ids).toEqual(['A1', 'B1', 'B2']);
+    expect(suite.groups).toEqual([['A1'], ['B1', 'B2']]);
     const ctx = (only: string[]) => ({ quick: true, progress: () => {}, wants: (id: string) => only.length === 0 || only.includes(id) });
     expect((await suite.run(ctx([]))).map((r) => r.id)).toEqual(['A1', 'B1', 'B2']);
     expect(ran.splice(0)).toEqual(['setup', 'A1', 'B', 'teardown']);
