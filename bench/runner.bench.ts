@@ -13,8 +13,8 @@ const GRACE_MS = 1000; // far above any cooperative settle, so a sample never ti
 const STREAM_EVERY_MS = 10; // well above the settle pause, so no chunk's write collides with the intent's
 const CHUNK = 'Reading src/turn/runner.ts to see where the stop spends its time; next, the ledger… ';
 
-/** What a stop wrote, split at its `cancelling` entry; `pre`: what the turn wrote before it. */
-type TurnBytes = Record<'pre' | 'intent' | 'history', Buffer>;
+/** What a stop wrote, split at its `cancelling` entry; `pre`: what the turn wrote before it, each line with its entry's `at` (ms). */
+type TurnBytes = Record<'intent' | 'history', Buffer> & { pre: { at: number; line: Buffer }[] };
 
 /** A stop's phases (ms) from its StopReport, and the ordered floor's steps (the peers of some of them). */
 const phasesOf = (r: StopReport) => ({ signal: r.signalledAt, settle: r.settledAt - r.signalledAt, hardStop: r.hardStopAt - r.settledAt,
@@ -49,14 +49,29 @@ function body(turn: Turn, pool: TurnPool, flags: Int32Array, spoken: () => void)
 /** Split what one stopped turn wrote at its `cancelling` entry, checking the history is what a cooperative stop writes. */
 function splitAtIntent(written: string, turnId: string): TurnBytes {
   const lines = written.split('\n').filter((l) => l.length > 0).map((l) => `${l}\n`);
-  const entries = lines.map((l) => JSON.parse(l) as { turnId: string; type: string; status?: string });
+  const entries = lines.map((l) => JSON.parse(l) as { at: number; turnId: string; type: string; status?: string });
   const at = entries.findIndex((e) => e.type === 'status' && e.status === 'cancelling');
   if (at < 0 || entries.some((e) => e.turnId !== turnId) || !entries.slice(at).some((e) => e.type === 'turn_aborted') ||
     entries.filter((e) => e.type === 'tool_aborted').length !== 2) {
     throw new Error(`${turnId}: unexpected history ${JSON.stringify(entries.map((e) => e.status ?? e.type))}`);
   }
   const bytes = (ls: string[]) => Buffer.from(ls.join(''), 'utf8');
-  return { pre: bytes(lines.slice(0, at)), intent: bytes(lines.slice(at, at + 1)), history: bytes(lines.slice(at + 1)) };
+  const pre = lines.slice(0, at).map((l, i) => ({ at: entries[i]!.at, line: bytes([l]) }));
+  return { pre, intent: bytes(lines.slice(at, at + 1)), history: bytes(lines.slice(at + 1)) };
+}
+
+/**
+ * The turn's lines before its stop, each written as far from the first as the turn wrote it. The
+ * timeline is part of the floor: an `fdatasync` after the disk sat idle for a turn's ~15 ms costs
+ * ~1.6× one right after the previous sample's (docs/benchmarks.md, "R1 against the ordered floor").
+ */
+async function replay(file: FileHandle, pre: TurnBytes['pre']): Promise<void> {
+  const start = performance.now();
+  for (const { at, line } of pre) {
+    const wait = at - pre[0]!.at - (performance.now() - start);
+    if (wait > 0) await delay(wait);
+    await append(file, line);
+  }
 }
 
 /** All of `bytes` in one write: a short write would time less than the stop writes. */
@@ -67,7 +82,7 @@ async function append(file: FileHandle, bytes: Buffer): Promise<void> {
 
 /** The ordered floor, each step timed; `undefined` (void) if the raw worker woke from no block. */
 async function orderedFloor(file: FileHandle, raw: RawWorker, bytes: TurnBytes): Promise<Floor | undefined> {
-  await append(file, bytes.pre);
+  await replay(file, bytes.pre);
   const { report, acted } = await raw.sample({ kind: 'wait' }, async () => {
     await settle();
     // The body's main-thread awaits (the model stream, the say stream's delay) on a bare AbortController: user code, so both sides run it.
@@ -103,7 +118,7 @@ export const suite = suiteOf({
       [ledger, file] = [await Ledger.open(ledgerPath), await open(join(dir, 'raw.jsonl'), 'a')];
       const runner = new TurnRunner({ registry, pool, ledger, graceMs: GRACE_MS });
       // The floor writes the bytes of the latest stop: its own round's when the stop went first, else the previous round's.
-      let bytes: TurnBytes = { pre: Buffer.alloc(0), intent: Buffer.from('{}\n'), history: Buffer.from('{}\n') };
+      let bytes: TurnBytes = { pre: [], intent: Buffer.from('{}\n'), history: Buffer.from('{}\n') };
       let [ledgerEnd, turns] = [0, 0];
       /** One cooperative turn, stopped once its task sleeps and its stream has spoken. */
       const stop = async () => {
@@ -139,7 +154,7 @@ export const suite = suiteOf({
       return [compare({ id: 'R1', metric: 'cooperative turn: stop request → turn_aborted emitted', unit: 'ms', extra: {
           goal: '≤ 1.15×', phaseMedianUs: Object.fromEntries(Object.keys(s.stop[0]!.phases).map((p) => [p, round3(median(phase(p as Phase)))])),
           intentPlusFlushShareOfTotal: round3(median(s.stop.map((x) => (x.phases.signal + x.phases.flush) / x.totalMs))),
-          stopBytes: { intent: bytes.intent.length, history: bytes.history.length, preStop: bytes.pre.length },
+          stopBytes: { intent: bytes.intent.length, history: bytes.history.length, preStop: bytes.pre.reduce((n, p) => n + p.line.length, 0) },
           rounds, cooperativeStops, voidedRaw: voided, graceMs: GRACE_MS,
         } }, s.stop.map((x) => x.totalMs), ['ordered floor: intent+fdatasync, abort+notify→wake, history+fdatasync', s.floor.map((o) => o.total)]),
         row('R2', 'phase intent+signal (signalledAt)', 'signal', ['raw intent append+fdatasync, abort + notify', 'signal']),
