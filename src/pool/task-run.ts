@@ -168,11 +168,16 @@ export class TaskRun implements LinkedOwner, Startable {
   }
 
   #cancelled(cause: unknown): CancelledError {
-    const options = { reason: this.token.reason, sessionId: this.token.sessionId, turnId: this.token.turnId, hard: this.hard };
-    if (this.signal?.aborted) return abortedTaskError(this.signal.reason, options);
-    const what = this.hard ? `hard-stopped after its grace window (${this.graceMs} ms or the stop's)` : this.started ? 'stopped' : 'dropped from the queue';
-    // Stack-less: the rejection of a stopped task is control flow (see `cancelledError`).
-    return cancelledError(`pool task ${what}: turn ${this.token.turnId ?? '(none)'} of session ${this.token.sessionId} was cancelled`, { ...options, cause });
+    const token = this.token;
+    const hard = this.hard;
+    const reason = token.reason;
+    const sessionId = token.sessionId;
+    const turnId = token.turnId;
+    if (this.signal?.aborted) return abortedTaskError(this.signal.reason, { reason, sessionId, turnId, hard });
+    const what = hard ? `hard-stopped after its grace window (${this.graceMs} ms or the stop's)` : this.started ? 'stopped' : 'dropped from the queue';
+    // Stack-less: the rejection of a stopped task is control flow (see `cancelledError`). One
+    // options object, not a spread of another: this runs on the main thread in every stop's grace.
+    return cancelledError(`pool task ${what}: turn ${turnId ?? '(none)'} of session ${sessionId} was cancelled`, { reason, sessionId, turnId, hard, cause });
   }
 
   #finish(how: Settlement): void {
