@@ -3,7 +3,7 @@
  * argument checks. Runs against the compiled output in dist/.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { existsSync, fstatSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,8 @@ import {
   INTERRUPTED_TOOL_TEXT, Ledger, TERMINAL_STATUSES, TURN_ABORTED_MARKER, abortedToolText, isTerminalStatus,
   type LedgerEntry, type LedgerEntryInput, type TurnStatus,
 } from '../dist/src/turn/ledger.js';
+import { turnIdsJson } from '../dist/src/turn/ledger-entry.js';
+import { spyOnFdatasync } from './support/fdatasync-spy.js';
 
 const HOST_FIXTURE = fileURLToPath(new URL('./fixtures/ledger/host-killed-mid-turn.mjs', import.meta.url));
 
@@ -170,16 +172,13 @@ describe('appending', () => {
 describe('durability', () => {
   it('flush() resolves only after an fdatasync that follows the write of everything appended before it', async () => {
     const ledger = await openLedger();
-    const proto = await fileHandlePrototype();
-    const realDatasync = proto.datasync;
     let release!: () => void;
     const gate = new Promise<void>((resolve) => { release = resolve; });
     let synced!: (fileAtSync: string) => void;
     const syncCalled = new Promise<string>((resolve) => { synced = resolve; });
-    const datasync = vi.spyOn(proto, 'datasync').mockImplementation(async function (this: FileHandle) {
+    const datasync = spyOnFdatasync(async () => {
       synced(readFileSync(file, 'utf8'));
       await gate;
-      return realDatasync.call(this);
     });
 
     void ledger.append(started('s', 't'));
@@ -200,18 +199,40 @@ describe('durability', () => {
 
   it('close() waits for pending appends and fdatasyncs them before closing the file', async () => {
     const ledger = await openLedger();
-    const proto = await fileHandlePrototype();
-    const realDatasync = proto.datasync;
-    const synced: { lines: number; handle: FileHandle }[] = [];
-    vi.spyOn(proto, 'datasync').mockImplementation(async function (this: FileHandle) {
-      synced.push({ lines: readFileSync(file, 'utf8').split('\n').filter(Boolean).length, handle: this });
-      return realDatasync.call(this); // throws if the handle were already closed
-    });
+    const synced: { lines: number; ino: number }[] = [];
+    // The real sync fails with EBADF (and close() rejects) if the fd were already closed.
+    spyOnFdatasync((fd) => { synced.push({ lines: readFileSync(file, 'utf8').split('\n').filter(Boolean).length, ino: fstatSync(fd).ino }); });
     void ledger.append(started('s', 't'));
     void ledger.append(say('s', 't', 'bye'));
     await ledger.close();
     expect(synced.map((s) => s.lines)).toEqual([2]);
-    expect(synced[0]!.handle.fd).toBe(-1); // the synced handle is the one close() then closed
+    expect(synced[0]!.ino).toBe(statSync(file).ino); // the sync was of the ledger's own file
+  });
+
+  it('close() called while a flush is syncing waits for that sync before it closes the fd', async () => {
+    const ledger = await openLedger();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    let firstSync!: () => void;
+    const inFirstSync = new Promise<void>((resolve) => { firstSync = resolve; });
+    let calls = 0;
+    const synced: number[] = [];
+    // Only the flush's sync is held; close()'s own runs at once, so a close() that did not wait
+    // for the held one would close the fd under it (EBADF, or a sync of whatever reused the fd).
+    spyOnFdatasync(async () => {
+      calls += 1;
+      if (calls === 1) { firstSync(); await gate; }
+    }, (fd) => { synced.push(fstatSync(fd).ino); });
+    void ledger.append(started('s', 't'));
+    const flushing = ledger.flush();
+    await inFirstSync;
+    let closed = false;
+    const closing = ledger.close().then(() => { closed = true; });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(closed).toBe(false);
+    release();
+    await Promise.all([flushing, closing]);
+    expect(synced).toEqual([statSync(file).ino, statSync(file).ino]);
   });
 
   it('after a failed write, that append and every later append, flush and close reject with the failure', async () => {
@@ -287,7 +308,7 @@ describe('repair on open', () => {
     const ledger = await openLedger();
     await ledger.append(started('s', 'lost'));
     await ledger.close();
-    const datasync = vi.spyOn(await fileHandlePrototype(), 'datasync');
+    const datasync = spyOnFdatasync();
     await openLedger();
     expect(datasync).toHaveBeenCalledTimes(1);
     expect(fileLines().at(-1)).toMatchObject({ type: 'status', status: 'interrupted' });
@@ -447,5 +468,52 @@ describe('helpers', () => {
     expect([...TERMINAL_STATUSES]).toEqual(['completed', 'failed', 'cancelled', 'interrupted']);
     expect(['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'interrupted', 'nope', 3]
       .filter(isTerminalStatus)).toEqual(['completed', 'failed', 'cancelled', 'interrupted']);
+  });
+});
+
+describe("the runner's own path (appendForTurn)", () => {
+  const [sessionId, turnId] = ['sess "quoted" é', 'turn-1'];
+  const bodies = [
+    { type: 'turn_started' },
+    { type: 'tool_call', callId: 'call-1', name: 'grep', args: { q: 'x', n: [1, 2] } },
+    { type: 'tool_call', callId: 'call-2', name: 'now', args: null },
+    { type: 'tool_output', callId: 'call-1', output: { hits: 3 }, success: true },
+    { type: 'tool_output', callId: 'call-2', output: undefined, success: false },
+    { type: 'tool_aborted', callId: 'call-1', output: abortedToolText(1234) },
+    { type: 'say', text: 'line\nwith "quotes" and \u2028' },
+    { type: 'status', status: 'cancelling', reason: 'cancel.user' },
+    { type: 'status', status: 'running' },
+    { type: 'turn_aborted', text: TURN_ABORTED_MARKER },
+  ] as const;
+
+  it('writes the same bytes as append() of the same entry, in the same seq order', async () => {
+    const [viaAppend, viaTurn] = [await Ledger.open(join(dir, 'a.jsonl')), await Ledger.open(join(dir, 'b.jsonl'))];
+    opened.push(viaAppend, viaTurn);
+    const ids = turnIdsJson(sessionId, turnId);
+    const now = vi.spyOn(Date, 'now').mockReturnValue(1_700_000_000_000);
+    await Promise.all(bodies.flatMap((body) => [
+      viaAppend.append({ ...body, sessionId, turnId } as LedgerEntryInput), viaTurn.appendForTurn(turnId, ids, body as never)]));
+    now.mockRestore();
+    await Promise.all([viaAppend.close(), viaTurn.close()]);
+    const [a, b] = [readFileSync(join(dir, 'a.jsonl'), 'utf8'), readFileSync(join(dir, 'b.jsonl'), 'utf8')];
+    expect(b).toBe(a);
+    expect(b.trimEnd().split('\n').map((l) => JSON.parse(l).seq)).toEqual(bodies.map((_, i) => i + 1));
+  });
+
+  it('checks the fields as append() does and refuses what it cannot write, leaving nothing written', async () => {
+    const ledger = await Ledger.open(file);
+    opened.push(ledger);
+    const ids = turnIdsJson(sessionId, turnId);
+    await expect(ledger.appendForTurn(turnId, ids, { type: 'say', text: 5 } as never)).rejects.toThrow(/entry\.text: expected a string, got 5/);
+    await expect(ledger.appendForTurn(turnId, ids, { type: 'nope' } as never)).rejects.toThrow(/entry\.type: expected one of/);
+    await expect(ledger.appendForTurn(turnId, ids, { type: 'toString' } as never)).rejects.toThrow(TypeError);
+    await expect(ledger.appendForTurn(turnId, ids, { type: 'tool_output', callId: 'c', output: 1n, success: true } as never))
+      .rejects.toThrow(/not JSON-serialisable/);
+    expect(() => turnIdsJson('', turnId)).toThrow(/entry\.sessionId/);
+    await ledger.appendForTurn(turnId, ids, { type: 'turn_started' });
+    await expect(ledger.appendForTurn(turnId, ids, { type: 'turn_started' })).rejects.toThrow(/already in/);
+    await ledger.close();
+    await expect(ledger.appendForTurn(turnId, ids, { type: 'say', text: 'late' })).rejects.toThrow(/is closed/);
+    expect(readFileSync(file, 'utf8').trimEnd().split('\n').map((l) => [JSON.parse(l).seq, JSON.parse(l).type])).toEqual([[1, 'turn_started']]);
   });
 });

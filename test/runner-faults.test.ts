@@ -5,11 +5,11 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   exec, isCancelledError, TurnRunner, type LedgerEntry,
 } from '../dist/src/index.js';
+import { spyOnFdatasync } from './support/fdatasync-spy.js';
 import { flags, started } from './support/handshake.js';
 import { runnerScene } from './support/runner-scene.js';
 import { eventually } from './support/leaks.js';
@@ -141,8 +141,6 @@ describe('nothing of a turn starts after its stop began', () => {
   });
 
   it('while `cancelling` is being fsynced, tool/ask/say reject with CancelledError and run or record nothing', async () => {
-    const proto = Object.getPrototypeOf(await open(join(scene.dir, 'probe'), 'w').then(async (h) => { await h.close(); return h; })) as FileHandle;
-    const datasync = proto.datasync;
     let syncing!: () => void;
     const inSync = new Promise<void>((r) => { syncing = r; });
     let letSyncGo!: () => void;
@@ -162,10 +160,9 @@ describe('nothing of a turn starts after its stop began', () => {
       ]));
     });
     await bodyRuns;
-    vi.spyOn(proto, 'datasync').mockImplementation(async function (this: FileHandle) {
+    spyOnFdatasync(async () => {
       syncing();
       await syncGate;
-      return datasync.call(this);
     });
     const report$ = scene.runner.stop('s');
     await inSync; // the stop is inside its intent's fdatasync; the token is not tripped yet

@@ -8,6 +8,7 @@ import {
   CancelledError, FatalToolError, Ledger, exec, ToolError, TurnPool, TurnRegistry, TurnRunner, isCancelledError,
   type LedgerEntry,
 } from '../dist/src/index.js';
+import { spyOnFdatasync } from './support/fdatasync-spy.js';
 import { flags, started } from './support/handshake.js';
 
 const tasks = new URL('./fixtures/pool/tasks.mjs', import.meta.url).href;
@@ -75,7 +76,6 @@ describe('a stop during a pool task', () => {
     const log: { what: string; at: number }[] = [];
     const proto = await fileHandlePrototype();
     const write = proto.write;
-    const datasync = proto.datasync;
     // What the file system saw: each line is logged when it is first found in the file — after an
     // asynchronous write, before each sync (a flush may write the lines itself, synchronously), at
     // the signal and at the event.
@@ -93,11 +93,7 @@ describe('a stop during a pool task', () => {
       logNewLines();
       return result;
     } as never);
-    vi.spyOn(proto, 'datasync').mockImplementation(async function (this: FileHandle) {
-      logNewLines();
-      await datasync.call(this);
-      log.push({ what: 'synced', at: performance.now() });
-    });
+    spyOnFdatasync(logNewLines, () => { log.push({ what: 'synced', at: performance.now() }); });
     runner.once('turn_aborted', () => { logNewLines(); log.push({ what: 'event', at: performance.now() }); });
     const outcome$ = runner.run('s', async (turn) => {
       turn.signal.addEventListener('abort', () => { logNewLines(); log.push({ what: 'signal', at: performance.now() }); });

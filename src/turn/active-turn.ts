@@ -18,7 +18,8 @@ import { CancelledError, checkFunction, checkId, describe, FatalToolError, ToolE
 import { runInTurn } from '../token/context.js';
 import { addOwner } from '../token/owners.js';
 import type { CancelToken } from '../token/token.js';
-import type { Ledger, LedgerEntryInput } from './ledger.js';
+import type { Ledger } from './ledger.js';
+import { turnIdsJson, type TurnEntryBody } from './ledger-entry.js';
 import { messageOf, renderSafely } from './render.js';
 import type { StopReport } from './report.js';
 
@@ -61,7 +62,7 @@ export interface PendingQuestion {
 }
 
 /** A ledger entry without the fields the turn fills in. */
-export type EntryBody = LedgerEntryInput extends infer E ? (E extends unknown ? Omit<E, 'sessionId' | 'turnId'> : never) : never;
+export type EntryBody = TurnEntryBody;
 
 interface Call {
   readonly name: string;
@@ -118,12 +119,15 @@ export class ActiveTurn implements Turn {
   /** The first `FatalToolError` a tool threw; `undefined` if none (the body may have caught it). */
   fatal: FatalToolError | undefined;
   readonly #host: TurnHost;
+  /** This turn's ids as every ledger line of it spells them, encoded once (`Ledger.appendForTurn`). */
+  readonly #idsJson: string;
   #callSeq = 0;
 
   constructor(host: TurnHost, sessionId: string, turnId: string, token: CancelToken) {
     this.#host = host;
     this.sessionId = sessionId;
     this.turnId = turnId;
+    this.#idsJson = turnIdsJson(sessionId, turnId);
     this.token = token;
     this.stopStarted = new Promise((resolve) => { this.#startStopped = resolve; });
     this.bodySettled = new Promise((resolve) => { this.#bodyDone = resolve; });
@@ -171,7 +175,7 @@ export class ActiveTurn implements Turn {
    */
   async write(entry: EntryBody, event?: string, payload: object = entry): Promise<void> {
     if (this.closed) return;
-    await this.#host.ledger?.append({ ...entry, sessionId: this.sessionId, turnId: this.turnId } as LedgerEntryInput);
+    await this.#host.ledger?.appendForTurn(this.turnId, this.#idsJson, entry);
     if (event !== undefined && !this.closed) this.#host.notify(event, { sessionId: this.sessionId, turnId: this.turnId, ...payload });
   }
 
@@ -196,7 +200,8 @@ export class ActiveTurn implements Turn {
     const call: Call = { name, recordedAt: performance.now(), finished: false };
     this.calls.set(callId, call);
     try {
-      await this.write({ type: 'tool_call', callId, name, args: recordedArgs });
+      // null for a call that took nothing, as `Ledger.append` records it.
+      await this.write({ type: 'tool_call', callId, name, args: recordedArgs === undefined ? null : recordedArgs });
     } catch (error) {
       // Not recorded (the ledger failed): no output may follow it, so the stop must not write one.
       call.finished = true;

@@ -187,6 +187,45 @@ export function renderEntry(entry: unknown, seq: number, at: number): { line: st
   return { line, turnId: turnId as string, type };
 }
 
+/** @internal An entry of one turn without its ids, `type` first: what fullstop's runner writes. */
+export type TurnEntryBody = LedgerEntryInput extends infer E ? (E extends unknown ? Omit<E, 'sessionId' | 'turnId'> : never) : never;
+
+/**
+ * @internal The `"sessionId":…,"turnId":…,` part of every line of one turn, checked and encoded
+ * once a turn (`renderTurnEntry`).
+ */
+export function turnIdsJson(sessionId: string, turnId: string): string {
+  checkId(`${WHERE}: entry.sessionId`, sessionId);
+  checkId(`${WHERE}: entry.turnId`, turnId);
+  return `"sessionId":${JSON.stringify(sessionId)},"turnId":${JSON.stringify(turnId)},`;
+}
+
+/**
+ * @internal The line `renderEntry` makes of `{ ...body, sessionId, turnId }`, byte for byte, for a
+ * body fullstop's runner built itself (an object literal with `type` first and none of the fields
+ * the ledger or the ids own; tool values already made plain JSON at the call). The same checks
+ * of the type and its fields, and none of `renderEntry`'s copies: a stop writes its entries on a
+ * main thread gone cold, where each copy is several µs (docs/benchmarks.md, "Where R1's time goes").
+ */
+export function renderTurnEntry(idsJson: string, body: TurnEntryBody, seq: number, at: number): string {
+  const e = body as unknown as Record<string, unknown>;
+  const type = e.type as LedgerEntryType;
+  if (FIELD_CHECKS[type] === undefined || !Object.hasOwn(FIELD_CHECKS, type)) {
+    throw new TypeError(`${WHERE}: entry.type: expected one of ${LEDGER_ENTRY_TYPES.join(', ')}, got ${describe(e.type)}`);
+  }
+  FIELD_CHECKS[type](e);
+  // `renderEntry` writes `args: null` for a call that took nothing; so does its own path.
+  if (type === 'tool_call' && e.args === undefined) throw new TypeError(`${WHERE}: entry.args: the runner records null, not undefined`);
+  let json: string;
+  try {
+    json = JSON.stringify(body);
+  } catch (cause) {
+    throw new TypeError(`${WHERE}: entry is not JSON-serialisable: ${renderSafely(cause)}`, { cause });
+  }
+  // `{"type":…` → `{"seq":…,"at":…,"sessionId":…,"turnId":…,"type":…`: renderEntry's field order.
+  return `{"seq":${seq},"at":${at},${idsJson}${json.slice(1)}\n`;
+}
+
 /** A ledger file read back: its complete entries and where the last one ends. */
 export interface ParsedLedger {
   entries: LedgerEntry[];

@@ -30,9 +30,9 @@ import { writeSync } from 'node:fs';
 import { open as openFile, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { checkId, describe } from '../errors.js';
-import { isDiskFull, openError, readAll, writeAll } from './ledger-file.js';
+import { fdatasyncFd, isDiskFull, openError, readAll, writeAll } from './ledger-file.js';
 import {
-  closingEntries, parseLedger, renderEntry, type LedgerEntry, type LedgerEntryInput,
+  closingEntries, parseLedger, renderEntry, renderTurnEntry, type LedgerEntry, type LedgerEntryInput, type TurnEntryBody,
 } from './ledger-entry.js';
 import { lockLedger, type LedgerLock } from './ledger-lock.js';
 import { renderSafely } from './render.js';
@@ -101,6 +101,8 @@ export class Ledger {
   #writing = false;
   /** Number of `fdatasync`s in flight (see `#writeQueuedNow`). */
   #syncing = 0;
+  /** The `fdatasync`s in flight, which `close()` waits for before it closes their fd. */
+  readonly #syncs = new Set<Promise<void>>();
   /** Settles when every line queued so far is written or failed; never rejects (invariant 3). */
   #lastWrite: Promise<void> = Promise.resolve();
   /** The first write failure; `undefined` while every write has succeeded (invariant 4). */
@@ -194,6 +196,36 @@ export class Ledger {
    * ledger is closed or a write has failed.
    */
   append(entry: LedgerEntryInput): Promise<void> {
+    const refused = this.#refusal();
+    if (refused !== undefined) return refused;
+    let rendered: { line: string; turnId: string; type: string };
+    try {
+      rendered = renderEntry(entry, this.#seq + 1, Date.now());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#enqueue(rendered.line, rendered.turnId, rendered.type);
+  }
+
+  /**
+   * @internal `append` for a runner's turn: `idsJson` from `turnIdsJson(sessionId, turnId)`, made
+   * once a turn, and a body the runner built (`renderTurnEntry` says what it must be). The same
+   * line, the same checks of the type's fields and the same refusals as `append`.
+   */
+  appendForTurn(turnId: string, idsJson: string, body: TurnEntryBody): Promise<void> {
+    const refused = this.#refusal();
+    if (refused !== undefined) return refused;
+    let line: string;
+    try {
+      line = renderTurnEntry(idsJson, body, this.#seq + 1, Date.now());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#enqueue(line, turnId, body.type);
+  }
+
+  /** Why no entry can be appended now (a rejected promise), or `undefined`. */
+  #refusal(): Promise<never> | undefined {
     if (this.#closing !== undefined) {
       return Promise.reject(new Error(`Ledger.append: the ledger "${this.path}" is closed`));
     }
@@ -202,13 +234,11 @@ export class Ledger {
       return Promise.reject(new RangeError(`Ledger.append: "${this.path}" has reached seq ${this.#seq} (Number.MAX_SAFE_INTEGER); ` +
         'no later seq can be read back exactly, so start a new ledger file'));
     }
-    let rendered: { line: string; turnId: string; type: string };
-    try {
-      rendered = renderEntry(entry, this.#seq + 1, Date.now());
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    const { line, turnId, type } = rendered;
+    return undefined;
+  }
+
+  /** Queue a checked, rendered line under the next seq (invariants 1 and 2). */
+  #enqueue(line: string, turnId: string, type: string): Promise<void> {
     if (type === 'turn_started' && this.#turnIds.has(turnId)) {
       return Promise.reject(new Error(`Ledger.append: turn ${JSON.stringify(turnId)} is already in "${this.path}"; ` +
         'a turn id is used once (a second turn under it could never be told apart from the first)'));
@@ -235,10 +265,18 @@ export class Ledger {
     if (this.#handleClosed) return this.#closing;
     this.#syncing += 1;
     try {
-      await this.#handle.datasync();
+      await this.#fdatasync();
     } finally {
       this.#syncing -= 1;
     }
+  }
+
+  #fdatasync(): Promise<void> {
+    const sync = fdatasyncFd(this.#handle.fd);
+    this.#syncs.add(sync);
+    const forget = () => { this.#syncs.delete(sync); };
+    sync.then(forget, forget);
+    return sync;
   }
 
   /**
@@ -297,8 +335,10 @@ export class Ledger {
     try {
       await this.#lastWrite;
       if (this.#failure !== undefined) throw this.#failure;
-      await this.#handle.datasync();
+      await this.#fdatasync();
     } finally {
+      // A flush's sync started before the close holds the fd: closing it first could sync another file.
+      await Promise.allSettled([...this.#syncs]);
       this.#handleClosed = true;
       openFiles.delete(this.#fileKey);
       await this.#handle.close();
