@@ -247,6 +247,37 @@ describe('durability', () => {
     // The file was closed and released anyway: it opens again.
     await (await Ledger.open(file)).close();
   });
+
+  it('after a failed fdatasync, that flush and every later append, flush and close reject, though the next sync would succeed', async () => {
+    const ledger = await openLedger();
+    await ledger.append(started('s', 't'));
+    let syncs = 0;
+    // Only the first sync fails, as a writeback error is reported once: the next would succeed.
+    spyOnFdatasync(() => {
+      syncs += 1;
+      if (syncs === 1) throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+    });
+    const failed = await ledger.flush().then(() => undefined, (e: Error) => e);
+    expect(failed?.message).toMatch(/syncing ".*history\.jsonl" failed, so what was written since the last good sync may not be on disk \(EIO/);
+    expect((failed as Error & { cause: { code: string } }).cause.code).toBe('EIO');
+    await expect(ledger.append(say('s', 't', 'later'))).rejects.toBe(failed);
+    await expect(ledger.flush()).rejects.toBe(failed);
+    await expect(ledger.close()).rejects.toBe(failed);
+    expect(syncs).toBe(1); // nothing later was synced as if the failure had not happened
+    vi.restoreAllMocks();
+    // The file was closed and released; the next open repairs it: the turn that was open is interrupted.
+    const reopened = await Ledger.open(file);
+    opened.push(reopened);
+    expect((await reopened.entries()).map((e) => [e.type, (e as { status?: string }).status])).toEqual([['turn_started', undefined], ['status', 'interrupted']]);
+  });
+
+  it('a full disk on fdatasync names the file system to free', async () => {
+    const ledger = await openLedger();
+    await ledger.append(started('s', 't'));
+    spyOnFdatasync(() => { throw Object.assign(new Error('ENOSPC: no space left on device, fdatasync'), { code: 'ENOSPC' }); });
+    await expect(ledger.flush()).rejects.toThrow(/the disk is full \(ENOSPC\): free space on the file system holding/);
+    await expect(ledger.close()).rejects.toThrow(/ENOSPC/);
+  });
 });
 
 describe('repair on open', () => {

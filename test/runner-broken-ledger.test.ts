@@ -3,12 +3,13 @@
  * grace, the hard stop and the event still happen, `run()` resolves `cancelled`, the report carries
  * `ledgerError`, and the next `Ledger.open` closes the turn.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   exec, Ledger, TurnRunner, type LedgerEntry,
 } from '../dist/src/index.js';
+import { spyOnFdatasync } from './support/fdatasync-spy.js';
 import { flags, started } from './support/handshake.js';
 import { runnerScene } from './support/runner-scene.js';
 import { eventually, isGone } from './support/leaks.js';
@@ -56,6 +57,47 @@ describe('a failed ledger never cancels the stop', () => {
     try {
       const entries = await reopened.entries({ turnId: 't-closed' });
       expect(entries.map(typeOf)).toEqual(['turn_started', 'tool_call', 'tool_aborted', 'status:interrupted']);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it("with the intent's fdatasync failing: the stop goes on, ledgerError is the sync's failure, nothing after it is written, and the next open closes the turn", async () => {
+    const f = flags();
+    let stream: Promise<string> | undefined;
+    const aborted: unknown[] = [];
+    scene.runner.on('turn_aborted', (p) => aborted.push(p));
+    const outcome$ = scene.runner.run('s', async (turn) => {
+      stream = streamUntilAborted(turn.signal);
+      await turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, name: 'spins' }));
+    }, { turnId: 't-sync' });
+    await started(f);
+    const linesBefore = readFileSync(scene.ledger.path, 'utf8');
+    // The stop's first sync is its intent's: a writeback error, reported once (a second sync would succeed).
+    let syncs = 0;
+    spyOnFdatasync(() => {
+      syncs += 1;
+      if (syncs === 1) throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+    });
+    const report = await scene.runner.stop('s', { graceMs: 200 });
+    const outcome = await outcome$;
+
+    expect(String((report!.ledgerError as Error).message)).toMatch(/syncing ".*history\.jsonl" failed.*\(EIO/);
+    expect(await stream).toBe('aborted');
+    expect(report).toMatchObject({ hardStopped: { workers: 1, processGroups: 0, questions: 0 } });
+    expect(outcome).toMatchObject({ status: 'cancelled', report });
+    expect(aborted).toHaveLength(1);
+    expect(syncs).toBe(1); // the history was refused, not written and synced as if the intent had been durable
+    // Only the intent was written (before its sync failed); nothing of the history follows it.
+    const added = readFileSync(scene.ledger.path, 'utf8').slice(linesBefore.length).trimEnd().split('\n').map((l) => JSON.parse(l) as LedgerEntry);
+    expect(added.map(typeOf)).toEqual(['status:cancelling']);
+
+    await scene.ledger.close().catch(() => {});
+    vi.restoreAllMocks();
+    const reopened = await Ledger.open(scene.ledger.path);
+    try {
+      const entries = await reopened.entries({ turnId: 't-sync' });
+      expect(entries.map(typeOf)).toEqual(['turn_started', 'tool_call', 'status:cancelling', 'tool_aborted', 'turn_aborted', 'status:cancelled']);
     } finally {
       await reopened.close();
     }

@@ -10,9 +10,11 @@
  *    passed its checks. With (1): seq order = file order, with no gaps, even for un-awaited appends.
  * 3. `#lastWrite` settles once every line queued so far has been written or has failed. It never
  *    rejects, so `flush`, `entries` and `close` can wait on it and then look at `#failure`.
- * 4. A failed write breaks the ledger for good: the file may now end in a torn line, and writing
- *    after it would turn that into a corrupt middle line, which `open` refuses. So every later
- *    append and flush rejects with `#failure`; the next `Ledger.open` repairs the tail.
+ * 4. A failed write or sync breaks the ledger for good: after a write the file may end in a torn
+ *    line, and writing after it would turn that into a corrupt middle line, which `open` refuses;
+ *    after a sync, lines already written may never reach the disk, and no later sync can say
+ *    which. So every later append and flush rejects with `#failure` (the first failure); the next
+ *    `Ledger.open` repairs the tail.
  * 5. `open` changes a file in two ways only: it truncates a torn last line and it appends status
  *    entries. A complete entry is never rewritten or removed.
  *
@@ -271,12 +273,29 @@ export class Ledger {
     }
   }
 
+  /**
+   * A failed sync breaks the ledger as a failed write does (invariant 4): the kernel reports a
+   * writeback error once, so a later sync could succeed although lines before it never reached
+   * the disk, and a flush that then resolved would promise what is not there.
+   */
   #fdatasync(): Promise<void> {
-    const sync = fdatasyncFd(this.#handle.fd);
+    const sync = fdatasyncFd(this.#handle.fd).catch((cause: unknown) => {
+      throw this.#breakOn(`syncing "${this.path}" failed, so what was written since the last good sync may not be on disk`, cause);
+    });
     this.#syncs.add(sync);
     const forget = () => { this.#syncs.delete(sync); };
     sync.then(forget, forget);
     return sync;
+  }
+
+  /** Breaks the ledger for good (invariant 4) and returns the failure: the first one, if it already was. */
+  #breakOn(what: string, cause: unknown): Error {
+    if (this.#failure !== undefined) return this.#failure;
+    const then = isDiskFull(cause)
+      ? `the disk is full (${(cause as NodeJS.ErrnoException).code}): free space on the file system holding "${dirname(this.path)}", then`
+      : 'it refuses further appends, and';
+    this.#failure = new Error(`Ledger: ${what} (${renderSafely(cause)}); ${then} the next Ledger.open repairs the file`, { cause });
+    return this.#failure;
   }
 
   /**
@@ -390,12 +409,8 @@ export class Ledger {
       return;
     }
     const fail = (cause: unknown) => {
-      const what = isDiskFull(cause)
-        ? `the disk is full (${(cause as NodeJS.ErrnoException).code}): free space on the file system holding "${dirname(this.path)}", then`
-        : 'it refuses further appends, and';
-      this.#failure = new Error(`Ledger: writing to "${this.path}" failed (${renderSafely(cause)}); ${what} ` +
-        'the next Ledger.open repairs the file', { cause });
-      for (const pending of batch) pending.reject(this.#failure);
+      const failure = this.#breakOn(`writing to "${this.path}" failed`, cause);
+      for (const pending of batch) pending.reject(failure);
     };
     const done = () => { for (const pending of batch) pending.resolve(); };
     let written: Promise<void> | void;
