@@ -28,17 +28,23 @@ function streamUntilAborted(signal: AbortSignal): Promise<'aborted'> {
   });
 }
 
+/** A turn whose model stream listens to its signal and whose tool's pool task never checks; resolves once the task runs. */
+async function spinningTurn(turnId: string) {
+  const f = flags();
+  let stream: Promise<string> | undefined;
+  const aborted: unknown[] = [];
+  scene.runner.on('turn_aborted', (p) => aborted.push(p));
+  const outcome$ = scene.runner.run('s', async (turn) => {
+    stream = streamUntilAborted(turn.signal);
+    await turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, name: 'spins' }));
+  }, { turnId });
+  await started(f);
+  return { aborted, outcome$, stream: () => stream };
+}
+
 describe('a failed ledger never cancels the stop', () => {
   it('with the ledger closed mid-turn: signal, grace and hard stop happen, run() resolves cancelled with ledgerError, the event fires, and the next open closes the turn', async () => {
-    const f = flags();
-    let stream: Promise<string> | undefined;
-    const aborted: unknown[] = [];
-    scene.runner.on('turn_aborted', (p) => aborted.push(p));
-    const outcome$ = scene.runner.run('s', async (turn) => {
-      stream = streamUntilAborted(turn.signal);
-      await turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, name: 'spins' }));
-    }, { turnId: 't-closed' });
-    await started(f);
+    const { aborted, outcome$, stream } = await spinningTurn('t-closed');
     const hardStopsBefore = pool.stats().hardStops;
     await scene.ledger.close();
     const report = await scene.runner.stop('s', { graceMs: 200 });
@@ -46,7 +52,7 @@ describe('a failed ledger never cancels the stop', () => {
 
     expect(report!.ledgerError).toBeInstanceOf(Error);
     expect(String((report!.ledgerError as Error).message)).toMatch(/closed/);
-    expect(await stream).toBe('aborted');
+    expect(await stream()).toBe('aborted');
     expect(report).toMatchObject({ settledCooperatively: false, hardStopped: { workers: 1, processGroups: 0, questions: 0 } });
     expect(report!.settledAt).toBeGreaterThanOrEqual(195);
     expect(pool.stats().hardStops).toBe(hardStopsBefore + 1);
@@ -63,15 +69,7 @@ describe('a failed ledger never cancels the stop', () => {
   });
 
   it("with the intent's fdatasync failing: the stop goes on, ledgerError is the sync's failure, nothing after it is written, and the next open closes the turn", async () => {
-    const f = flags();
-    let stream: Promise<string> | undefined;
-    const aborted: unknown[] = [];
-    scene.runner.on('turn_aborted', (p) => aborted.push(p));
-    const outcome$ = scene.runner.run('s', async (turn) => {
-      stream = streamUntilAborted(turn.signal);
-      await turn.tool('spins', {}, (token) => pool.run({ flags: f }, { token, name: 'spins' }));
-    }, { turnId: 't-sync' });
-    await started(f);
+    const { aborted, outcome$, stream } = await spinningTurn('t-sync');
     const linesBefore = readFileSync(scene.ledger.path, 'utf8');
     // The stop's first sync is its intent's: a writeback error, reported once (a second sync would succeed).
     let syncs = 0;
@@ -83,7 +81,7 @@ describe('a failed ledger never cancels the stop', () => {
     const outcome = await outcome$;
 
     expect(String((report!.ledgerError as Error).message)).toMatch(/syncing ".*history\.jsonl" failed.*\(EIO/);
-    expect(await stream).toBe('aborted');
+    expect(await stream()).toBe('aborted');
     expect(report).toMatchObject({ hardStopped: { workers: 1, processGroups: 0, questions: 0 } });
     expect(outcome).toMatchObject({ status: 'cancelled', report });
     expect(aborted).toHaveLength(1);
