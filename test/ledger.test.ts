@@ -508,6 +508,8 @@ describe("the runner's own path (appendForTurn)", () => {
     { type: 'turn_started' },
     { type: 'tool_call', callId: 'call-1', name: 'grep', args: { q: 'x', n: [1, 2] } },
     { type: 'tool_call', callId: 'call-2', name: 'now', args: null },
+    { type: 'tool_call', callId: 'call-3', name: 'bare', args: undefined },
+    { type: 'tool_call', callId: 'call-4', name: 'none' },
     { type: 'tool_output', callId: 'call-1', output: { hits: 3 }, success: true },
     { type: 'tool_output', callId: 'call-2', output: undefined, success: false },
     { type: 'tool_aborted', callId: 'call-1', output: abortedToolText(1234) },

@@ -61,9 +61,6 @@ export interface PendingQuestion {
   reject(error: unknown): void;
 }
 
-/** A ledger entry without the fields the turn fills in. */
-export type EntryBody = TurnEntryBody;
-
 interface Call {
   readonly name: string;
   /** performance.now() when `tool_call` was recorded. */
@@ -173,7 +170,7 @@ export class ActiveTurn implements Turn {
    * Append and emit unless the turn is closed; resolves once the entry is written. The append is
    * queued synchronously, before the first await, so callers can order it against other writes.
    */
-  async write(entry: EntryBody, event?: string, payload: object = entry): Promise<void> {
+  async write(entry: TurnEntryBody, event?: string, payload: object = entry): Promise<void> {
     if (this.closed) return;
     await this.#host.ledger?.appendForTurn(this.turnId, this.#idsJson, entry);
     if (event !== undefined && !this.closed) this.#host.notify(event, { sessionId: this.sessionId, turnId: this.turnId, ...payload });
@@ -200,8 +197,7 @@ export class ActiveTurn implements Turn {
     const call: Call = { name, recordedAt: performance.now(), finished: false };
     this.calls.set(callId, call);
     try {
-      // null for a call that took nothing, as `Ledger.append` records it.
-      await this.write({ type: 'tool_call', callId, name, args: recordedArgs === undefined ? null : recordedArgs });
+      await this.write({ type: 'tool_call', callId, name, args: recordedArgs });
     } catch (error) {
       // Not recorded (the ledger failed): no output may follow it, so the stop must not write one.
       call.finished = true;

@@ -160,11 +160,7 @@ export function renderEntry(entry: unknown, seq: number, at: number): { line: st
   }
   checkId(`${WHERE}: entry.sessionId`, e.sessionId);
   checkId(`${WHERE}: entry.turnId`, e.turnId);
-  if (!(LEDGER_ENTRY_TYPES as readonly unknown[]).includes(e.type)) {
-    throw new TypeError(`${WHERE}: entry.type: expected one of ${LEDGER_ENTRY_TYPES.join(', ')}, got ${describe(e.type)}`);
-  }
-  const type = e.type as LedgerEntryType;
-  FIELD_CHECKS[type](e);
+  const type = checkFields(e);
   const { sessionId, turnId } = e;
   // The line's fields: the ledger's and the identity first, then the rest in the entry's order.
   // Built in one pass over the snapshot (a rest-destructuring of it is a second copy on every append).
@@ -175,16 +171,32 @@ export function renderEntry(entry: unknown, seq: number, at: number): { line: st
     if (key === '__proto__') Object.defineProperty(out, key, { value: e[key], enumerable: true, writable: true, configurable: true });
     else out[key] = e[key];
   }
-  // `args` is the one field a reader expects to find even when the tool took nothing.
-  if (type === 'tool_call' && out.args === undefined) out.args = null;
-  let line: string;
+  if (lacksArgs(type, out)) out.args = null;
+  // Serialised now, so a caller mutating the object after append() cannot change the history.
+  return { line: `${stringify(out)}\n`, turnId: turnId as string, type };
+}
+
+/** The entry's type, after the checks of its type's fields; a TypeError naming the bad one. */
+function checkFields(e: Record<string, unknown>): LedgerEntryType {
+  if (!(LEDGER_ENTRY_TYPES as readonly unknown[]).includes(e.type)) {
+    throw new TypeError(`${WHERE}: entry.type: expected one of ${LEDGER_ENTRY_TYPES.join(', ')}, got ${describe(e.type)}`);
+  }
+  const type = e.type as LedgerEntryType;
+  FIELD_CHECKS[type](e);
+  return type;
+}
+
+/** `args` is the one field a reader expects to find even when the tool took nothing: it is written as null. */
+function lacksArgs(type: LedgerEntryType, e: Record<string, unknown>): boolean {
+  return type === 'tool_call' && e.args === undefined;
+}
+
+function stringify(value: object): string {
   try {
-    // Serialised now, so a caller mutating the object after append() cannot change the history.
-    line = `${JSON.stringify(out)}\n`;
+    return JSON.stringify(value);
   } catch (cause) {
     throw new TypeError(`${WHERE}: entry is not JSON-serialisable: ${renderSafely(cause)}`, { cause });
   }
-  return { line, turnId: turnId as string, type };
 }
 
 /** @internal An entry of one turn without its ids, `type` first: what fullstop's runner writes. */
@@ -208,22 +220,12 @@ export function turnIdsJson(sessionId: string, turnId: string): string {
  * main thread gone cold, where each copy is several µs (docs/benchmarks.md, "Where R1's time goes").
  */
 export function renderTurnEntry(idsJson: string, body: TurnEntryBody, seq: number, at: number): string {
-  const e = body as unknown as Record<string, unknown>;
-  const type = e.type as LedgerEntryType;
-  if (FIELD_CHECKS[type] === undefined || !Object.hasOwn(FIELD_CHECKS, type)) {
-    throw new TypeError(`${WHERE}: entry.type: expected one of ${LEDGER_ENTRY_TYPES.join(', ')}, got ${describe(e.type)}`);
-  }
-  FIELD_CHECKS[type](e);
-  // `renderEntry` writes `args: null` for a call that took nothing; so does its own path.
-  if (type === 'tool_call' && e.args === undefined) throw new TypeError(`${WHERE}: entry.args: the runner records null, not undefined`);
-  let json: string;
-  try {
-    json = JSON.stringify(body);
-  } catch (cause) {
-    throw new TypeError(`${WHERE}: entry is not JSON-serialisable: ${renderSafely(cause)}`, { cause });
-  }
+  let e = body as unknown as Record<string, unknown>;
+  const type = checkFields(e);
+  // A copy only then; the spread keeps `args` where it stood, or appends it, as `renderEntry` does.
+  if (lacksArgs(type, e)) e = { ...e, args: null };
   // `{"type":…` → `{"seq":…,"at":…,"sessionId":…,"turnId":…,"type":…`: renderEntry's field order.
-  return `{"seq":${seq},"at":${at},${idsJson}${json.slice(1)}\n`;
+  return `{"seq":${seq},"at":${at},${idsJson}${stringify(e).slice(1)}\n`;
 }
 
 /** A ledger file read back: its complete entries and where the last one ends. */

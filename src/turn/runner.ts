@@ -22,8 +22,9 @@ import { runInTurn } from '../token/context.js';
 import { governStop } from '../token/owners.js';
 import type { TurnRegistry } from '../token/registry.js';
 import type { TurnPool } from '../pool/pool.js';
-import { ActiveTurn, type EntryBody, type PendingQuestion, type Turn, type TurnHost } from './active-turn.js';
+import { ActiveTurn, type PendingQuestion, type Turn, type TurnHost } from './active-turn.js';
 import type { Ledger } from './ledger.js';
+import type { TurnEntryBody } from './ledger-entry.js';
 import { messageOf, renderSafely } from './render.js';
 import type { StopReport, TurnOutcome } from './report.js';
 import {
@@ -186,7 +187,7 @@ export class TurnRunner extends EventEmitter implements TurnHost {
    * Record the turn's terminal status and emit its event. The body's outcome stands whatever the
    * ledger does: a failed write is returned (for `TurnOutcome.ledgerError`), and the event fires.
    */
-  async #end(turn: ActiveTurn, entry: EntryBody, event: string, payload: object): Promise<unknown> {
+  async #end(turn: ActiveTurn, entry: TurnEntryBody, event: string, payload: object): Promise<unknown> {
     let ledgerError: unknown;
     try {
       await turn.write(entry);
