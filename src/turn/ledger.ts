@@ -101,9 +101,10 @@ export class Ledger {
   #pumping = false;
   /** True while an asynchronous write of `#pump` is in flight: nothing else may write meanwhile. */
   #writing = false;
-  /** Number of `fdatasync`s in flight (see `#writeQueuedNow`). */
-  #syncing = 0;
-  /** The `fdatasync`s in flight, which `close()` waits for before it closes their fd. */
+  /**
+   * The `fdatasync`s in flight: `#writeQueuedNow` writes nothing while one is, and `close()` waits
+   * for them before it closes their fd.
+   */
   readonly #syncs = new Set<Promise<void>>();
   /** Settles when every line queued so far is written or failed; never rejects (invariant 3). */
   #lastWrite: Promise<void> = Promise.resolve();
@@ -265,12 +266,7 @@ export class Ledger {
     if (!this.#writeQueuedNow()) await this.#lastWrite;
     if (this.#failure !== undefined) throw this.#failure;
     if (this.#handleClosed) return this.#closing;
-    this.#syncing += 1;
-    try {
-      await this.#fdatasync();
-    } finally {
-      this.#syncing -= 1;
-    }
+    await this.#fdatasync();
   }
 
   /**
@@ -279,12 +275,11 @@ export class Ledger {
    * the disk, and a flush that then resolved would promise what is not there.
    */
   #fdatasync(): Promise<void> {
-    const sync = fdatasyncFd(this.#handle.fd).catch((cause: unknown) => {
+    const sync: Promise<void> = fdatasyncFd(this.#handle.fd).then(() => { this.#syncs.delete(sync); }, (cause: unknown) => {
+      this.#syncs.delete(sync);
       throw this.#breakOn(`syncing "${this.path}" failed, so what was written since the last good sync may not be on disk`, cause);
     });
     this.#syncs.add(sync);
-    const forget = () => { this.#syncs.delete(sync); };
-    sync.then(forget, forget);
     return sync;
   }
 
@@ -308,7 +303,7 @@ export class Ledger {
    * appended so far (nothing was in flight, and the write succeeded).
    */
   #writeQueuedNow(): boolean {
-    if (this.#writing || this.#syncing > 0 || this.#queue.length === 0 || this.#failure !== undefined) return false;
+    if (this.#writing || this.#syncs.size > 0 || this.#queue.length === 0 || this.#failure !== undefined) return false;
     const batch = this.#queue;
     this.#queue = [];
     this.#writeBatch(batch, () => {
