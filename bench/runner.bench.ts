@@ -1,11 +1,12 @@
 // R1–R7: a cooperative turn's stop, request → `turn_aborted` emitted, and its StopReport's phases,
 // against the ordered floor in the same rounds (docs/benchmarks.md, "R1 against the ordered floor").
-import { fdatasync, mkdtempSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type StopReport, type Turn } from '../src/index.js';
+import { fdatasyncFd } from '../src/turn/ledger-file.js';
 import { flagCells, GO, RawWorker, settle, started } from './handshake.js';
 import { assertNothingLive, compare, median, samplePairs, suiteOf } from './harness.js';
 
@@ -90,7 +91,6 @@ function appendNow(file: FileHandle, bytes: Buffer): void {
   if (written !== bytes.length) throw new Error(`runner bench: short write (${written} of ${bytes.length} bytes)`);
 }
 
-const sync = (file: FileHandle) => new Promise<void>((resolve, reject) => fdatasync(file.fd, (error) => (error === null ? resolve() : reject(error))));
 
 /** The ordered floor, each step timed; `undefined` (void) if the raw worker woke from no block. */
 async function orderedFloor(file: FileHandle, raw: RawWorker, bytes: TurnBytes): Promise<Floor | undefined> {
@@ -102,7 +102,7 @@ async function orderedFloor(file: FileHandle, raw: RawWorker, bytes: TurnBytes):
     const unwound = Promise.allSettled([llmStream(controller.signal), delay(STREAM_EVERY_MS, undefined, { signal: controller.signal })]);
     const t0 = performance.now();
     appendNow(file, bytes.intent);
-    await sync(file);
+    await fdatasyncFd(file.fd);
     controller.abort();
     Atomics.store(raw.flags, GO, 1);
     Atomics.notify(raw.flags, GO);
@@ -112,7 +112,7 @@ async function orderedFloor(file: FileHandle, raw: RawWorker, bytes: TurnBytes):
   const t2 = performance.now();
   appendNow(file, bytes.history);
   const t3 = performance.now();
-  await sync(file);
+  await fdatasyncFd(file.fd);
   const [{ t0, t1 }, t4] = [acted, performance.now()];
   return report.ok ? { total: t4 - t0, signal: t1 - t0, settle: t2 - t1, history: t3 - t2, flush: t4 - t3 } : undefined;
 }
