@@ -13,8 +13,8 @@ export interface BenchResult {
 
 export type Head = Pick<BenchResult, 'id' | 'metric' | 'unit' | 'extra'> & { better?: BenchResult['better'] };
 
-/** `wants(id)`: `--only`, so a suite can skip rows nobody asked for (rows are filtered afterwards anyway). */
-export type SuiteContext = { quick: boolean; progress(message: string): void; wants(id: string): boolean };
+/** `wants(id)`: `--only`, so a suite can skip rows nobody asked for (rows are filtered afterwards anyway); `warmup`: `--warmup`. */
+export type SuiteContext = { quick: boolean; warmup?: number; progress(message: string): void; wants(id: string): boolean };
 
 /** Exported as `suite` by `bench/NAME.bench.ts`; the runner runs each group of row ids in a process of its own. */
 export type Suite = { groups: readonly (readonly string[])[]; run(ctx: SuiteContext): Promise<BenchResult[]> };
@@ -50,11 +50,12 @@ export function compare(head: Head, fullstop: readonly number[], [baselineName, 
 
 /**
  * The one runner, for latencies (pairs) and throughput (rounds): each pair samples every side once,
- * the first side rotating, after `warmup` unrecorded pairs. A side returning `undefined` voids its
- * whole pair (the series stay aligned), which is retaken; over a tenth void fails.
+ * the first side rotating, after `warmup` unrecorded pairs (`ctx.warmup` if set). A side returning
+ * `undefined` voids its whole pair (the series stay aligned), which is retaken; over a tenth void fails.
  */
-export async function samplePairs<S extends Record<string, unknown>>(id: string, counts: { pairs: number; warmup: number },
+export async function samplePairs<S extends Record<string, unknown>>(id: string, { pairs, warmup: ownWarmup }: { pairs: number; warmup: number },
   sides: { [K in keyof S]: (warmup: boolean) => Promise<S[K] | undefined> }, ctx?: SuiteContext) {
+  const counts = { pairs, warmup: ctx?.warmup ?? ownWarmup };
   const names = Object.keys(sides) as (keyof S)[];
   ctx?.progress(`${id}: ${counts.pairs} pairs (${counts.warmup} to warm up) of ${names.join(', ')}`);
   const samples = Object.fromEntries(names.map((n) => [n, []])) as unknown as { [K in keyof S]: S[K][] };

@@ -10,15 +10,16 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { BenchResult, Suite } from './harness.js';
 
-export const USAGE = `usage: node dist/bench/run.js [--quick] [--only ID_OR_SUITE]... [--json FILE] [--svg FILE]
+export const USAGE = `usage: node dist/bench/run.js [--quick] [--only ID_OR_SUITE]... [--warmup N] [--json FILE] [--svg FILE]
   --quick      few samples (the whole run stays under 15 s)
   --only X     only row id X (e.g. P1) or suite X (its file stem, e.g. pool); repeatable
+  --warmup N   N unrecorded pairs before every paired row instead of its own count (with --only: a P5 pair is a round)
   --json FILE  write the results JSON { date, node, cpus, results }
   --svg FILE   write a log-scale bar chart of the rows measured in time
   --group G    (what the runner starts) run group G, "STEM:ID ID…", in this process and print its rows as JSON`;
 export type ResultsDocument = { date: string; node: string; cpus: number; results: BenchResult[] };
-const OPTIONS = { quick: { type: 'boolean' }, only: { type: 'string', multiple: true }, json: { type: 'string' }, svg: { type: 'string' },
-  group: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const;
+const OPTIONS = { quick: { type: 'boolean' }, only: { type: 'string', multiple: true }, warmup: { type: 'string' }, json: { type: 'string' },
+  svg: { type: 'string' }, group: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const;
 
 /** A row's problems (none if valid): tools read the JSON, so a row with a non-finite figure or a zero floor fails its suite. */
 export function validateResult(r: BenchResult): string[] {
@@ -76,9 +77,11 @@ export function renderSvg(doc: ResultsDocument): string {
 }
 
 async function main(): Promise<number> {
-  let args;
+  let args, warmup: number | undefined;
   try {
     args = parseArgs({ options: OPTIONS }).values;
+    if (args.warmup !== undefined && !/^\d{1,9}$/.test(args.warmup)) throw new RangeError(`--warmup: expected an integer ≥ 0, got ${JSON.stringify(args.warmup)}`);
+    warmup = args.warmup === undefined ? undefined : Number(args.warmup);
   } catch (error) {
     process.stderr.write(`bench: ${(error as Error).message}\n${USAGE}\n`);
     return 2;
@@ -98,12 +101,13 @@ async function main(): Promise<number> {
   };
   if (args.group !== undefined) {
     const [stem, ids] = [args.group.slice(0, args.group.indexOf(':')), new Set(args.group.slice(args.group.indexOf(':') + 1).split(' '))];
-    const rows = await (await load(`${stem}.bench.js`)).run({ quick: args.quick === true, progress: (m) => log(`  ${stem}: ${m}`), wants: (id) => ids.has(id) });
+    const rows = await (await load(`${stem}.bench.js`)).run({ quick: args.quick === true, warmup, progress: (m) => log(`  ${stem}: ${m}`), wants: (id) => ids.has(id) });
     if (rows.some((r) => validateResult(r).length > 0)) throw new TypeError(`invalid rows: ${rows.flatMap(validateResult).join('; ')}`);
     return process.stdout.write(JSON.stringify(rows)), 0;
   }
   const inChild = (group: string) => new Promise<BenchResult[]>((resolve, reject) => {
-    const argv = [...process.execArgv, fileURLToPath(import.meta.url), '--group', group, ...(args.quick ? ['--quick'] : [])];
+    const argv = [...process.execArgv, fileURLToPath(import.meta.url), '--group', group, ...(args.quick ? ['--quick'] : []),
+      ...(warmup === undefined ? [] : ['--warmup', String(warmup)])];
     const child = execFile(process.execPath, argv, { maxBuffer: 64 << 20 }, (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout))));
     child.stderr!.pipe(process.stderr);
   });

@@ -79,6 +79,15 @@ describe('pairing', () => {
     expect(samples).toEqual({ a: [{ n: 2 }, { n: 3 }], b: [1, 1] });
   });
 
+  it('--warmup (ctx.warmup) replaces the row\'s own warm-up count, 0 included', async () => {
+    for (const warmup of [3, 0]) {
+      const seen: boolean[] = [];
+      const ctx = { quick: false, warmup, progress: () => {}, wants: () => true };
+      await samplePairs('X', { pairs: 2, warmup: 1 }, { a: async (w) => (seen.push(w), 1) }, ctx);
+      expect(seen).toEqual([...Array<boolean>(warmup).fill(true), false, false]);
+    }
+  });
+
   it('withTurn ends its turn whether the body resolves or throws', async () => {
     const registry = new TurnRegistry();
     expect(await withTurn(registry, 's', async (token) => token.retired)).toBe(false);
@@ -166,6 +175,11 @@ describe('the CLI', () => {
 
   it('exits 2 on a bad command line and 1 when --only matches nothing', async () => {
     expect((await run(['--bogus'])).code).toBe(2);
+    for (const bad of ['-1', '1.5', 'many', '']) {
+      const { code, stderr } = await run([`--warmup=${bad}`, '--only', 'T2']);
+      expect(code).toBe(2);
+      expect(stderr).toContain(`--warmup: expected an integer ≥ 0, got ${JSON.stringify(bad)}`);
+    }
     expect((await run(['--only', 'NOPE'])).code).toBe(1);
   }, 60_000);
 });
