@@ -94,8 +94,9 @@ function appendNow(file: FileHandle, bytes: Buffer): void {
 
 /** The ordered floor, each step timed; `undefined` (void) if the raw worker woke from no block. */
 async function orderedFloor(file: FileHandle, raw: RawWorker, bytes: TurnBytes): Promise<Floor | undefined> {
-  await replay(file, bytes.pre);
+  // The raw worker blocks before the replay, as the turn's task sleeps from the turn's start.
   const { report, acted } = await raw.sample({ kind: 'wait' }, async () => {
+    await replay(file, bytes.pre);
     await settle();
     // The body's main-thread awaits (the model stream, the say stream's delay) on a bare AbortController: user code, so both sides run it.
     const controller = new AbortController();
