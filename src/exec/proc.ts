@@ -8,8 +8,8 @@
  *
  * Cost: `readStat` and `childrenOf` touch one process each, so a walk costs O(the tree). Only
  * `scanSession` reads every process, and it reads them off the main thread (libuv's pool): the
- * stat read of a busy stranger can block for tens of ms (the kernel may wait on that process's
- * memory map lock; docs/exec.md, "Costs"), so not even a slice of the scan may run on the main thread.
+ * stat read of a busy stranger can block for long (the kernel may wait on that process's memory map lock;
+ * docs/exec.md, "Costs"), so not even a slice of the scan may run on the main thread.
  */
 
 import { readdirSync, readFileSync } from 'node:fs';
