@@ -1,7 +1,8 @@
 // `npm run bench`: run every row group of every `dist/bench/*.bench.js` exporting `suite`, one after
 // another (two at once would measure each other) and each in a process of its own (one after another
-// in one process, a group's figures moved with the heap and the JIT state the groups before it left),
-// print one table, and write the JSON and the SVG on request.
+// in one process, a group's figures moved with the heap and the JIT state the groups before it left;
+// `--quick`, whose figures are never cited, runs here), print one table, and write the JSON and the
+// SVG on request.
 import { execFile } from 'node:child_process';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
@@ -99,12 +100,14 @@ async function main(): Promise<number> {
     if (typeof suite?.run !== 'function' || !Array.isArray(suite.groups)) throw new TypeError(`${file}: expected an export \`suite\` with \`groups\` and \`run\``);
     return suite;
   };
-  if (args.group !== undefined) {
-    const [stem, ids] = [args.group.slice(0, args.group.indexOf(':')), new Set(args.group.slice(args.group.indexOf(':') + 1).split(' '))];
+  /** Group "STEM:ID ID…" run in this process: what `--group` does in a child, and `--quick` for a whole suite. */
+  const inProcess = async (group: string) => {
+    const [stem, ids] = [group.slice(0, group.indexOf(':')), new Set(group.slice(group.indexOf(':') + 1).split(' '))];
     const rows = await (await load(`${stem}.bench.js`)).run({ quick: args.quick === true, warmup, progress: (m) => log(`  ${stem}: ${m}`), wants: (id) => ids.has(id) });
     if (rows.some((r) => validateResult(r).length > 0)) throw new TypeError(`invalid rows: ${rows.flatMap(validateResult).join('; ')}`);
-    return process.stdout.write(JSON.stringify(rows)), 0;
-  }
+    return rows;
+  };
+  if (args.group !== undefined) return process.stdout.write(JSON.stringify(await inProcess(args.group))), 0;
   const inChild = (group: string) => new Promise<BenchResult[]>((resolve, reject) => {
     const argv = [...process.execArgv, fileURLToPath(import.meta.url), '--group', group, ...(args.quick ? ['--quick'] : []),
       ...(warmup === undefined ? [] : ['--warmup', String(warmup)])];
@@ -120,8 +123,9 @@ async function main(): Promise<number> {
       const groups = (await load(file)).groups.filter((ids) => whole || ids.some(wants));
       if (groups.length > 0) log(`${stem}: running${args.quick ? ' (quick)' : ''}…`);
       const t0 = performance.now();
-      // --quick gives no verdicts, and a process a suite keeps it under 15 s.
-      for (const ids of args.quick && groups.length > 0 ? [groups.flat()] : groups) results.push(...(await inChild(`${stem}:${ids.join(' ')}`)).filter((r) => whole || wants(r.id)));
+      // --quick gives no verdicts: its suites run here, each as one group, which keeps it well under 15 s.
+      const sample = args.quick ? inProcess : inChild;
+      for (const ids of args.quick && groups.length > 0 ? [groups.flat()] : groups) results.push(...(await sample(`${stem}:${ids.join(' ')}`)).filter((r) => whole || wants(r.id)));
       if (groups.length > 0) log(`${stem}: ${groups.length} groups in ${seconds(t0)}`);
     } catch (error) {
       failures.push(`${stem}: ${(error as Error)?.stack ?? String(error)}`);
