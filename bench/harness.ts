@@ -20,6 +20,14 @@ export type SuiteContext = { quick: boolean; warmup?: number; progress(message: 
 export type Suite = { groups: readonly (readonly string[])[]; run(ctx: SuiteContext): Promise<BenchResult[]> };
 const quantile = (sorted: readonly number[], q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
 const rotated = <T>(xs: readonly T[], by: number) => [...xs.slice(by % xs.length), ...xs.slice(0, by % xs.length)];
+const shuffled = <T>(xs: readonly T[]) => {
+  const out = [...xs];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+};
 
 export function summarize(samples: readonly number[]): Summary {
   if (samples.length === 0) throw new RangeError('samples: expected at least one sample');
@@ -50,10 +58,12 @@ export function compare(head: Head, fullstop: readonly number[], [baselineName, 
 
 /**
  * The one runner, for latencies (pairs) and throughput (rounds): each pair samples every side once,
- * the first side rotating, after `warmup` unrecorded pairs (`ctx.warmup` if set). A side returning
- * `undefined` voids its whole pair (the series stay aligned), which is retaken; over a tenth void fails.
+ * the first side rotating (`shuffle`: in a random order, so no side always runs after the same
+ * other), after `warmup` unrecorded pairs (`ctx.warmup` if set). A side returning `undefined` voids
+ * its whole pair (the series stay aligned), which is retaken; over a tenth void fails.
  */
-export async function samplePairs<S extends Record<string, unknown>>(id: string, { pairs, warmup: ownWarmup }: { pairs: number; warmup: number },
+export async function samplePairs<S extends Record<string, unknown>>(id: string,
+  { pairs, warmup: ownWarmup, shuffle = false }: { pairs: number; warmup: number; shuffle?: boolean },
   sides: { [K in keyof S]: (warmup: boolean) => Promise<S[K] | undefined> }, ctx?: SuiteContext) {
   const counts = { pairs, warmup: ctx?.warmup ?? ownWarmup };
   const names = Object.keys(sides) as (keyof S)[];
@@ -62,7 +72,7 @@ export async function samplePairs<S extends Record<string, unknown>>(id: string,
   let voided = 0;
   for (let pair = 0, kept = 0; kept < counts.pairs; pair++) {
     const taken = new Map<keyof S, unknown>();
-    for (const name of rotated(names, pair)) {
+    for (const name of shuffle ? shuffled(names) : rotated(names, pair)) {
       const sample = await sides[name](pair < counts.warmup);
       if (sample !== undefined) taken.set(name, sample);
     }

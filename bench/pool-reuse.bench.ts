@@ -1,15 +1,11 @@
 // P4: cancel → the next turn's task result, vs Piscina's own abort (terminate + respawn). P5*:
 // throughput against raw Piscina in rounds (docs/benchmarks.md).
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { Piscina } from 'piscina';
 import { isCancelledError, TurnPool, TurnRegistry, type CancelledError, type CancelToken } from '../src/index.js';
 import { flagCells, now, settle, started, usSince } from './handshake.js';
 import { assertNothingLive, compare, samplePairs, suiteOf, withTurn, type BenchResult, type SuiteContext } from './harness.js';
 
 const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
-setFlagsFromString('--expose-gc'); // a full collection, as `global.gc` runs one (the bench runs without --expose-gc)
-const collectGarbage = runInNewContext('gc') as () => void;
 const [IN_FLIGHT, registry] = [100, new TurnRegistry()];
 
 async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
@@ -77,14 +73,13 @@ async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
   const options = { filename: TASKS, name: 'trivial', minThreads: 2, maxThreads: 2 };
   const four = { ...options, concurrentTasksPerWorker: 4 };
   const pools = { raw: new Piscina(options), pool: new TurnPool(options), raw4: new Piscina(four), pool4: new TurnPool(four) };
-  // One round of a variant: `total` tasks (a third in a warm-up round) under one turn, on a freshly collected heap: the
-  // rotation runs each TurnPool variant right after its raw one, which leaves ~8 KB of garbage a task (docs/benchmarks.md).
-  const variant = (submit: (i: number, token: CancelToken) => Promise<unknown>) => (warmup: boolean) => {
-    collectGarbage();
-    return withTurn(registry, 'p5', (token) => drive((i) => submit(i, token), warmup ? Math.ceil(total / 3) : total));
-  };
+  // One round of a variant: `total` tasks (a third in a warm-up round) under one turn. The rounds take the variants in a
+  // random order, so none always runs after the same other and collects its garbage; the heap is not collected before a
+  // round, which would start each from a state a busy pool is never in (docs/benchmarks.md, "Where P5's time goes").
+  const variant = (submit: (i: number, token: CancelToken) => Promise<unknown>) => (warmup: boolean) =>
+    withTurn(registry, 'p5', (token) => drive((i) => submit(i, token), warmup ? Math.ceil(total / 3) : total));
   try {
-    const { samples: rates } = await samplePairs('P5', { pairs: rounds, warmup: ctx.quick ? 1 : 2 }, {
+    const { samples: rates } = await samplePairs('P5', { pairs: rounds, warmup: ctx.quick ? 1 : 2, shuffle: true }, {
       raw: variant((i) => pools.raw.run(i)), token: variant((i, token) => pools.pool.run(i, { token })), plain: variant((i) => pools.pool.run(i)),
       raw4: variant((i) => pools.raw4.run(i)), token4: variant((i, token) => pools.pool4.run(i, { token })),
     }, ctx);

@@ -79,6 +79,19 @@ describe('pairing', () => {
     expect(samples).toEqual({ a: [{ n: 2 }, { n: 3 }], b: [1, 1] });
   });
 
+  it('shuffle: every pair still samples each side once, in orders that vary (not the rotation)', async () => {
+    const order: string[] = [];
+    const side = (name: string) => async () => (order.push(name), 1);
+    const pairs = 60;
+    const { samples } = await samplePairs('X', { pairs, warmup: 0, shuffle: true }, { a: side('a'), b: side('b'), c: side('c') });
+    expect(samples).toEqual({ a: Array(pairs).fill(1), b: Array(pairs).fill(1), c: Array(pairs).fill(1) });
+    const perPair = Array.from({ length: pairs }, (_, i) => order.slice(3 * i, 3 * i + 3).join(''));
+    expect(perPair.every((p) => [...p].sort().join('') === 'abc')).toBe(true);
+    // The rotation gives abc, bca, cab, abc, …; 60 random pairs all matching it: (1/6)^60.
+    expect(perPair.some((p, i) => p !== ['abc', 'bca', 'cab'][i % 3])).toBe(true);
+    expect(new Set(perPair).size).toBeGreaterThan(3);
+  });
+
   it('--warmup (ctx.warmup) replaces the row\'s own warm-up count, 0 included', async () => {
     for (const warmup of [3, 0]) {
       const seen: boolean[] = [];
