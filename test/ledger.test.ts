@@ -215,6 +215,8 @@ describe('durability', () => {
     const gate = new Promise<void>((resolve) => { release = resolve; });
     let firstSync!: () => void;
     const inFirstSync = new Promise<void>((resolve) => { firstSync = resolve; });
+    let ownSyncDone!: () => void;
+    const closeSynced = new Promise<void>((resolve) => { ownSyncDone = resolve; });
     let calls = 0;
     const synced: number[] = [];
     // Only the flush's sync is held; close()'s own runs at once, so a close() that did not wait
@@ -222,13 +224,19 @@ describe('durability', () => {
     spyOnFdatasync(async () => {
       calls += 1;
       if (calls === 1) { firstSync(); await gate; }
-    }, (fd) => { synced.push(fstatSync(fd).ino); });
+    }, (fd) => {
+      synced.push(fstatSync(fd).ino);
+      if (synced.length === 1) ownSyncDone(); // the first to finish is close()'s own
+    });
     void ledger.append(started('s', 't'));
     const flushing = ledger.flush();
     await inFirstSync;
     let closed = false;
     const closing = ledger.close().then(() => { closed = true; });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // close()'s own sync is done: one that did not wait for the held sync starts closing the fd in
+    // the microtasks that follow, and the held sync then fails (EBADF) or syncs another file.
+    await closeSynced;
+    await new Promise((resolve) => setImmediate(resolve));
     expect(closed).toBe(false);
     release();
     await Promise.all([flushing, closing]);
