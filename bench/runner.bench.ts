@@ -75,10 +75,9 @@ async function replay(file: FileHandle, pre: TurnBytes['pre']): Promise<void> {
   }
 }
 
-/** All of `bytes` in one write: a short write would time less than the stop writes. */
+/** All of `bytes` in one write, as the ledger's pump writes the turn's lines before its stop. */
 async function append(file: FileHandle, bytes: Buffer): Promise<void> {
-  const { bytesWritten } = await file.write(bytes);
-  if (bytesWritten !== bytes.length) throw new Error(`runner bench: short write (${bytesWritten} of ${bytes.length} bytes)`);
+  wholly((await file.write(bytes)).bytesWritten, bytes);
 }
 
 /**
@@ -87,10 +86,13 @@ async function append(file: FileHandle, bytes: Buffer): Promise<void> {
  * callback `fdatasync` (no promise request).
  */
 function appendNow(file: FileHandle, bytes: Buffer): void {
-  const written = writeSync(file.fd, bytes, 0, bytes.length, null);
-  if (written !== bytes.length) throw new Error(`runner bench: short write (${written} of ${bytes.length} bytes)`);
+  wholly(writeSync(file.fd, bytes, 0, bytes.length, null), bytes);
 }
 
+/** A short write would time less than the stop writes. */
+function wholly(written: number, bytes: Buffer): void {
+  if (written !== bytes.length) throw new Error(`runner bench: short write (${written} of ${bytes.length} bytes)`);
+}
 
 /** The ordered floor, each step timed; `undefined` (void) if the raw worker woke from no block. */
 async function orderedFloor(file: FileHandle, raw: RawWorker, bytes: TurnBytes): Promise<Floor | undefined> {
