@@ -20,14 +20,8 @@ export type SuiteContext = { quick: boolean; warmup?: number; progress(message: 
 export type Suite = { groups: readonly (readonly string[])[]; run(ctx: SuiteContext): Promise<BenchResult[]> };
 const quantile = (sorted: readonly number[], q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
 const rotated = <T>(xs: readonly T[], by: number) => [...xs.slice(by % xs.length), ...xs.slice(0, by % xs.length)];
-const shuffled = <T>(xs: readonly T[]) => {
-  const out = [...xs];
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-};
+/** A uniformly random order: every element sorted by a random key of its own. */
+const shuffled = <T>(xs: readonly T[]) => xs.map((x) => ({ x, key: Math.random() })).sort((a, b) => a.key - b.key).map(({ x }) => x);
 
 export function summarize(samples: readonly number[]): Summary {
   if (samples.length === 0) throw new RangeError('samples: expected at least one sample');
@@ -65,22 +59,22 @@ export function compare(head: Head, fullstop: readonly number[], [baselineName, 
 export async function samplePairs<S extends Record<string, unknown>>(id: string,
   { pairs, warmup: ownWarmup, shuffle = false }: { pairs: number; warmup: number; shuffle?: boolean },
   sides: { [K in keyof S]: (warmup: boolean) => Promise<S[K] | undefined> }, ctx?: SuiteContext) {
-  const counts = { pairs, warmup: ctx?.warmup ?? ownWarmup };
+  const warmup = ctx?.warmup ?? ownWarmup;
   const names = Object.keys(sides) as (keyof S)[];
-  ctx?.progress(`${id}: ${counts.pairs} pairs (${counts.warmup} to warm up) of ${names.join(', ')}`);
+  ctx?.progress(`${id}: ${pairs} pairs (${warmup} to warm up) of ${names.join(', ')}`);
   const samples = Object.fromEntries(names.map((n) => [n, []])) as unknown as { [K in keyof S]: S[K][] };
   let voided = 0;
-  for (let pair = 0, kept = 0; kept < counts.pairs; pair++) {
+  for (let pair = 0, kept = 0; kept < pairs; pair++) {
     const taken = new Map<keyof S, unknown>();
     for (const name of shuffle ? shuffled(names) : rotated(names, pair)) {
-      const sample = await sides[name](pair < counts.warmup);
+      const sample = await sides[name](pair < warmup);
       if (sample !== undefined) taken.set(name, sample);
     }
-    if (pair < counts.warmup) continue;
+    if (pair < warmup) continue;
     if (taken.size === names.length) {
       for (const n of names) samples[n].push(taken.get(n) as never);
       kept++;
-    } else if (++voided > counts.pairs / 10 + 1) throw new Error(`${id}: ${voided} void pairs (a raw side never blocked before its wake)`);
+    } else if (++voided > pairs / 10 + 1) throw new Error(`${id}: ${voided} void pairs (a raw side never blocked before its wake)`);
   }
   return { samples, voided };
 }
