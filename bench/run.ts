@@ -1,13 +1,11 @@
-// `npm run bench`: run every row group of every `dist/bench/*.bench.js` exporting `suite`, one after
-// another (two at once would measure each other) and each in a process of its own (one after another
-// in one process, a group's figures moved with the heap and the JIT state the groups before it left;
-// `--quick`, whose figures are never cited, runs here), print one table, and write the JSON and the
-// SVG on request.
+// `npm run bench`: every row group of every `dist/bench/*.bench.js` exporting `suite`, one after another (two at once
+// would measure each other), each in a process of its own (in one process, a group's figures moved with the heap and
+// JIT state the groups before it left; `--quick`, whose figures are never cited, runs here); one table, JSON and SVG.
 import { execFile } from 'node:child_process';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { basename, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { BenchResult, Suite } from './harness.js';
 
@@ -94,13 +92,12 @@ async function main(): Promise<number> {
   const seconds = (t0: number) => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
   // Made before measuring: a full run takes minutes, and must not lose its figures to a missing folder (bench-results/ on a fresh clone).
   for (const out of [args.json, args.svg]) if (out !== undefined) await mkdir(dirname(resolve(out)), { recursive: true });
-  const here = dirname(fileURLToPath(import.meta.url));
   const load = async (file: string) => {
-    const { suite } = (await import(pathToFileURL(join(here, file)).href)) as { suite?: Suite };
+    const { suite } = (await import(new URL(file, import.meta.url).href)) as { suite?: Suite };
     if (typeof suite?.run !== 'function' || !Array.isArray(suite.groups)) throw new TypeError(`${file}: expected an export \`suite\` with \`groups\` and \`run\``);
     return suite;
   };
-  /** Group "STEM:ID ID…" run in this process: what `--group` does in a child, and `--quick` for a whole suite. */
+  /** Group "STEM:ID ID…" run in this process: what `--group` does in a child (never passed `--quick`), and `--quick` for a whole suite. */
   const inProcess = async (group: string) => {
     const [stem, ids] = [group.slice(0, group.indexOf(':')), new Set(group.slice(group.indexOf(':') + 1).split(' '))];
     const rows = await (await load(`${stem}.bench.js`)).run({ quick: args.quick === true, warmup, progress: (m) => log(`  ${stem}: ${m}`), wants: (id) => ids.has(id) });
@@ -109,12 +106,10 @@ async function main(): Promise<number> {
   };
   if (args.group !== undefined) return process.stdout.write(JSON.stringify(await inProcess(args.group))), 0;
   const inChild = (group: string) => new Promise<BenchResult[]>((resolve, reject) => {
-    const argv = [...process.execArgv, fileURLToPath(import.meta.url), '--group', group, ...(args.quick ? ['--quick'] : []),
-      ...(warmup === undefined ? [] : ['--warmup', String(warmup)])];
-    const child = execFile(process.execPath, argv, { maxBuffer: 64 << 20 }, (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout))));
-    child.stderr!.pipe(process.stderr);
+    const argv = [...process.execArgv, fileURLToPath(import.meta.url), '--group', group, ...(warmup === undefined ? [] : ['--warmup', String(warmup)])];
+    execFile(process.execPath, argv, { maxBuffer: 64 << 20 }, (error, stdout) => (error ? reject(error) : resolve(JSON.parse(stdout)))).stderr!.pipe(process.stderr);
   });
-  const files = (await readdir(here)).filter((f) => f.endsWith('.bench.js')).sort();
+  const files = (await readdir(new URL('.', import.meta.url))).filter((f) => f.endsWith('.bench.js')).sort();
   const [started, results, failures]: [number, BenchResult[], string[]] = [performance.now(), [], []];
   for (const file of files) {
     const stem = basename(file, '.bench.js');
