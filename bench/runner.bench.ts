@@ -61,30 +61,20 @@ function splitAtIntent(written: string, turnId: string): TurnBytes {
   return { pre, intent: bytes(lines.slice(at, at + 1)), history: bytes(lines.slice(at + 1)) };
 }
 
-/**
- * The turn's lines before its stop, each written as far from the first as the turn wrote it. The
- * timeline is part of the floor: an `fdatasync` after the disk sat idle for a turn's ~15 ms costs
- * more than one right after the previous sample's (docs/benchmarks.md, "R1 against the ordered floor").
- */
+// The turn's lines before its stop, each in one write (as the ledger's pump writes them) as far from the first as the
+// turn wrote it. The timeline is part of the floor: an `fdatasync` after the disk sat idle for a turn costs more than one
+// right after the previous sample's (docs/benchmarks.md, "R1 against the ordered floor").
 async function replay(file: FileHandle, pre: TurnBytes['pre']): Promise<void> {
   const start = performance.now();
   for (const { at, line } of pre) {
     const wait = at - pre[0]!.at - (performance.now() - start);
     if (wait > 0) await delay(wait);
-    await append(file, line);
+    wholly((await file.write(line)).bytesWritten, line);
   }
 }
 
-/** All of `bytes` in one write, as the ledger's pump writes the turn's lines before its stop. */
-async function append(file: FileHandle, bytes: Buffer): Promise<void> {
-  wholly((await file.write(bytes)).bytesWritten, bytes);
-}
-
-/**
- * The floor's timed steps use the cheapest calls there are, the ones the ledger's flush makes: the
- * bytes by `writeSync` on the main thread (no trip through the thread pool), the sync through the
- * callback `fdatasync` (no promise request).
- */
+// The floor's timed steps use the cheapest calls there are, the ones the ledger's flush makes: the bytes by `writeSync`
+// on the main thread (no trip through the thread pool), the sync through the callback `fdatasync` (no promise request).
 function appendNow(file: FileHandle, bytes: Buffer): void {
   wholly(writeSync(file.fd, bytes, 0, bytes.length, null), bytes);
 }
