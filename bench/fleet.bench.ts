@@ -1,8 +1,6 @@
 // F1–F6 against the Redis at 127.0.0.1:6379 (REDIS_PORT); without one, no rows. Instances A (owner)
 // and B (requester) live in this process; their runners keep no ledger: the rows measure the relay.
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type AddressInfo } from 'node:net';
 import { setImmediate, setTimeout as delay } from 'node:timers/promises';
 import { createClient } from 'redis';
 import { TurnRegistry, TurnRunner, type StopReport } from '../src/index.js';
@@ -123,12 +121,8 @@ async function overheadRows(ctx: SuiteContext): Promise<BenchResult[]> {
 /** F5: a stop whose wake-up publish is lost, recovered by the owner's renewal. */
 async function lostWakeUp(ctx: SuiteContext): Promise<BenchResult> {
   const renewMs = 200;
-  // A's subscriber (its client's duplicate) points at a port just closed: every publish to it is lost.
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise((r) => server.close(r));
-  const deaf = Object.assign(await client(), { duplicate: () => createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: () => 1000 } }) });
+  // A's subscriber (its client's duplicate) points at port 0, where nothing can listen: every publish to it is lost.
+  const deaf = Object.assign(await client(), { duplicate: () => createClient({ socket: { host: '127.0.0.1', port: 0, reconnectStrategy: () => 1000 } }) });
   const fleetD = await fleet('bench-deaf', deaf as unknown as FleetRedisClient, { leaseMs: 2000, renewMs });
   const { samples: f5 } = await samplePairs('F5', { pairs: ctx.quick ? 2 : 15, warmup: 0 }, {
     ms: async () => {
