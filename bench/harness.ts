@@ -54,7 +54,7 @@ export function compare(head: Head, fullstop: readonly number[], [baselineName, 
  * The one runner, for latencies (pairs) and throughput (rounds): each pair samples every side once,
  * the first side rotating (`shuffle`: in a random order, so no side always runs after the same
  * other), after `warmup` unrecorded pairs (`ctx.warmup` if set). A side returning `undefined` voids
- * its whole pair (the series stay aligned), which is retaken; over a tenth void fails.
+ * its whole pair (the series stay aligned), which is retaken; more voids than a tenth of `pairs` plus one fail.
  */
 export async function samplePairs<S extends Record<string, unknown>>(id: string,
   { pairs, warmup: ownWarmup, shuffle = false }: { pairs: number; warmup: number; shuffle?: boolean },
