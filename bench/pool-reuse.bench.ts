@@ -1,12 +1,16 @@
 // P4: cancel → the next turn's task result, vs Piscina's own abort (terminate + respawn). P5*:
-// throughput against raw Piscina in rounds (docs/benchmarks.md).
+// throughput against raw Piscina in rounds, each variant in a process of its own (throughput.ts; docs/benchmarks.md).
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import { isCancelledError, TurnPool, TurnRegistry, type CancelledError, type CancelToken } from '../src/index.js';
+import { isCancelledError, TurnPool, TurnRegistry, type CancelledError } from '../src/index.js';
 import { flagCells, now, settle, started, usSince } from './handshake.js';
+import { IN_FLIGHT, VARIANTS } from './throughput.js';
 import { assertNothingLive, compare, samplePairs, suiteOf, withTurn, type BenchResult, type SuiteContext } from './harness.js';
 
 const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
-const [IN_FLIGHT, registry] = [100, new TurnRegistry()];
+const registry = new TurnRegistry();
 
 async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
   const options = { filename: TASKS, minThreads: 1, maxThreads: 1 };
@@ -53,44 +57,41 @@ async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
   }
 }
 
-/** Tasks/s for `total` tasks with IN_FLIGHT in flight (a completion submits the next). */
-async function drive(submit: (i: number) => Promise<unknown>, total: number): Promise<number> {
-  const t0 = performance.now();
-  await new Promise<void>((resolve, reject) => {
-    let [submitted, done] = [0, 0];
-    const one = (i = submitted++): unknown => submit(i).then((value) => {
-      if (value !== i) return reject(new Error(`P5: task ${i} returned ${String(value)}`));
-      if (++done === total) resolve();
-      else if (submitted < total) one();
-    }, reject);
-    for (let k = 0; k < Math.min(IN_FLIGHT, total); k++) one();
-  });
-  return total / ((performance.now() - t0) / 1000);
+/** A variant of P5 in a process of its own (throughput.ts), once it is ready: `round(total)` resolves with its tasks/s. */
+async function variantProcess(name: string): Promise<{ round(total: number): Promise<number>; close(): Promise<unknown> }> {
+  const child = fork(fileURLToPath(new URL('./throughput.js', import.meta.url)), [name], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const exited = once(child, 'exit');
+  const answer = async () => {
+    const [m] = await Promise.race([once(child, 'message'), exited.then(([code]) => [{ error: `P5 ${name}: its process exited (${code})` }])]);
+    if (m.error !== undefined) throw new Error(m.error);
+    return m.rate as number;
+  };
+  await answer().catch((e: unknown) => (child.kill(), Promise.reject(e)));
+  return { round: (total) => (child.send({ total }), answer()), close: () => (child.connected && child.send('exit'), exited) };
 }
 
 async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
-  const [rounds, total] = ctx.quick ? [2, 900] : [12, 15_000];
-  const options = { filename: TASKS, name: 'trivial', minThreads: 2, maxThreads: 2 };
-  const four = { ...options, concurrentTasksPerWorker: 4 };
-  const pools = { raw: new Piscina(options), pool: new TurnPool(options), raw4: new Piscina(four), pool4: new TurnPool(four) };
-  // One round of a variant: `total` tasks (a third in a warm-up round) under one turn. The rounds take the variants in a
-  // random order, so none always runs after the same other and collects its garbage; the heap is not collected before a
-  // round, which would start each from a state a busy pool is never in (docs/benchmarks.md, "Where P5's time goes").
-  const variant = (submit: (i: number, token: CancelToken) => Promise<unknown>) => (warmup: boolean) =>
-    withTurn(registry, 'p5', (token) => drive((i) => submit(i, token), warmup ? Math.ceil(total / 3) : total));
+  const [rounds, total] = ctx.quick ? [2, 900] : [24, 15_000];
+  const names = Object.keys(VARIANTS);
+  // One process a variant, started before the first round and kept to the last; only one runs a round at a time (the others'
+  // workers sleep in Atomics.wait). The rounds take the variants in a random order, so none always runs right after the same other.
+  const children = await Promise.allSettled(names.map(variantProcess));
   try {
-    const { samples: rates } = await samplePairs('P5', { pairs: rounds, warmup: ctx.quick ? 1 : 2, shuffle: true }, {
-      raw: variant((i) => pools.raw.run(i)), token: variant((i, token) => pools.pool.run(i, { token })), plain: variant((i) => pools.pool.run(i)),
-      raw4: variant((i) => pools.raw4.run(i)), token4: variant((i, token) => pools.pool4.run(i, { token })),
-    }, ctx);
+    const failed = children.find((c) => c.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    const sides = Object.fromEntries(names.map((name, i) => {
+      const child = (children[i] as PromiseFulfilledResult<Awaited<ReturnType<typeof variantProcess>>>).value;
+      return [name, (warmup: boolean) => child.round(warmup ? Math.ceil(total / 3) : total)];
+    }));
+    const { samples: rates } = await samplePairs('P5', { pairs: rounds, warmup: ctx.quick ? 1 : 2, shuffle: true }, sides, ctx);
     const row = (id: string, metric: string, side: number[], base: number[], perWorker = 1) => compare({ id, metric, unit: 'tasks/s', better: 'higher',
-      extra: { goal: '≥ 0.95×', rounds, tasksPerRound: total, inFlight: IN_FLIGHT, threads: 2, concurrentTasksPerWorker: perWorker } },
+      extra: { goal: '≥ 0.95×', rounds, tasksPerRound: total, inFlight: IN_FLIGHT, threads: 2, concurrentTasksPerWorker: perWorker, processes: 'one a variant' } },
     side, [`raw Piscina${perWorker > 1 ? `, concurrentTasksPerWorker ${perWorker}` : ''}`, base]);
-    return [row('P5', 'throughput, trivial tasks with { token }', rates.token, rates.raw),
-      row('P5-plain', 'throughput, trivial tasks, no token', rates.plain, rates.raw),
-      row('P5-c4', 'throughput with { token }, 4 tasks a worker', rates.token4, rates.raw4, 4)];
+    return [row('P5', 'throughput, trivial tasks with { token }', rates.token!, rates.raw!),
+      row('P5-plain', 'throughput, trivial tasks, no token', rates.plain!, rates.raw!),
+      row('P5-c4', 'throughput with { token }, 4 tasks a worker', rates.token4!, rates.raw4!, 4)];
   } finally {
-    await Promise.all(Object.values(pools).map((p) => p.destroy()));
+    await Promise.all(children.map((c) => (c.status === 'fulfilled' ? c.value.close() : undefined)));
   }
 }
 

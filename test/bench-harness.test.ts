@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -181,6 +182,33 @@ describe('the CLI', () => {
       expect(t2.ratio).toBeGreaterThan(0);
       expect(t2.spread.q1).toBeLessThanOrEqual(t2.ratio);
       expect(t2.spread.q3).toBeGreaterThanOrEqual(t2.ratio);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('measures P5 with each variant in a process of its own, and leaves none of them running', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fullstop-bench-test-'));
+    try {
+      const file = join(dir, 'p5.json');
+      const { code, stderr } = await run(['--quick', '--only', 'P5', '--only', 'P5-plain', '--only', 'P5-c4', '--json', file]);
+      expect(code, stderr).toBe(0);
+      const rows: BenchResult[] = JSON.parse(await readFile(file, 'utf8')).results;
+      expect(rows.map((r) => r.id)).toEqual(['P5', 'P5-plain', 'P5-c4']);
+      for (const r of rows) {
+        expect(r.extra).toMatchObject({ processes: 'one a variant', rounds: 2 });
+        expect(r.fullstop.median).toBeGreaterThan(0);
+        expect(r.baseline.median).toBeGreaterThan(0);
+      }
+      // The variants' processes exit with the row: none is left behind (their command line names throughput.js).
+      const left = (await readdir('/proc')).filter((pid) => /^\d+$/.test(pid)).filter((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('bench/throughput.js');
+        } catch {
+          return false; // gone meanwhile
+        }
+      });
+      expect(left).toEqual([]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
