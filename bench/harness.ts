@@ -21,7 +21,7 @@ export type Suite = { groups: readonly (readonly string[])[]; run(ctx: SuiteCont
 const quantile = (sorted: readonly number[], q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
 const rotated = <T>(xs: readonly T[], by: number) => [...xs.slice(by % xs.length), ...xs.slice(0, by % xs.length)];
 /** A uniformly random order: every element sorted by a random key of its own. */
-const shuffled = <T>(xs: readonly T[]) => xs.map((x) => ({ x, key: Math.random() })).sort((a, b) => a.key - b.key).map(({ x }) => x);
+export const shuffled = <T>(xs: readonly T[]) => xs.map((x) => ({ x, key: Math.random() })).sort((a, b) => a.key - b.key).map(({ x }) => x);
 
 export function summarize(samples: readonly number[]): Summary {
   if (samples.length === 0) throw new RangeError('samples: expected at least one sample');

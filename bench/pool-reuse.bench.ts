@@ -7,7 +7,7 @@ import { Piscina } from 'piscina';
 import { isCancelledError, TurnPool, TurnRegistry, type CancelledError } from '../src/index.js';
 import { flagCells, now, settle, started, usSince } from './handshake.js';
 import { IN_FLIGHT, VARIANTS } from './throughput.js';
-import { assertNothingLive, compare, samplePairs, suiteOf, withTurn, type BenchResult, type SuiteContext } from './harness.js';
+import { assertNothingLive, compare, samplePairs, shuffled, suiteOf, withTurn, type BenchResult, type SuiteContext } from './harness.js';
 
 const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
 const registry = new TurnRegistry();
@@ -74,22 +74,28 @@ async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
   const [rounds, total] = ctx.quick ? [2, 900] : [24, 15_000];
   const names = Object.keys(VARIANTS);
   // One process a variant, started before the first round and kept to the last; only one runs a round at a time (the others'
-  // workers sleep in Atomics.wait). The rounds take the variants in a random order, so none always runs right after the same other.
+  // workers sleep in Atomics.wait). A round runs two blocks in a random order, one task a worker (raw, token, plain) and four
+  // (raw4, token4), each block's variants in a random order: the variants a ratio compares run next to each other, so a change
+  // of the machine's speed between two of them (a neighbour, a frequency step) moves both, and no variant always runs first.
   const children = await Promise.allSettled(names.map(variantProcess));
   try {
     const failed = children.find((c) => c.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
-    const sides = Object.fromEntries(names.map((name, i) => {
-      const child = (children[i] as PromiseFulfilledResult<Awaited<ReturnType<typeof variantProcess>>>).value;
-      return [name, (warmup: boolean) => child.round(warmup ? Math.ceil(total / 3) : total)];
-    }));
-    const { samples: rates } = await samplePairs('P5', { pairs: rounds, warmup: ctx.quick ? 1 : 2, shuffle: true }, sides, ctx);
+    const child = (name: string) => (children[names.indexOf(name)] as PromiseFulfilledResult<Awaited<ReturnType<typeof variantProcess>>>).value;
+    const block = (variants: string[]) => async (warmup: boolean) => {
+      const rates: Record<string, number> = {};
+      for (const name of shuffled(variants)) rates[name] = await child(name).round(warmup ? Math.ceil(total / 3) : total);
+      return rates;
+    };
+    const { samples } = await samplePairs('P5', { pairs: rounds, warmup: ctx.quick ? 1 : 2, shuffle: true },
+      { one: block(['raw', 'token', 'plain']), four: block(['raw4', 'token4']) }, ctx);
+    const [one, four] = [(name: string) => samples.one.map((r) => r[name]!), (name: string) => samples.four.map((r) => r[name]!)];
     const row = (id: string, metric: string, side: number[], base: number[], perWorker = 1) => compare({ id, metric, unit: 'tasks/s', better: 'higher',
       extra: { goal: '≥ 0.95×', rounds, tasksPerRound: total, inFlight: IN_FLIGHT, threads: 2, concurrentTasksPerWorker: perWorker, processes: 'one a variant' } },
     side, [`raw Piscina${perWorker > 1 ? `, concurrentTasksPerWorker ${perWorker}` : ''}`, base]);
-    return [row('P5', 'throughput, trivial tasks with { token }', rates.token!, rates.raw!),
-      row('P5-plain', 'throughput, trivial tasks, no token', rates.plain!, rates.raw!),
-      row('P5-c4', 'throughput with { token }, 4 tasks a worker', rates.token4!, rates.raw4!, 4)];
+    return [row('P5', 'throughput, trivial tasks with { token }', one('token'), one('raw')),
+      row('P5-plain', 'throughput, trivial tasks, no token', one('plain'), one('raw')),
+      row('P5-c4', 'throughput with { token }, 4 tasks a worker', four('token4'), four('raw4'), 4)];
   } finally {
     await Promise.all(children.map((c) => (c.status === 'fulfilled' ? c.value.close() : undefined)));
   }
