@@ -7,7 +7,7 @@ import { Piscina } from 'piscina';
 import { isCancelledError, TurnPool, TurnRegistry, type CancelledError } from '../src/index.js';
 import { flagCells, now, settle, started, usSince } from './handshake.js';
 import { IN_FLIGHT, VARIANTS } from './throughput.js';
-import { assertNothingLive, compare, samplePairs, shuffled, suiteOf, withTurn, type BenchResult, type SuiteContext } from './harness.js';
+import { assertNothingLive, compare, samplePairs, shuffled, suiteOf, type BenchResult, type SuiteContext } from './harness.js';
 
 const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
 const registry = new TurnRegistry();
