@@ -71,34 +71,42 @@ async function variantProcess(name: string): Promise<{ round(total: number): Pro
 }
 
 async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
-  const [rounds, total] = ctx.quick ? [2, 900] : [24, 15_000];
+  const [generations, rounds, total] = ctx.quick ? [1, 2, 900] : [4, 6, 15_000];
   const names = Object.keys(VARIANTS);
-  // One process a variant, started before the first round and kept to the last; only one runs a round at a time (the others'
-  // workers sleep in Atomics.wait). A round runs two blocks in a random order, one task a worker (raw, token, plain) and four
-  // (raw4, token4), each block's variants in a random order: the variants a ratio compares run next to each other, so a change
-  // of the machine's speed between two of them (a neighbour, a frequency step) moves both, and no variant always runs first.
-  const children = await Promise.allSettled(names.map(variantProcess));
-  try {
-    const failed = children.find((c) => c.status === 'rejected');
-    if (failed !== undefined) throw failed.reason;
-    const child = (name: string) => (children[names.indexOf(name)] as PromiseFulfilledResult<Awaited<ReturnType<typeof variantProcess>>>).value;
-    const block = (variants: string[]) => async (warmup: boolean) => {
-      const rates: Record<string, number> = {};
-      for (const name of shuffled(variants)) rates[name] = await child(name).round(warmup ? Math.ceil(total / 3) : total);
-      return rates;
-    };
-    const { samples } = await samplePairs('P5', { pairs: rounds, warmup: ctx.quick ? 1 : 2, shuffle: true },
-      { one: block(['raw', 'token', 'plain']), four: block(['raw4', 'token4']) }, ctx);
-    const [one, four] = [(name: string) => samples.one.map((r) => r[name]!), (name: string) => samples.four.map((r) => r[name]!)];
-    const row = (id: string, metric: string, side: number[], base: number[], perWorker = 1) => compare({ id, metric, unit: 'tasks/s', better: 'higher',
-      extra: { goal: '≥ 0.95×', rounds, tasksPerRound: total, inFlight: IN_FLIGHT, threads: 2, concurrentTasksPerWorker: perWorker, processes: 'one a variant' } },
-    side, [`raw Piscina${perWorker > 1 ? `, concurrentTasksPerWorker ${perWorker}` : ''}`, base]);
-    return [row('P5', 'throughput, trivial tasks with { token }', one('token'), one('raw')),
-      row('P5-plain', 'throughput, trivial tasks, no token', one('plain'), one('raw')),
-      row('P5-c4', 'throughput with { token }, 4 tasks a worker', four('token4'), four('raw4'), 4)];
-  } finally {
-    await Promise.all(children.map((c) => (c.status === 'fulfilled' ? c.value.close() : undefined)));
+  const samples: Record<'one' | 'four', Record<string, number>[]> = { one: [], four: [] };
+  // A process a variant, only one running a round at a time (the others' workers sleep in Atomics.wait). Each generation of
+  // processes serves `rounds` rounds after a warm-up round, then a fresh one takes over: a process lands on a better or worse
+  // footing for its whole life (its JIT's choices, where its memory lies), so the variants get several, not one.
+  // A round runs two blocks in a random order, one task a worker (raw, token, plain) and four (raw4, token4), each block's
+  // variants in a random order: the variants a ratio compares run next to each other, so a change of the machine's speed
+  // between two of them moves both, and no variant always runs first.
+  for (let generation = 0; generation < generations; generation++) {
+    const children = await Promise.allSettled(names.map(variantProcess));
+    try {
+      const failed = children.find((c) => c.status === 'rejected');
+      if (failed !== undefined) throw failed.reason;
+      const child = (name: string) => (children[names.indexOf(name)] as PromiseFulfilledResult<Awaited<ReturnType<typeof variantProcess>>>).value;
+      const block = (variants: string[]) => async (warmup: boolean) => {
+        const rates: Record<string, number> = {};
+        for (const name of shuffled(variants)) rates[name] = await child(name).round(warmup ? Math.ceil(total / 3) : total);
+        return rates;
+      };
+      const taken = await samplePairs(`P5 (processes ${generation + 1} of ${generations})`, { pairs: rounds, warmup: ctx.quick ? 1 : 2, shuffle: true },
+        { one: block(['raw', 'token', 'plain']), four: block(['raw4', 'token4']) }, ctx);
+      samples.one.push(...taken.samples.one);
+      samples.four.push(...taken.samples.four);
+    } finally {
+      await Promise.all(children.map((c) => (c.status === 'fulfilled' ? c.value.close() : undefined)));
+    }
   }
+  const [one, four] = [(name: string) => samples.one.map((r) => r[name]!), (name: string) => samples.four.map((r) => r[name]!)];
+  const row = (id: string, metric: string, side: number[], base: number[], perWorker = 1) => compare({ id, metric, unit: 'tasks/s', better: 'higher',
+    extra: { goal: '≥ 0.95×', rounds: generations * rounds, processesPerVariant: generations, tasksPerRound: total, inFlight: IN_FLIGHT, threads: 2,
+      concurrentTasksPerWorker: perWorker } },
+  side, [`raw Piscina${perWorker > 1 ? `, concurrentTasksPerWorker ${perWorker}` : ''}`, base]);
+  return [row('P5', 'throughput, trivial tasks with { token }', one('token'), one('raw')),
+    row('P5-plain', 'throughput, trivial tasks, no token', one('plain'), one('raw')),
+    row('P5-c4', 'throughput with { token }, 4 tasks a worker', four('token4'), four('raw4'), 4)];
 }
 
 export const suite = suiteOf({ P4: stopThenNext, 'P5 P5-plain P5-c4': throughput }, async (_, rows) => {

@@ -196,7 +196,7 @@ describe('the CLI', () => {
       const rows: BenchResult[] = JSON.parse(await readFile(file, 'utf8')).results;
       expect(rows.map((r) => r.id)).toEqual(['P5', 'P5-plain', 'P5-c4']);
       for (const r of rows) {
-        expect(r.extra).toMatchObject({ processes: 'one a variant', rounds: 2 });
+        expect(r.extra).toMatchObject({ processesPerVariant: 1, rounds: 2 });
         expect(r.fullstop.median).toBeGreaterThan(0);
         expect(r.baseline.median).toBeGreaterThan(0);
       }
