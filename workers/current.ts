@@ -127,7 +127,8 @@ export function checkpoint(): void {
 
 /** Cancel this task's turn from inside the worker; the main thread's `token.signal` aborts. */
 export function cancelTurn(reason?: unknown): boolean {
-  const b = binding('cancelTurn');
+  // `running` read here, not through `binding()`: one call less on a thread just woken (see `SlotToken.cancel`).
+  const b = running ?? binding('cancelTurn');
   const token = b.token;
   if (token === undefined || b.over) return false;
   // The task's own (child) slot too, so this task's next check throws without waiting for the

@@ -145,6 +145,7 @@ export function sealSlot(cells: Int32Array, index: number, generation: number): 
 /**
  * The cancel of one slot by a holder of a handle, which may be on any thread: the owning main
  * thread is told through the bridge cell (after the slot's own sleepers were woken).
+ * `SlotToken.cancel` (workers/worker-token.ts) makes the same steps inline: change both together.
  */
 export function cancelSlotFromHandle(cells: Int32Array, index: number, runningWord: number, cancelledWord: number): boolean {
   if (!tripSlot(cells, index, runningWord, cancelledWord)) return false;
