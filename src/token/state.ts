@@ -185,10 +185,11 @@ export class TokenState implements Watched {
   /** Watched: another thread tripped this slot; the bridge (or a read) brings it to the main thread. */
   cancelFromSlot(): void {
     // The other thread flipped the slot and woke its sleepers: nothing for `flipSlot` to do. A leaf
-    // (most turns a worker cancels with `cancelTurn()`) takes `cancelFlipped`'s leaf steps right
-    // here: this runs on a main thread the bridge has just woken, where each function the cancel
-    // still enters is code gone cold, and two fewer of them were measured to shorten the way from
-    // the worker's call to the signal's listeners (docs/benchmarks.md, "Where P3's time goes").
+    // (a token with no children, such as a turn whose task was run with the turn's own token) takes
+    // `cancelFlipped`'s leaf steps right here: this runs on a main thread the bridge has just woken,
+    // where each function the cancel still enters is code gone cold, and two fewer of them were
+    // measured to shorten the way from the worker's call to the signal's listeners
+    // (docs/benchmarks.md, "Where P3's time goes"). A token with children takes the general path.
     if (this.#retired || this.#cancelled) return;
     if (this.#children !== undefined) return void this.cancelFlipped(DEFAULT_CANCEL_REASON, false);
     this.#cancelled = true;
