@@ -41,8 +41,10 @@ const storage = new AsyncLocalStorage<TaskBinding>();
  * handler runs it is the store `storage` holds, so the checks read it instead of asking
  * AsyncLocalStorage, whose lookup touches several objects: on a worker just woken (a task that
  * slept, then calls `cancelTurn()`) that lookup was about a quarter of the call's way to its
- * notify (docs/benchmarks.md, P3). What a task leaves behind runs later, outside any handler, and finds
- * its own task's binding through `storage`. One reading differs: a function bound to an earlier
+ * notify (docs/benchmarks.md, P3). Each function below reads it itself (`running ?? outsideHandler(…)`)
+ * rather than through a helper: a call fewer on a thread just woken, measured for `cancelTurn()`
+ * (docs/benchmarks.md, "Where P3's time goes"). What a task leaves behind runs later, outside any
+ * handler, and finds its own task's binding through `storage`. One reading differs: a function bound to an earlier
  * task's async context (`AsyncResource.bind`) and called synchronously by a running handler runs
  * as part of that handler, and sees its binding.
  */
@@ -67,8 +69,9 @@ export function currentBinding(): TaskBinding | undefined {
   return running ?? storage.getStore();
 }
 
-function binding(what: string): TaskBinding {
-  const b = running ?? storage.getStore();
+/** The binding of a call made outside any running handler: what a task left behind finds its own task's; elsewhere it throws. */
+function outsideHandler(what: string): TaskBinding {
+  const b = storage.getStore();
   if (b === undefined) {
     throw new Error(`fullstop/worker: ${what}() was called outside a TurnPool task; in a thread you start yourself, use tokenFromHandle(handle)`);
   }
@@ -77,7 +80,7 @@ function binding(what: string): TaskBinding {
 
 /** Throws `CancelledError` if this task's token is cancelled or retired. */
 export function checkCancelled(): void {
-  const b = binding('checkCancelled');
+  const b = running ?? outsideHandler('checkCancelled');
   if (b.over) throw b.overError();
   const error = b.token?.checkError();
   if (error !== undefined) throw error;
@@ -85,13 +88,13 @@ export function checkCancelled(): void {
 
 /** True once this task's token is cancelled or retired (or the task is over). */
 export function isCancelled(): boolean {
-  const b = binding('isCancelled');
+  const b = running ?? outsideHandler('isCancelled');
   return b.over || (b.token !== undefined && b.token.isCancelled());
 }
 
 /** Sleep up to `ms` on the token's slot: wakes at once on cancel or retire, then throws `CancelledError`. */
 export function sleep(ms: number): void {
-  const b = binding('sleep');
+  const b = running ?? outsideHandler('sleep');
   checkRequiredMs('ms', ms);
   if (b.over) throw b.overError();
   if (b.token === undefined) return void sleepPlainly(ms);
@@ -105,7 +108,7 @@ export function sleep(ms: number): void {
  * is over), `true` when `ms` ran out. For a loop that wants to wind down without an exception.
  */
 export function sleepUnlessCancelled(ms: number): boolean {
-  const b = binding('sleepUnlessCancelled');
+  const b = running ?? outsideHandler('sleepUnlessCancelled');
   checkRequiredMs('ms', ms);
   if (b.over) return false;
   if (b.token !== undefined) return b.token.sleepUnlessCancelled(ms);
@@ -120,15 +123,14 @@ function sleepPlainly(ms: number): void {
 
 /** `checkCancelled()`, then block while the token's registry is paused; a stop wakes it and it throws. */
 export function checkpoint(): void {
-  const b = binding('checkpoint');
+  const b = running ?? outsideHandler('checkpoint');
   if (b.over) throw b.overError();
   b.token?.checkpoint();
 }
 
 /** Cancel this task's turn from inside the worker; the main thread's `token.signal` aborts. */
 export function cancelTurn(reason?: unknown): boolean {
-  // `running` read here, not through `binding()`: one call less on a thread just woken (see `SlotToken.cancel`).
-  const b = running ?? binding('cancelTurn');
+  const b = running ?? outsideHandler('cancelTurn');
   const token = b.token;
   if (token === undefined || b.over) return false;
   // The task's own (child) slot too, so this task's next check throws without waiting for the

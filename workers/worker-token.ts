@@ -10,7 +10,7 @@
 
 import { cancelledError, checkRequiredMs, type CancelledError } from '../src/errors.js';
 import {
-  BRIDGE_INDEX, bumpControl, cellsOfHandle, pack, sleepOnSlot, STATE_CANCELLED, STATE_RUNNING, waitWhilePaused,
+  cancelSlotFromHandle, cellsOfHandle, pack, sleepOnSlot, STATE_CANCELLED, STATE_RUNNING, waitWhilePaused,
   type TokenHandle,
 } from '../src/token/slot.js';
 
@@ -130,18 +130,8 @@ export class SlotToken implements WorkerToken {
 
   cancel(_reason?: unknown): boolean {
     // The reason cannot travel through an Int32; the main thread sees 'cancel.user'.
-    // `cancelSlotFromHandle`'s steps, inlined (slot.ts owns the protocol, invariant 4: the slot's
-    // sleepers, then the bridge cell, then the control cell): a cancel from a worker is timed from
-    // a thread just woken, where one call less into code gone cold was measured to bring the main
-    // thread's wake sooner (docs/benchmarks.md, "Where P3's time goes").
-    const { cells, index } = this;
-    const running = this.#running;
-    if (Atomics.compareExchange(cells, index, running, this.#cancelled) !== running) return Atomics.load(cells, index) === this.#cancelled;
-    Atomics.notify(cells, index);
-    Atomics.add(cells, BRIDGE_INDEX, 1);
-    Atomics.notify(cells, BRIDGE_INDEX);
-    bumpControl(cells);
-    return true;
+    return cancelSlotFromHandle(this.cells, this.index, this.#running, this.#cancelled) ||
+      Atomics.load(this.cells, this.index) === this.#cancelled;
   }
 
   /** The error of a check that found the token not running (`cancelled`: which way it ended). */

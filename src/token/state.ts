@@ -187,9 +187,9 @@ export class TokenState implements Watched {
     // The other thread flipped the slot and woke its sleepers: nothing for `flipSlot` to do. A leaf
     // (a token with no children, such as a turn whose task was run with the turn's own token) takes
     // `cancelFlipped`'s leaf steps right here: this runs on a main thread the bridge has just woken,
-    // where each function the cancel still enters is code gone cold, and two fewer of them were
-    // measured to shorten the way from the worker's call to the signal's listeners
-    // (docs/benchmarks.md, "Where P3's time goes"). A token with children takes the general path.
+    // and the two calls fewer (`cancelFlipped`, `#reasonOnCancel`) were measured to bring the
+    // signal's listeners sooner (docs/benchmarks.md, "Where P3's time goes"; why, most likely code
+    // gone cold, is a guess). A token with children takes the general path.
     if (this.#retired || this.#cancelled) return;
     if (this.#children !== undefined) return void this.cancelFlipped(DEFAULT_CANCEL_REASON, false);
     this.#cancelled = true;
