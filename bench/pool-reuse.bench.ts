@@ -75,20 +75,22 @@ async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
   const names = Object.keys(VARIANTS);
   const samples: Record<'one' | 'four', Record<string, number>[]> = { one: [], four: [] };
   // A process a variant, only one running a round at a time (the others' workers sleep in Atomics.wait). Each generation of
-  // processes serves `rounds` rounds after a warm-up round, then a fresh one takes over: a process lands on a better or worse
-  // footing for its whole life (its JIT's choices, where its memory lies), so the variants get several, not one.
+  // processes serves `rounds` rounds after two warm-up rounds, then a fresh one takes over: two processes of one build were
+  // measured to read ~5 % apart over a whole row (docs/benchmarks.md, "Where P5's time goes"), so a row averages several.
   // A round runs two blocks in a random order, one task a worker (raw, token, plain) and four (raw4, token4), each block's
   // variants in a random order: the variants a ratio compares run next to each other, so a change of the machine's speed
   // between two of them moves both, and no variant always runs first.
   for (let generation = 0; generation < generations; generation++) {
     const children = await Promise.allSettled(names.map(variantProcess));
     try {
-      const failed = children.find((c) => c.status === 'rejected');
-      if (failed !== undefined) throw failed.reason;
-      const child = (name: string) => (children[names.indexOf(name)] as PromiseFulfilledResult<Awaited<ReturnType<typeof variantProcess>>>).value;
+      const child = Object.fromEntries(names.map((name, i) => {
+        const c = children[i]!;
+        if (c.status === 'rejected') throw c.reason;
+        return [name, c.value];
+      }));
       const block = (variants: string[]) => async (warmup: boolean) => {
         const rates: Record<string, number> = {};
-        for (const name of shuffled(variants)) rates[name] = await child(name).round(warmup ? Math.ceil(total / 3) : total);
+        for (const name of shuffled(variants)) rates[name] = await child[name]!.round(warmup ? Math.ceil(total / 3) : total);
         return rates;
       };
       const taken = await samplePairs(`P5 (processes ${generation + 1} of ${generations})`, { pairs: rounds, warmup: ctx.quick ? 1 : 2, shuffle: true },

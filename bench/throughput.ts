@@ -4,6 +4,7 @@
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { TurnPool, TurnRegistry, type CancelToken } from '../src/index.js';
+import { assertNothingLive, withTurn } from './harness.js';
 
 export const IN_FLIGHT = 100;
 const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
@@ -20,10 +21,9 @@ export const VARIANTS: Record<string, () => [Piscina, Submit]> = {
 };
 
 /** Tasks/s for `total` tasks with IN_FLIGHT in flight (a completion submits the next), all under one turn. */
-async function drive(registry: TurnRegistry, submit: Submit, total: number): Promise<number> {
-  const token = registry.beginTurn('p5');
-  const t0 = performance.now();
-  try {
+function drive(registry: TurnRegistry, submit: Submit, total: number): Promise<number> {
+  return withTurn(registry, 'p5', async (token) => {
+    const t0 = performance.now();
     await new Promise<void>((resolve, reject) => {
       let [submitted, done] = [0, 0];
       const next = (i = submitted++): unknown => submit(i, token).then((value) => {
@@ -34,9 +34,7 @@ async function drive(registry: TurnRegistry, submit: Submit, total: number): Pro
       for (let k = 0; k < Math.min(IN_FLIGHT, total); k++) next();
     });
     return total / ((performance.now() - t0) / 1000);
-  } finally {
-    registry.endTurn('p5', token);
-  }
+  });
 }
 
 // The child: `node throughput.js VARIANT`; a message { total } runs a round and answers { rate } (or { error }); 'exit' ends it.
@@ -46,9 +44,9 @@ if (process.send !== undefined && fileURLToPath(import.meta.url) === process.arg
   process.on('message', (message: { total: number } | 'exit') => {
     if (message === 'exit') return void pool.destroy().then(() => process.disconnect());
     drive(registry, submit, message.total).then((rate) => {
-      const live = Object.entries(registry.stats()).filter(([, n]) => n !== 0);
-      process.send!(live.length === 0 ? { rate } : { error: `left live: ${JSON.stringify(Object.fromEntries(live))}` });
-    }, (error: unknown) => process.send!({ error: String((error as Error)?.stack ?? error) }));
+      assertNothingLive(registry, `P5 ${process.argv[2]}`);
+      return { rate };
+    }).catch((error: unknown) => ({ error: String((error as Error)?.stack ?? error) })).then((reply) => process.send!(reply));
   });
   process.send({ ready: true });
 }
