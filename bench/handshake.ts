@@ -13,6 +13,8 @@ export const settle = () => delay(1); // main's pause after READY before it acts
 /** Cells: READY (the worker is where its sample starts), GO (the raw floors' "go"), SPARE (never written: a timed wait). */
 export const [READY, GO, SPARE] = [0, 1, 2];
 export const flagCells = () => new Int32Array(new SharedArrayBuffer(16));
+/** The pool suites' task file (bench/workers/tasks.ts), as the file URL a user would pass. */
+export const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
 
 /** P3: a task trips its turn TRIP_AFTER_MS in (main is idle by then) and lingers LINGER_MS (its reply cannot come first). SQ1: POLL_EVERY. */
 export const [TRIP_AFTER_MS, LINGER_MS, POLL_EVERY] = [2, 5, 1000];

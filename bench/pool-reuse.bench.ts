@@ -5,11 +5,10 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { isCancelledError, TurnPool, TurnRegistry, type CancelledError } from '../src/index.js';
-import { flagCells, now, settle, started, usSince } from './handshake.js';
+import { flagCells, now, settle, started, TASKS, usSince } from './handshake.js';
 import { IN_FLIGHT, VARIANTS } from './throughput.js';
 import { assertNothingLive, compare, samplePairs, shuffled, suiteOf, type BenchResult, type SuiteContext } from './harness.js';
 
-const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
 const registry = new TurnRegistry();
 
 async function stopThenNext(ctx: SuiteContext): Promise<BenchResult> {
@@ -101,14 +100,14 @@ async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
       await Promise.all(children.map((c) => (c.status === 'fulfilled' ? c.value.close() : undefined)));
     }
   }
-  const [one, four] = [(name: string) => samples.one.map((r) => r[name]!), (name: string) => samples.four.map((r) => r[name]!)];
+  const series = (block: 'one' | 'four', name: string) => samples[block].map((r) => r[name]!);
   const row = (id: string, metric: string, side: number[], base: number[], perWorker = 1) => compare({ id, metric, unit: 'tasks/s', better: 'higher',
     extra: { goal: '≥ 0.95×', rounds: generations * rounds, processesPerVariant: generations, tasksPerRound: total, inFlight: IN_FLIGHT, threads: 2,
       concurrentTasksPerWorker: perWorker } },
   side, [`raw Piscina${perWorker > 1 ? `, concurrentTasksPerWorker ${perWorker}` : ''}`, base]);
-  return [row('P5', 'throughput, trivial tasks with { token }', one('token'), one('raw')),
-    row('P5-plain', 'throughput, trivial tasks, no token', one('plain'), one('raw')),
-    row('P5-c4', 'throughput with { token }, 4 tasks a worker', four('token4'), four('raw4'), 4)];
+  return [row('P5', 'throughput, trivial tasks with { token }', series('one', 'token'), series('one', 'raw')),
+    row('P5-plain', 'throughput, trivial tasks, no token', series('one', 'plain'), series('one', 'raw')),
+    row('P5-c4', 'throughput with { token }, 4 tasks a worker', series('four', 'token4'), series('four', 'raw4'), 4)];
 }
 
 export const suite = suiteOf({ P4: stopThenNext, 'P5 P5-plain P5-c4': throughput }, async (_, rows) => {

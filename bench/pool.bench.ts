@@ -1,7 +1,7 @@
 // P1–P3: how fast a TurnPool task stops, and how fast a worker's cancel reaches main, against raw floors (docs/benchmarks.md). Every side
 // runs on the one thread of a 1-thread TurnPool, the floors as plain tasks: a thread idle for longer wakes slower, so no side may have its own.
 import { TurnPool, TurnRegistry } from '../src/index.js';
-import { flagCells, GO, now, settle, started, usSince } from './handshake.js';
+import { flagCells, GO, now, settle, started, TASKS, usSince } from './handshake.js';
 import { assertNothingLive, compare, samplePairs, suiteOf, withTurn, type SuiteContext } from './harness.js';
 
 const [registry, flags] = [new TurnRegistry(), flagCells()];
@@ -81,7 +81,7 @@ export const suite = suiteOf({
       { shape: ['raw waitAsync + AbortController.abort', s.shape] });
   },
 }, async (_, rows) => {
-  pool = new TurnPool({ filename: new URL('./workers/tasks.js', import.meta.url).href, minThreads: 1, maxThreads: 1 });
+  pool = new TurnPool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
   try {
     return await rows();
   } finally {

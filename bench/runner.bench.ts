@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type StopReport, type Turn } from '../src/index.js';
 import { fdatasyncFd } from '../src/turn/ledger-file.js';
-import { flagCells, GO, RawWorker, settle, started } from './handshake.js';
+import { flagCells, GO, RawWorker, settle, started, TASKS } from './handshake.js';
 import { assertNothingLive, compare, median, samplePairs, suiteOf } from './harness.js';
 
 const GRACE_MS = 1000; // far above any cooperative settle, so a sample never times out into a hard stop
@@ -115,7 +115,7 @@ export const suite = suiteOf({
     const rounds = ctx.quick ? 20 : 400;
     const dir = mkdtempSync(join(tmpdir(), 'fullstop-bench-runner-'));
     const ledgerPath = join(dir, 'history.jsonl');
-    const pool = new TurnPool({ filename: new URL('./workers/tasks.js', import.meta.url).href, minThreads: 1, maxThreads: 1 });
+    const pool = new TurnPool({ filename: TASKS, minThreads: 1, maxThreads: 1 });
     const [flags, raw, registry] = [flagCells(), new RawWorker(), new TurnRegistry()];
     let [ledger, file]: [Ledger?, FileHandle?] = [];
     try {

@@ -4,10 +4,10 @@
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { TurnPool, TurnRegistry, type CancelToken } from '../src/index.js';
+import { TASKS } from './handshake.js';
 import { assertNothingLive, withTurn } from './harness.js';
 
 export const IN_FLIGHT = 100;
-const TASKS = new URL('./workers/tasks.js', import.meta.url).href;
 const one = { filename: TASKS, name: 'trivial', minThreads: 2, maxThreads: 2 };
 const four = { ...one, concurrentTasksPerWorker: 4 };
 type Submit = (i: number, token: CancelToken) => Promise<unknown>;

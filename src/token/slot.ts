@@ -144,13 +144,10 @@ export function sealSlot(cells: Int32Array, index: number, generation: number): 
 
 /**
  * The cancel of one slot by a holder of a handle, which may be on any thread: the owning main
- * thread is told through the bridge cell (after the slot's own sleepers were woken). It makes
- * `tripSlot`'s compare-exchange itself: this runs on a worker just woken (`cancelTurn()`), where
- * one call fewer on the way to the bridge's notify was measured to bring main's listener sooner
- * (docs/benchmarks.md, "Where P3's time goes").
+ * thread is told through the bridge cell (after the slot's own sleepers were woken).
  */
 export function cancelSlotFromHandle(cells: Int32Array, index: number, runningWord: number, cancelledWord: number): boolean {
-  if (Atomics.compareExchange(cells, index, runningWord, cancelledWord) !== runningWord) return false;
+  if (!tripSlot(cells, index, runningWord, cancelledWord)) return false;
   // `wakeSlot` with the bridge put before the control cell: the slot's sleepers first, then the main
   // thread (whose signal is what a cancel from here is waited for), paused waiters last.
   Atomics.notify(cells, index);
