@@ -61,7 +61,9 @@ export function readTrace(text) {
   return events;
 }
 
-const quantile = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s.length === 0 ? NaN : s[Math.floor(q * (s.length - 1))]; };
+// The bench's nearest rank (bench/harness.ts), so a median here reads as a row's does; copied, not
+// imported, so the script needs nothing of the build but the suite it runs.
+const quantile = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s.length === 0 ? NaN : s[Math.max(0, Math.ceil(q * s.length) - 1)]; };
 const spread = (xs) => `${quantile(xs, 0.5).toFixed(0)} (p25–p75 ${quantile(xs, 0.25).toFixed(0)}–${quantile(xs, 0.75).toFixed(0)})`;
 
 /** The report: `log` as the child writes it (`pid`, `notifies`, `stops`, `rows`), `events` from `readTrace`. */
@@ -78,7 +80,8 @@ export function analyse(log, events) {
     while (k < events.length && events[k].t <= t1 + 3 && !(events[k].kind === 'sched_waking' && events[k].tid === main)) k++;
     if (k >= events.length || events[k].t > t1 + 3) continue;
     const wake = events[k];
-    // Other threads runnable on main's CPU at the wake: switched out preempted there and not run since.
+    // Other threads runnable on main's CPU at the wake: switched out preempted there in the 3 ms
+    // before it and not run since.
     const runnable = new Set();
     for (let j = firstAtOrAfter(wake.t - 3000); j < k; j++) {
       const e = events[j];
@@ -88,7 +91,8 @@ export function analyse(log, events) {
       else runnable.delete(e.prev);
     }
     let [ranOn, wakes, off, outAt] = [undefined, 0, 0, undefined];
-    for (let j = k; j < events.length && (ranOn === undefined || events[j].t <= t1 + 1); j++) {
+    // The call's own window, then up to 5 ms more for the wakee's first run.
+    for (let j = k; j < events.length && events[j].t <= (ranOn === undefined ? t1 + 5000 : t1 + 1); j++) {
       const e = events[j];
       if (e.t <= t1 + 1 && e.kind === 'sched_waking' && e.tid === main && e.wakee === wake.wakee) wakes++;
       if (e.kind !== 'sched_switch') continue;
@@ -125,7 +129,13 @@ export function analyse(log, events) {
     PHASES.forEach((p, i) => {
       const [a, b] = [edges[i], edges[i + 1]];
       const sum = { on: 0, preempted: 0, asleep: 0 };
-      for (const [s, e, state] of spans) if (e > a && s < b) sum[state] += Math.min(e, b) - Math.max(s, a);
+      // Spans are in time order: start at the first that ends after `a`.
+      let [lo, hi] = [0, spans.length];
+      while (lo < hi) { const mid = (lo + hi) >> 1; if (spans[mid][1] <= a) lo = mid + 1; else hi = mid; }
+      for (let j = lo; j < spans.length && spans[j][0] < b; j++) {
+        const [s, e, state] = spans[j];
+        sum[state] += Math.min(e, b) - Math.max(s, a);
+      }
       phase[p].length.push(b - a);
       for (const k of Object.keys(sum)) phase[p][k].push(sum[k]);
     });
