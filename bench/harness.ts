@@ -18,7 +18,8 @@ export type SuiteContext = { quick: boolean; warmup?: number; progress(message: 
 
 /** Exported as `suite` by `bench/NAME.bench.ts`; the runner runs each group of row ids in a process of its own. */
 export type Suite = { groups: readonly (readonly string[])[]; run(ctx: SuiteContext): Promise<BenchResult[]> };
-const quantile = (sorted: readonly number[], q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
+/** The nearest-rank quantile `q` of an ascending, non-empty series: what every row's median and quartiles are. */
+export const quantile = (sorted: readonly number[], q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
 const rotated = <T>(xs: readonly T[], by: number) => [...xs.slice(by % xs.length), ...xs.slice(0, by % xs.length)];
 /** A uniformly random order: every element sorted by a random key of its own. */
 export const shuffled = <T>(xs: readonly T[]) => xs.map((x) => ({ x, key: Math.random() })).sort((a, b) => a.key - b.key).map(({ x }) => x);

@@ -16,6 +16,9 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BUILT = existsSync(join(ROOT, 'dist/bench/runner.bench.js'));
+// The bench's own nearest-rank median and quantile, so a figure here reads as a row's does.
+const { median, quantile } = BUILT ? await import(pathToFileURL(join(ROOT, 'dist/bench/harness.js')).href) : {};
 const PHASES = ['signal', 'settle', 'hardStop', 'history', 'flush'];
 
 /** The child: the runner suite with main's notifies and the stops' phases logged (hrtime, ns). */
@@ -61,15 +64,17 @@ export function readTrace(text) {
   return events;
 }
 
-// The bench's nearest rank (bench/harness.ts), so a median here reads as a row's does; copied, not
-// imported, so the script needs nothing of the build but the suite it runs.
-const quantile = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s.length === 0 ? NaN : s[Math.max(0, Math.ceil(q * s.length) - 1)]; };
-const spread = (xs) => `${quantile(xs, 0.5).toFixed(0)} (p25–p75 ${quantile(xs, 0.25).toFixed(0)}–${quantile(xs, 0.75).toFixed(0)})`;
+const spread = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? 'none' : `${quantile(s, 0.5).toFixed(0)} (p25–p75 ${quantile(s, 0.25).toFixed(0)}–${quantile(s, 0.75).toFixed(0)})`;
+};
+/** The first index in `0..n` whose item is not before the one sought (`before(i)` is true for a prefix). */
+const firstNotBefore = (n, before) => { let [lo, hi] = [0, n]; while (lo < hi) { const mid = (lo + hi) >> 1; if (before(mid)) lo = mid + 1; else hi = mid; } return lo; };
 
 /** The report: `log` as the child writes it (`pid`, `notifies`, `stops`, `rows`), `events` from `readTrace`. */
 export function analyse(log, events) {
   const main = log.pid;
-  const firstAtOrAfter = (t) => { let [lo, hi] = [0, events.length]; while (lo < hi) { const mid = (lo + hi) >> 1; if (events[mid].t < t) lo = mid + 1; else hi = mid; } return lo; };
+  const firstAtOrAfter = (t) => firstNotBefore(events.length, (i) => events[i].t < t);
   const us = (ns) => Number(BigInt(ns) / 1000n);
   const out = [`rows of this run: ${log.rows.filter((r) => /^R[1-3]$/.test(r.id)).map((r) => `${r.id} ${r.ratio.toFixed(3)}× (${r.fullstop.toFixed(r.unit === 'ms' ? 3 : 0)} against ${r.baseline.toFixed(r.unit === 'ms' ? 3 : 0)} ${r.unit})`).join(', ')}`, ''];
   const kinds = new Map();
@@ -109,7 +114,7 @@ export function analyse(log, events) {
   }
   out.push('main\'s notifies that woke a thread (µs: median, p25–p75):');
   for (const [kind, s] of kinds) {
-    out.push(`  ${kind}: ${s.calls} calls; the wakee ran on main's CPU in ${s.onMain}; main off its CPU inside the call ${spread(s.off)}; wakes a call ${quantile(s.wakes, 0.5)}`,
+    out.push(`  ${kind}: ${s.calls} calls; the wakee ran on main's CPU in ${s.onMain}; main off its CPU inside the call ${spread(s.off)}; wakes a call ${median(s.wakes)}`,
       `    another thread runnable on main's CPU at the wake: ${s.rule.busyOther} (the wakee on main's CPU in ${s.rule.busyOtherOnMain}); none: ${s.rule.idle} (on main's CPU in ${s.rule.idleOnMain})`);
   }
   // Main's state over time, then its share of each stop phase.
@@ -130,9 +135,7 @@ export function analyse(log, events) {
       const [a, b] = [edges[i], edges[i + 1]];
       const sum = { on: 0, preempted: 0, asleep: 0 };
       // Spans are in time order: start at the first that ends after `a`.
-      let [lo, hi] = [0, spans.length];
-      while (lo < hi) { const mid = (lo + hi) >> 1; if (spans[mid][1] <= a) lo = mid + 1; else hi = mid; }
-      for (let j = lo; j < spans.length && spans[j][0] < b; j++) {
+      for (let j = firstNotBefore(spans.length, (i) => spans[i][1] <= a); j < spans.length && spans[j][0] < b; j++) {
         const [s, e, state] = spans[j];
         sum[state] += Math.min(e, b) - Math.max(s, a);
       }
@@ -152,7 +155,7 @@ async function main(args) {
     process.stderr.write('usage: node scripts/sched-trace.mjs [--keep DIR]   (DIR: where the trace and log are kept)\n');
     return 2;
   }
-  if (!existsSync(join(ROOT, 'dist/bench/runner.bench.js'))) {
+  if (!BUILT) {
     process.stderr.write('sched-trace: no build in dist/: run `npm run build` first\n');
     return 2;
   }

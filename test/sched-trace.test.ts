@@ -2,7 +2,8 @@
  * scripts/sched-trace.mjs reads a scheduler trace against its child's log: checked here on a
  * trace written by hand, where the answer is known (a wakee that preempts main on main's CPU for
  * 53 µs; one sent to the other CPU because another thread was runnable on main's). The traced run
- * itself needs perf and root, so it is not part of `npm test` (docs/benchmarks.md).
+ * itself needs perf and root, so it is not part of `npm test` (docs/benchmarks.md); the script's
+ * figures use the bench's quantile from the build, which `npm test` makes first.
  */
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
