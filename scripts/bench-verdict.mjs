@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+// Which goals several full runs met: `node scripts/bench-verdict.mjs [--only ID]... RESULTS.json...`.
+// Each row of a run states its goal in words (`extra.goal`: "shape ≤ 1.1×", "≤ 1 ms, flat in N", …);
+// this reads every clause it can check from the row itself and prints, per run, the goals it
+// missed, then per goal how many runs met it and its median over the runs, and the runs that met
+// every goal at once. One run's verdict moves with the machine's phase (docs/benchmarks.md, "Full
+// runs"), so a goal is best read over several. A clause it cannot check from the row ("flat in N",
+// "Redis round trips") is listed as unchecked, never counted as met.
+
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const TIME_UNITS = { ns: 1e-3, 'µs': 1, ms: 1e3, s: 1e6 };
+const CLAUSE = /^(shape |ratio |median )?(≤|≥) (\d+(?:\.\d+)?)(?:\/(\d+(?:\.\d+)?))?\s*(×|ns|µs|ms|s)?$/;
+
+/**
+ * The checkable clauses of a goal text: `{ text, field, op, bound }`, `field` one of `ratio`,
+ * `shapeRatio` or `median` (the row's fullstop median, `bound` then in the row's own unit); a
+ * clause that is not of that form comes back with `field: undefined`.
+ */
+export function parseGoal(goal, rowUnit) {
+  return goal.split(/,\s*|\s+and\s+/).map((text) => {
+    const m = CLAUSE.exec(text.trim());
+    if (m === null) return { text, field: undefined };
+    const [, subject, op, num, den, unit] = m;
+    const value = den === undefined ? Number(num) : Number(num) / Number(den);
+    if (unit !== undefined && unit !== '×') {
+      if (subject === 'shape ' || subject === 'ratio ' || TIME_UNITS[rowUnit] === undefined) return { text, field: undefined };
+      return { text, field: 'median', op, bound: (value * TIME_UNITS[unit]) / TIME_UNITS[rowUnit] };
+    }
+    if (subject === 'median ') return { text, field: undefined };
+    return { text, field: subject === 'shape ' ? 'shapeRatio' : 'ratio', op, bound: value };
+  });
+}
+
+/** The figure a clause reads from `row`; `undefined` if the row lacks it. */
+function figure(row, field) {
+  return field === 'median' ? row.fullstop?.median : row[field];
+}
+
+/** Every checkable goal of one run: `{ key, id, text, value, met }`, plus the unchecked clauses' texts. */
+export function checkRun(results, only = new Set()) {
+  const checked = [];
+  const unchecked = [];
+  for (const row of results) {
+    if (typeof row.extra?.goal !== 'string' || (only.size > 0 && !only.has(row.id))) continue;
+    for (const clause of parseGoal(row.extra.goal, row.unit)) {
+      if (clause.field === undefined) { unchecked.push(`${row.id}: ${clause.text}`); continue; }
+      const value = figure(row, clause.field);
+      const met = Number.isFinite(value) && (clause.op === '≤' ? value <= clause.bound : value >= clause.bound);
+      checked.push({ key: `${row.id} ${clause.text}`, id: row.id, text: clause.text, value, met });
+    }
+  }
+  return { checked, unchecked };
+}
+
+/** The nearest-rank median, as the bench's rows take theirs (bench/harness.ts). */
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(xs.length / 2) - 1)];
+const fmt = (x) => (Number.isFinite(x) ? (Math.abs(x) >= 100 ? x.toFixed(0) : x.toPrecision(4)) : String(x));
+
+/** The report's lines for runs `[{ name, results }]`. */
+export function verdict(runs, only = new Set()) {
+  const lines = [];
+  const byGoal = new Map();
+  const allMet = [];
+  let unchecked = new Set();
+  for (const { name, results } of runs) {
+    const run = checkRun(results, only);
+    unchecked = new Set([...unchecked, ...run.unchecked]);
+    const missed = run.checked.filter((c) => !c.met);
+    for (const c of run.checked) byGoal.set(c.key, [...(byGoal.get(c.key) ?? []), c]);
+    if (run.checked.length > 0 && missed.length === 0) allMet.push(name);
+    lines.push(`${name}: ${missed.length === 0 ? 'every goal met' : `missed ${missed.map((c) => `${c.key} (${fmt(c.value)})`).join(', ')}`}`);
+  }
+  lines.push('');
+  for (const [key, cs] of byGoal) {
+    const values = cs.map((c) => c.value).filter(Number.isFinite);
+    lines.push(`${key}: met in ${cs.filter((c) => c.met).length} of ${cs.length}; median ${fmt(median(values))} (${fmt(Math.min(...values))}–${fmt(Math.max(...values))})`);
+  }
+  lines.push('', `every goal at once: ${allMet.length === 0 ? 'in no run' : `in ${allMet.length} of ${runs.length} (${allMet.join(', ')})`}`);
+  if (unchecked.size > 0) lines.push(`not checked (not a figure of the row): ${[...unchecked].join('; ')}`);
+  return lines;
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  let parsed;
+  try {
+    parsed = parseArgs({ options: { only: { type: 'string', multiple: true } }, allowPositionals: true });
+    if (parsed.positionals.length === 0) throw new TypeError('expected at least one results JSON (node dist/bench/run.js --json FILE)');
+  } catch (error) {
+    process.stderr.write(`bench-verdict: ${error.message}\nusage: node scripts/bench-verdict.mjs [--only ID]... RESULTS.json...\n`);
+    process.exit(2);
+  }
+  const runs = parsed.positionals.map((file) => {
+    const doc = JSON.parse(readFileSync(file, 'utf8'));
+    if (!Array.isArray(doc?.results)) throw new TypeError(`${file}: expected a results JSON ({ date, node, cpus, results })`);
+    return { name: basename(file), results: doc.results };
+  });
+  process.stdout.write(`${verdict(runs, new Set(parsed.values.only ?? [])).join('\n')}\n`);
+}
