@@ -77,7 +77,8 @@ export function verdict(runs, only = new Set()) {
   lines.push('');
   for (const [key, cs] of byGoal) {
     const values = cs.map((c) => c.value).filter(Number.isFinite);
-    lines.push(`${key}: met in ${cs.filter((c) => c.met).length} of ${cs.length}; median ${fmt(median(values))} (${fmt(Math.min(...values))}–${fmt(Math.max(...values))})`);
+    const figures = values.length === 0 ? 'no figure in any run' : `median ${fmt(median(values))} (${fmt(Math.min(...values))}–${fmt(Math.max(...values))})`;
+    lines.push(`${key}: met in ${cs.filter((c) => c.met).length} of ${cs.length}; ${figures}`);
   }
   lines.push('', `every goal at once: ${allMet.length === 0 ? 'in no run' : `in ${allMet.length} of ${runs.length} (${allMet.join(', ')})`}`);
   if (unchecked.size > 0) lines.push(`not checked (not a figure of the row): ${[...unchecked].join('; ')}`);

@@ -68,6 +68,8 @@ describe('scripts/bench-verdict.mjs', () => {
     expect(lines).toContain('R1 ≤ 1.15×: met in 2 of 3; median 1.120 (1.100–1.200)');
     expect(lines).toContain('every goal at once: in 1 of 3 (c.json)');
     expect(verdict(runs, new Set(['R1']))).toContain('every goal at once: in 2 of 3 (b.json, c.json)');
+    // A goal whose row never carried its figure is a miss in every run, and says so.
+    expect(verdict([{ name: 'd.json', results: [row('P1', 'shape ≤ 1.25×', { ratio: 1 })] }])).toContain('P1 shape ≤ 1.25×: met in 0 of 1; no figure in any run');
   });
 
   it('refuses no input and a file that is not a results JSON', async () => {
