@@ -18,6 +18,8 @@ export type SuiteContext = { quick: boolean; warmup?: number; progress(message: 
 
 /** Exported as `suite` by `bench/NAME.bench.ts`; the runner runs each group of row ids in a process of its own. */
 export type Suite = { groups: readonly (readonly string[])[]; run(ctx: SuiteContext): Promise<BenchResult[]> };
+/** Microseconds in one of each time unit a row may be in (`unit`). */
+export const US_PER_UNIT: Readonly<Record<string, number>> = { ns: 1e-3, 'µs': 1, ms: 1e3, s: 1e6 };
 /** The nearest-rank quantile `q` of an ascending, non-empty series: what every row's median and quartiles are. */
 export const quantile = (sorted: readonly number[], q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
 const rotated = <T>(xs: readonly T[], by: number) => [...xs.slice(by % xs.length), ...xs.slice(0, by % xs.length)];

@@ -7,7 +7,7 @@ import { availableParallelism } from 'node:os';
 import { basename, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { BenchResult, Suite } from './harness.js';
+import { US_PER_UNIT, type BenchResult, type Suite } from './harness.js';
 
 export const USAGE = `usage: node dist/bench/run.js [--quick] [--only ID_OR_SUITE]... [--warmup N] [--json FILE] [--svg FILE]
   --quick      few samples (the whole run stays under 15 s)
@@ -52,9 +52,8 @@ export function formatTable(results: readonly BenchResult[]): string {
 
 /** `--svg`: per time row, a fullstop bar and a baseline bar on one log axis, in µs. Standalone SVG. */
 export function renderSvg(doc: ResultsDocument): string {
-  const factor: Record<string, number> = { ns: 1e-3, 'µs': 1, ms: 1e3, s: 1e6 };
-  const rows = doc.results.filter((r) => factor[r.unit] !== undefined);
-  const bars = rows.map((r) => [r.fullstop.median, r.baseline.median].map((v) => v * factor[r.unit]!));
+  const rows = doc.results.filter((r) => US_PER_UNIT[r.unit] !== undefined);
+  const bars = rows.map((r) => [r.fullstop.median, r.baseline.median].map((v) => v * US_PER_UNIT[r.unit]!));
   const lo = Math.floor(Math.log10(Math.min(1, ...bars.flat().map((v) => Math.max(v, 1e-3)))));
   const hi = Math.max(lo + 1, Math.ceil(Math.log10(Math.max(1, ...bars.flat()))));
   const x = (v: number) => 220 + ((Math.log10(Math.max(v, 10 ** lo)) - lo) / (hi - lo)) * 560;

@@ -7,12 +7,14 @@
 // runs"), so a goal is best read over several. A clause it cannot check from the row ("flat in N",
 // "Redis round trips") is listed as unchecked, never counted as met.
 
-import { readFileSync } from 'node:fs';
-import { basename } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const TIME_UNITS = { ns: 1e-3, 'µs': 1, ms: 1e3, s: 1e6 };
+const HARNESS = join(fileURLToPath(new URL('..', import.meta.url)), 'dist/bench/harness.js');
+// The bench's own nearest-rank median and time units, so a figure here reads as a row's does.
+const { median, US_PER_UNIT } = existsSync(HARNESS) ? await import(pathToFileURL(HARNESS).href) : {};
 const CLAUSE = /^(shape |ratio |median )?(≤|≥) (\d+(?:\.\d+)?)(?:\/(\d+(?:\.\d+)?))?\s*(×|ns|µs|ms|s)?$/;
 
 /**
@@ -27,8 +29,8 @@ export function parseGoal(goal, rowUnit) {
     const [, subject, op, num, den, unit] = m;
     const value = den === undefined ? Number(num) : Number(num) / Number(den);
     if (unit !== undefined && unit !== '×') {
-      if (subject === 'shape ' || subject === 'ratio ' || TIME_UNITS[rowUnit] === undefined) return { text, field: undefined };
-      return { text, field: 'median', op, bound: (value * TIME_UNITS[unit]) / TIME_UNITS[rowUnit] };
+      if (subject === 'shape ' || subject === 'ratio ' || US_PER_UNIT[rowUnit] === undefined) return { text, field: undefined };
+      return { text, field: 'median', op, bound: (value * US_PER_UNIT[unit]) / US_PER_UNIT[rowUnit] };
     }
     if (subject === 'median ') return { text, field: undefined };
     return { text, field: subject === 'shape ' ? 'shapeRatio' : 'ratio', op, bound: value };
@@ -56,8 +58,6 @@ export function checkRun(results, only = new Set()) {
   return { checked, unchecked };
 }
 
-/** The nearest-rank median, as the bench's rows take theirs (bench/harness.ts). */
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(xs.length / 2) - 1)];
 const fmt = (x) => (Number.isFinite(x) ? (Math.abs(x) >= 100 ? x.toFixed(0) : x.toPrecision(4)) : String(x));
 
 /** The report's lines for runs `[{ name, results }]`. */
@@ -65,12 +65,15 @@ export function verdict(runs, only = new Set()) {
   const lines = [];
   const byGoal = new Map();
   const allMet = [];
-  let unchecked = new Set();
+  const unchecked = new Set();
   for (const { name, results } of runs) {
     const run = checkRun(results, only);
-    unchecked = new Set([...unchecked, ...run.unchecked]);
+    for (const text of run.unchecked) unchecked.add(text);
     const missed = run.checked.filter((c) => !c.met);
-    for (const c of run.checked) byGoal.set(c.key, [...(byGoal.get(c.key) ?? []), c]);
+    for (const c of run.checked) {
+      if (byGoal.has(c.key)) byGoal.get(c.key).push(c);
+      else byGoal.set(c.key, [c]);
+    }
     if (run.checked.length > 0 && missed.length === 0) allMet.push(name);
     lines.push(`${name}: ${missed.length === 0 ? 'every goal met' : `missed ${missed.map((c) => `${c.key} (${fmt(c.value)})`).join(', ')}`}`);
   }
@@ -90,6 +93,7 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
   try {
     parsed = parseArgs({ options: { only: { type: 'string', multiple: true } }, allowPositionals: true });
     if (parsed.positionals.length === 0) throw new TypeError('expected at least one results JSON (node dist/bench/run.js --json FILE)');
+    if (median === undefined) throw new Error('no build in dist/: run `npm run build` first');
   } catch (error) {
     process.stderr.write(`bench-verdict: ${error.message}\nusage: node scripts/bench-verdict.mjs [--only ID]... RESULTS.json...\n`);
     process.exit(2);

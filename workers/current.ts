@@ -40,13 +40,13 @@ const storage = new AsyncLocalStorage<TaskBinding>();
  * The binding of the handler running synchronously now, `undefined` between handlers. While a
  * handler runs it is the store `storage` holds, so the checks read it instead of asking
  * AsyncLocalStorage, whose lookup touches several objects: on a worker just woken (a task that
- * slept, then calls `cancelTurn()`) that lookup was about a quarter of the call's way to its
- * notify (docs/benchmarks.md, P3). Each function below reads it itself (`running ?? outsideHandler(…)`):
- * the checks are the hot path, and a call fewer on a thread just woken read 0–2 % sooner for
- * `cancelTurn()` (docs/benchmarks.md, "Where P3's time goes"). What a task leaves behind runs later,
- * outside any handler, and finds its own task's binding through `storage`. One reading differs: a function bound to an earlier
- * task's async context (`AsyncResource.bind`) and called synchronously by a running handler runs
- * as part of that handler, and sees its binding.
+ * slept, then calls `cancelTurn()`) that lookup was a large share of the call's way to its notify
+ * (docs/benchmarks.md, "Where P3's time goes", has the figures). Each function below reads it
+ * itself (`running ?? outsideHandler(…)`): an expression as short as a call to a helper, and one
+ * call fewer on the checks' hot path and on a thread just woken. What a task leaves behind runs
+ * later, outside any handler, and finds its own task's binding through `storage`. One reading
+ * differs: a function bound to an earlier task's async context (`AsyncResource.bind`) and called
+ * synchronously by a running handler runs as part of that handler, and sees its binding.
  */
 let running: TaskBinding | undefined;
 

@@ -187,9 +187,8 @@ export class TokenState implements Watched {
     // The other thread flipped the slot and woke its sleepers: nothing for `flipSlot` to do. A leaf
     // (a token with no children, such as a turn whose task was run with the turn's own token) takes
     // `cancelFlipped`'s leaf steps right here, on a main thread the bridge has just woken: going
-    // through `cancelFlipped` measured 4–7 % slower to the signal's listeners, 5 % with the reason
-    // picked inline there (docs/benchmarks.md, "Where P3's time goes"). A token with children takes
-    // the general path.
+    // through `cancelFlipped` (and `#reasonOnCancel`) measured slower to the signal's listeners
+    // (docs/benchmarks.md, "Where P3's time goes"). A token with children takes the general path.
     if (this.#retired || this.#cancelled) return;
     if (this.#children !== undefined) return void this.cancelFlipped(DEFAULT_CANCEL_REASON, false);
     this.#cancelled = true;
