@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { MessagePort } from 'node:worker_threads';
 import {
-  buffersAt, decodeTarget, generationOfSlot, hasRootPlaces, indexOfSlot, P_ROOT_SLAB, P_ROOT_SLOT, P_SLAB, P_SLOT, P_TASK,
+  buffersAt, decodeTarget, hasRootPlaces, P_GENERATION, P_INDEX, P_ROOT_GENERATION, P_ROOT_INDEX, P_ROOT_SLAB, P_SLAB, P_TASK,
   type Target,
 } from '../src/pool/protocol.js';
 import { callBound, TaskBinding } from './current.js';
@@ -138,14 +138,12 @@ function bindingOf(payload: Payload): TaskBinding {
     // The pool sends every slab with the first task that needs it on this thread (protocol.ts).
     throw new Error(`fullstop: internal error: this worker was never sent slab ${cells === undefined ? String(payload[P_SLAB]) : String(payload[P_ROOT_SLAB])}`);
   }
-  const slot = payload[P_SLOT] as number;
-  const token = new SlotToken(cells, indexOfSlot(slot), generationOfSlot(slot));
+  const token = new SlotToken(cells, payload[P_INDEX] as number, payload[P_GENERATION] as number);
   // A task dropped from the queue on cancel may still be posted to a worker: it must not run
   // (task-run.ts). One load decides it, before any user code.
   if (token.isCancelled()) throw token.error();
   if (hasRoot) {
-    const rootSlot = payload[P_ROOT_SLOT] as number;
-    token.root = new SlotToken(rootCells, indexOfSlot(rootSlot), generationOfSlot(rootSlot));
+    token.root = new SlotToken(rootCells, payload[P_ROOT_INDEX] as number, payload[P_ROOT_GENERATION] as number);
   }
   return new TaskBinding(token);
 }

@@ -18,7 +18,7 @@ import {
   ENTRY, onAbort, readRunOptions, setupPool, TOKEN_ONLY, toPath, type PiscinaOptions, type PiscinaRunOptions, type PoolSetup,
   type Signal,
 } from './options.js';
-import { encodeTarget, packSlot } from './protocol.js';
+import { encodeTarget } from './protocol.js';
 import { WorkerBook } from './worker-book.js';
 import { TaskRun, type RunHost, type Settlement, type SignalCause } from './task-run.js';
 
@@ -299,15 +299,15 @@ function notStarted(token: CancelToken): CancelledError {
   });
 }
 
-/** The wire payload of a task with a token (protocol.ts): three places for a root token, five for a child. */
+/** The wire payload of a task with a token (protocol.ts): four places for a root token, seven for a child. */
 function payloadFor(task: unknown, state: TokenState): unknown[] {
   const { slab, index, generation } = state.exportSlot();
   let root = state;
   while (root.parent !== undefined) root = root.parent;
-  if (root === state) return [task, slab.id, packSlot(index, generation)];
+  if (root === state) return [task, slab.id, index, generation];
   // The worker only cancels the root through this (`cancelTurn()`); no task can wait on it.
   const r = root.exportSlot(false);
-  return [task, slab.id, packSlot(index, generation), r.slab.id, packSlot(r.index, r.generation)];
+  return [task, slab.id, index, generation, r.slab.id, r.index, r.generation];
 }
 
 /**

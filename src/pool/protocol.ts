@@ -2,60 +2,51 @@
  * The wire between `TurnPool` (main thread) and its worker entry (workers/pool-task.ts). Both
  * sides import these names, so the layout is stated once.
  *
- * Per task only numbers travel: `[task, slabId, slot]`, where `slot` packs the cell's index and
- * generation into one number (`packSlot`), then the turn's root `[..., rootSlabId, rootSlot]`
- * when the task's token is a child (so `cancelTurn()` in the worker trips the whole turn, not
- * just the task's child token). A worker keeps every slab buffer it has been sent, by id. The
- * pool remembers, per worker thread, which slabs it has sent there; when the load balancer hands
- * a task to a thread that has not seen one of its slabs, the buffers ride along once, appended
- * after the last place (`buffersAt`; the payload is cloned only when piscina posts it, right
- * after the balancer chose). So a buffer crosses to each worker once, the common path carries no
+ * Per task only small integers travel: `[task, slabId, index, generation]`, the cell of the
+ * task's token, then the turn's root `[..., rootSlabId, rootIndex, rootGeneration]` when the
+ * task's token is a child (so `cancelTurn()` in the worker trips the whole turn, not just the
+ * task's child token). A worker keeps every slab buffer it has been sent, by id. The pool
+ * remembers, per worker thread, which slabs it has sent there; when the load balancer hands a task
+ * to a thread that has not seen one of its slabs, the buffers ride along once, appended after the
+ * last place (`buffersAt`; the payload is cloned only when piscina posts it, right after the
+ * balancer chose). So a buffer crosses to each worker once, the common path carries no
  * SharedArrayBuffer (cloning one into every payload costs throughput), and no control signal ever
  * travels in text that a task could also write (an error message).
  *
- * Short and never a hole. Each element of the payload costs its clone on the main thread and its
- * rebuild on the worker, so the places are as few as the token needs: three for a root token,
- * five for a child (docs/benchmarks.md, "Where P5's time goes", has what that was measured to
- * save). So the length says which (`hasRootPlaces`). The buffers are an append, at the payload's
- * length: writing past the end would leave holes, and V8 then makes every later array of the
- * same literal holey too (its allocation site learns the elements kind) and clones a holey array
- * in its slow, sparse format, so every payload of the pool would pay for the few that carried
- * buffers.
+ * Small integers, never a hole. Each place is below 2^30 (an index is below a slab's size, a
+ * generation below `GENERATION_MODULO`, slab ids count up from 1), so V8 keeps every one unboxed
+ * (a Smi) on both threads: a number packing two of them would exceed that range and be a heap
+ * number, one more allocation a task on each side, the worker's rebuilt from the clone every time
+ * (docs/benchmarks.md, "Where P5's time goes", has what each shape was measured at). The length
+ * says root or child (`hasRootPlaces`). The buffers are an append, at the payload's length:
+ * writing past the end would leave holes, and V8 then makes every later array of the same literal
+ * holey too (its allocation site learns the elements kind) and clones a holey array in its slow,
+ * sparse format, so every payload of the pool would pay for the few that carried buffers.
  *
  * A task run with no token at all travels as the task itself, exactly as piscina sends it (a custom
  * task queue sees the caller's task, `move()` and transfer lists are piscina's own); its target
  * says so (`wrapped: false`).
  */
 
-import { GENERATION_MODULO } from '../token/slot.js';
-
 export const P_TASK = 0;
 export const P_SLAB = 1;
-export const P_SLOT = 2;
-export const P_ROOT_SLAB = 3;
-export const P_ROOT_SLOT = 4;
+export const P_INDEX = 2;
+export const P_GENERATION = 3;
+export const P_ROOT_SLAB = 4;
+export const P_ROOT_INDEX = 5;
+export const P_ROOT_GENERATION = 6;
+/** The places of a root token's payload; a child's payload adds its root's three. */
+export const ROOT_PLACES = 4;
+export const CHILD_PLACES = 7;
 
-/** True for a child token's payload: five places (six with buffers), against a root's three (four). */
+/** True for a child token's payload: seven places (eight with buffers), against a root's four (five). */
 export function hasRootPlaces(payload: readonly unknown[]): boolean {
-  return payload.length > P_ROOT_SLOT;
+  return payload.length >= CHILD_PLACES;
 }
 
 /** Where the `[[slabId, buffer], ...]` of a payload that carries buffers sit: right after its last place. */
 export function buffersAt(payload: readonly unknown[]): number {
-  return hasRootPlaces(payload) ? P_ROOT_SLOT + 1 : P_SLOT + 1;
-}
-
-/** A cell's index and generation as one number: `index · 2^30 + generation`, exact in a double (index < 2^21). */
-export function packSlot(index: number, generation: number): number {
-  return index * GENERATION_MODULO + generation;
-}
-
-export function indexOfSlot(slot: number): number {
-  return Math.floor(slot / GENERATION_MODULO);
-}
-
-export function generationOfSlot(slot: number): number {
-  return slot % GENERATION_MODULO;
+  return hasRootPlaces(payload) ? CHILD_PLACES : ROOT_PLACES;
 }
 
 /** Where the user's handler lives, packed into piscina's `name` (piscina sends `name` with every task anyway). */
