@@ -21,7 +21,7 @@ it('payloads made after others carried slab buffers are not holey, and every pla
   const { seen, holey, boxed, children } = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, number>;
   expect(seen).toBe(100); // the balancer saw every payload of the counted batch
   expect(holey).toBe(0);
-  expect(boxed).toBe(0); // the packed slot of before: 100 of 100, a heap number past 2^31
+  expect(boxed).toBe(0); // the packed slot of before: 100 of 100, a double past 2^31
   expect(children).toBe(50); // half of them a child token's, with its root's places
 }, 70_000);
 
