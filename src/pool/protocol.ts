@@ -15,14 +15,15 @@
  *
  * Small integers, never a hole. Each place is below 2^30 (an index is below a slab's size, a
  * generation below `GENERATION_MODULO`, slab ids count up from 1, one a slab), so V8 keeps every
- * one unboxed (a Smi) on both threads. A number packing two of them would exceed that range: a
- * double, which the worker rebuilds as a heap number from every clone and main boxes too once the
- * payload literal's elements are generic (the first buffer append makes them so), an allocation a
- * task on each side (docs/benchmarks.md, "Where P5's time goes", has what each shape was measured
- * at). The length says root or child (`hasRootPlaces`). The buffers are an append, at the payload's length:
- * writing past the end would leave holes, and V8 then makes every later array of the same literal
- * holey too (its allocation site learns the elements kind) and clones a holey array in its slow,
- * sparse format, so every payload of the pool would pay for the few that carried buffers.
+ * one unboxed (a Smi) on both threads. A number packing two of them would be 2^31 or more, so a
+ * heap number on both: the worker rebuilds every cloned array with generic elements, and main's
+ * payloads have them too once a buffer has been appended to one (it stores an array there), so
+ * that is an allocation a task on each side (docs/benchmarks.md, "Where P5's time goes", has what
+ * was measured of each layout). The length says root or child (`hasRootPlaces`). The buffers are
+ * an append, at the payload's length: writing past the end would leave holes, and V8 then makes
+ * every later array of the same literal holey too (its allocation site learns the elements kind)
+ * and clones a holey array in its slow, sparse format, so every payload of the pool would pay for
+ * the few that carried buffers.
  *
  * A task run with no token at all travels as the task itself, exactly as piscina sends it (a custom
  * task queue sees the caller's task, `move()` and transfer lists are piscina's own); its target
@@ -37,8 +38,8 @@ export const P_ROOT_SLAB = 4;
 export const P_ROOT_INDEX = 5;
 export const P_ROOT_GENERATION = 6;
 /** The places of a root token's payload; a child's payload adds its root's three. */
-const ROOT_PLACES = 4;
-const CHILD_PLACES = 7;
+const ROOT_PLACES = P_GENERATION + 1;
+const CHILD_PLACES = P_ROOT_GENERATION + 1;
 
 /** True for a child token's payload: seven places (eight with buffers), against a root's four (five). */
 export function hasRootPlaces(payload: readonly unknown[]): boolean {
