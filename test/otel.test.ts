@@ -277,14 +277,16 @@ describe('off()', () => {
     const calling = new Promise<void>((r) => { inTool = r; });
     const outcome$ = other.run('s-off', (turn) => turn.tool('wait', {}, () => { inTool(); return new Promise<void>((r) => { release = r; }); }), { turnId: 't-off' });
     await calling;
-    offOther();
-    expect(EVENTS.map((e) => other.listenerCount(e))).toEqual(before);
-    expect(other.listeners('turn_started')).toEqual([mine]);
-    // The open turn and call spans are ended as they stand: nothing is left open for ever.
-    const atOff = exported.getFinishedSpans().map((s) => [s.name, s.attributes['fullstop.turn.status'] ?? s.attributes['fullstop.tool.status']]);
-    expect(atOff).toEqual([['execute_tool wait', undefined], ['invoke_agent', undefined]]);
-
-    release();
+    try {
+      offOther();
+      expect(EVENTS.map((e) => other.listenerCount(e))).toEqual(before);
+      expect(other.listeners('turn_started')).toEqual([mine]);
+      // The open turn and call spans are ended as they stand: nothing is left open for ever.
+      const atOff = exported.getFinishedSpans().map((s) => [s.name, s.attributes['fullstop.turn.status'] ?? s.attributes['fullstop.tool.status']]);
+      expect(atOff).toEqual([['execute_tool wait', undefined], ['invoke_agent', undefined]]);
+    } finally {
+      release();
+    }
     expect((await outcome$).status).toBe('completed');
     await other.run('s-off', async () => 'after', { turnId: 't-after' });
     offOther(); // a second call does nothing
