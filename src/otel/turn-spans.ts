@@ -93,9 +93,8 @@ export class TurnSpans {
    * `turn_aborted`: the `fullstop.stop` event, timed at the stop request, with the report's reason,
    * grace and phase times; the status stays UNSET (rule 3).
    */
-  aborted(turnId: string, report: StopReport | undefined): void {
+  aborted(turnId: string, report: StopReport): void {
     this.#end(turnId, 'cancelled', (span) => {
-      if (report === undefined) return;
       const attributes: Record<string, string | number | boolean> = {
         [StopAttr.reason]: report.reason,
         [StopAttr.graceMs]: report.graceMs,
