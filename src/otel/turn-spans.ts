@@ -40,9 +40,6 @@ export class TurnSpans {
     this.#tracer = tracer;
   }
 
-  /** Open turns (for tests and `off()`). */
-  get openTurns(): number { return this.#turns.size; }
-
   /** `turn_started`: the turn's span, a child of the context active where `run` was called. */
   started(sessionId: string, turnId: string): void {
     if (this.#turns.has(turnId)) return;
