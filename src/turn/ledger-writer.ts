@@ -23,18 +23,25 @@ interface PendingLine {
   reject: (error: unknown) => void;
 }
 
-/** A sync in flight: the seq it covers (every line appended before it began) and its end. */
-interface Sync {
-  covers: number;
-  done: Promise<void>;
-}
-
-/** The pending sync: the flushes that joined it wait on `done`. */
-interface PendingSync {
-  done: Promise<void>;
+/** A flush waiting for a sync. */
+interface Waiter {
   resolve: () => void;
   reject: (error: unknown) => void;
 }
+
+/** A sync in flight: the seq it covers (every line queued before it began), its end, and the flushes it answers. */
+interface Sync {
+  covers: number;
+  done: Promise<void>;
+  waiters: Waiter[];
+}
+
+/**
+ * How many flushes a finished sync releases per turn of the event loop. A sync that a storm of
+ * stops shared answers hundreds of flushes, and each goes on with its stop's next steps in the
+ * microtasks that follow; released all at once they would hold the loop for the whole storm.
+ */
+const RELEASE_SLICE = 32;
 
 /** Writes and syncs one ledger file's lines in seq order; a failure breaks it for good. */
 export class LedgerWriter {
@@ -56,8 +63,8 @@ export class LedgerWriter {
   #durableSeq = -1;
   /** The sync in flight, if any. */
   #syncing: Sync | undefined;
-  /** The sync that starts when `#syncing` ends, if a flush joined it. */
-  #pending: PendingSync | undefined;
+  /** The flushes waiting for the sync that starts when `#syncing` ends (the pending sync), if any. */
+  #pending: Waiter[] | undefined;
   /** `fdatasync`s issued, for the ledger's statistics. */
   #syncs = 0;
   /** The first write or sync failure; `undefined` while every one has succeeded (ledger.ts, invariant 4). */
@@ -94,15 +101,12 @@ export class LedgerWriter {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     const target = this.#queuedSeq;
     if (this.#durableSeq >= target) return Promise.resolve();
-    if (this.#syncing === undefined) return this.#startSync().done;
-    if (this.#syncing.covers >= target) return this.#syncing.done;
-    if (this.#pending === undefined) {
-      let resolve!: () => void;
-      let reject!: (error: unknown) => void;
-      const done = new Promise<void>((res, rej) => { resolve = res; reject = rej; });
-      this.#pending = { done, resolve, reject };
-    }
-    return this.#pending.done;
+    return new Promise((resolve, reject) => {
+      const waiter = { resolve, reject };
+      if (this.#syncing === undefined) this.#startSync([waiter]);
+      else if (this.#syncing.covers >= target) this.#syncing.waiters.push(waiter);
+      else (this.#pending ??= []).push(waiter);
+    });
   }
 
   /** Resolves once no sync is in flight or pending (their fd must stay open until then); never rejects. */
@@ -111,21 +115,23 @@ export class LedgerWriter {
   }
 
   /**
-   * Start a sync now (none is in flight) covering every line queued so far. When it ends, the
-   * pending sync (if a flush joined one meanwhile) starts, in the same synchronous run.
+   * Start a sync now (none is in flight) covering every line queued so far, for `waiters`. When it
+   * ends, the pending sync (if a flush joined one meanwhile) starts, in the same synchronous run,
+   * and then its own waiters are released, `RELEASE_SLICE` a turn of the event loop.
    */
-  #startSync(): Sync {
-    const sync: Sync = { covers: this.#queuedSeq, done: this.#sync() };
+  #startSync(waiters: Waiter[]): void {
+    const sync: Sync = { covers: this.#queuedSeq, done: Promise.resolve(), waiters };
     this.#syncing = sync;
-    const next = () => {
+    sync.done = this.#sync();
+    const end = (failure: unknown) => {
       if (this.#syncing === sync) this.#syncing = undefined;
       const pending = this.#pending;
-      if (pending === undefined) return;
       this.#pending = undefined;
-      this.#startSync().done.then(pending.resolve, pending.reject);
+      if (pending !== undefined) this.#startSync(pending);
+      if (failure === undefined) release(sync.waiters);
+      else for (const waiter of sync.waiters) waiter.reject(failure);
     };
-    sync.done.then(next, next);
-    return sync;
+    sync.done.then(() => end(undefined), end);
   }
 
   async #sync(): Promise<void> {
@@ -220,6 +226,17 @@ export class LedgerWriter {
     if (written === undefined) return done();
     return written.then(done, fail);
   }
+}
+
+/** Resolve `waiters` in order, `RELEASE_SLICE` now and as many after each later turn of the event loop. */
+function release(waiters: readonly Waiter[]): void {
+  let next = 0;
+  const slice = () => {
+    const end = Math.min(next + RELEASE_SLICE, waiters.length);
+    for (; next < end; next++) waiters[next]!.resolve();
+    if (next < waiters.length) setImmediate(slice);
+  };
+  slice();
 }
 
 function joinLines(batch: readonly PendingLine[]): Buffer {
