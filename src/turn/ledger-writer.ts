@@ -7,6 +7,14 @@
  * the one in flight ends and covers every line written by then. So N flushes under way at once cost
  * a number of syncs that grows with how long they keep coming, not with N: a storm of 1,000 stops
  * shares a handful of syncs instead of issuing 2,000.
+ *
+ * A stop is never kept behind other sessions' work: a sync waiting for a write in flight is started
+ * by that write's completion itself (which also writes what queued up meanwhile), before the
+ * appends the write answers go on; those appends, like the flushes a sync answers, are released
+ * `RELEASE_SLICE` a turn of the event loop, so hundreds of sessions whose lines shared one write
+ * cannot hold the loop for all of their continuations at once; and the lines of a turn being
+ * stopped (`urgent`) skip that line, released as soon as they are written (after their own turn's
+ * earlier lines, so a turn's appends still resolve in order).
  */
 
 import { writeSync } from 'node:fs';
@@ -15,18 +23,20 @@ import { dirname } from 'node:path';
 import { fdatasyncFd, isDiskFull, writeAll } from './ledger-file.js';
 import { renderSafely } from './render.js';
 
-/** A queued line, its seq and the `append()` promise waiting for it. */
-interface PendingLine {
-  line: string;
-  seq: number;
+/** A promise's settlers. */
+interface Waiter {
   resolve: () => void;
   reject: (error: unknown) => void;
 }
 
-/** A flush waiting for a sync. */
-interface Waiter {
-  resolve: () => void;
-  reject: (error: unknown) => void;
+/** A queued line, its seq and turn, and the `append()` promise waiting for it. */
+interface PendingLine extends Waiter {
+  line: string;
+  seq: number;
+  turnId: string;
+  /** A line of a turn being stopped: released as soon as it is written (see the header). */
+  urgent: boolean;
+  released: boolean;
 }
 
 /** A sync in flight: the seq it covers (every line queued before it began), its end, and the flushes it answers. */
@@ -37,9 +47,8 @@ interface Sync {
 }
 
 /**
- * How many flushes a finished sync releases per turn of the event loop. A sync that a storm of
- * stops shared answers hundreds of flushes, and each goes on with its stop's next steps in the
- * microtasks that follow; released all at once they would hold the loop for the whole storm.
+ * How many waiters (appends whose line is written, flushes whose sync ended) are released per turn
+ * of the event loop; each goes on with its caller's next steps in the microtasks that follow.
  */
 const RELEASE_SLICE = 32;
 
@@ -53,7 +62,7 @@ export class LedgerWriter {
   #pumping = false;
   /** True while an asynchronous write of `#pump` is in flight: nothing else may write meanwhile. */
   #writing = false;
-  /** Settles when every line queued so far is written or failed; never rejects (ledger.ts, invariant 3). */
+  /** Settles when every line queued so far is written (and released) or failed; never rejects (ledger.ts, invariant 3). */
   #lastWrite: Promise<void> = Promise.resolve();
   /** The highest seq appended (queued) so far. */
   #queuedSeq: number;
@@ -65,6 +74,13 @@ export class LedgerWriter {
   #syncing: Sync | undefined;
   /** The flushes waiting for the sync that starts when `#syncing` ends (the pending sync), if any. */
   #pending: Waiter[] | undefined;
+  /** Set while a starting sync waits for the pump's write in flight: that write's completion calls it. */
+  #afterWrite: (() => void) | undefined;
+  /** Written lines whose appends are not released yet, in seq order, from `#released` on (an urgent line's turn may skip ahead). */
+  #toRelease: PendingLine[] = [];
+  #released = 0;
+  /** True while a later slice of `#toRelease` is scheduled. */
+  #releasing = false;
   /** `fdatasync`s issued, for the ledger's statistics. */
   #syncs = 0;
   /** The first write or sync failure; `undefined` while every one has succeeded (ledger.ts, invariant 4). */
@@ -84,10 +100,13 @@ export class LedgerWriter {
   /** Settles once every line queued so far is written or failed; never rejects. */
   get lastWrite(): Promise<void> { return this.#lastWrite; }
 
-  /** Queue `line` under `seq` (the next one); resolves once it is written to the OS. */
-  enqueue(line: string, seq: number): Promise<void> {
+  /**
+   * Queue `line` under `seq` (the next one); resolves once it is written to the OS. `urgent`: a line
+   * of a turn being stopped, released as soon as it is written, with its turn's earlier lines.
+   */
+  enqueue(line: string, seq: number, turnId: string, urgent: boolean): Promise<void> {
     this.#queuedSeq = seq;
-    const written = new Promise<void>((resolve, reject) => this.#queue.push({ line, seq, resolve, reject }));
+    const written = new Promise<void>((resolve, reject) => this.#queue.push({ line, seq, turnId, urgent, released: false, resolve, reject }));
     this.#lastWrite = written.then(noop, noop);
     if (!this.#pumping) void this.#pump();
     return written;
@@ -116,8 +135,8 @@ export class LedgerWriter {
 
   /**
    * Start a sync now (none is in flight) covering every line queued so far, for `waiters`. When it
-   * ends, the pending sync (if a flush joined one meanwhile) starts, in the same synchronous run,
-   * and then its own waiters are released, `RELEASE_SLICE` a turn of the event loop.
+   * ends, the pending sync (if a flush joined one meanwhile) starts, in the same synchronous run;
+   * then the lines it covered and its waiters are released.
    */
   #startSync(waiters: Waiter[]): void {
     const sync: Sync = { covers: this.#queuedSeq, done: Promise.resolve(), waiters };
@@ -128,8 +147,11 @@ export class LedgerWriter {
       const pending = this.#pending;
       this.#pending = undefined;
       if (pending !== undefined) this.#startSync(pending);
-      if (failure === undefined) release(sync.waiters);
-      else for (const waiter of sync.waiters) waiter.reject(failure);
+      if (failure !== undefined) {
+        for (const waiter of sync.waiters) waiter.reject(failure);
+        return;
+      }
+      releaseSliced(sync.waiters);
     };
     sync.done.then(() => end(undefined), end);
   }
@@ -137,7 +159,8 @@ export class LedgerWriter {
   async #sync(): Promise<void> {
     // The lines queued so far written by this very call when nothing is in flight: the sync then
     // starts in the same synchronous run, not behind whatever else the microtask queue holds.
-    if (!this.#writeQueuedNow()) await this.#lastWrite;
+    // Else the write in flight, as it completes, writes the rest and lets the sync go on.
+    if (!this.#writeQueuedNow() && this.#writing) await new Promise<void>((resolve) => { this.#afterWrite = resolve; });
     if (this.failure !== undefined) throw this.failure;
     const covers = this.#writtenSeq;
     this.#syncs += 1;
@@ -164,10 +187,10 @@ export class LedgerWriter {
   /**
    * A sync about to start writes the queued lines itself, synchronously, instead of waiting for
    * the pump's asynchronous write: a small append is a copy into the page cache, far cheaper than
-   * the trip through libuv's thread pool. Only when nothing is in flight: an asynchronous write
-   * would be overtaken (invariant 1), and on a file system with stable pages a write into a page an
-   * `fdatasync` is writing back waits for that I/O, which must not happen on the main thread (the
-   * caller starts a sync only when none is in flight). True when it wrote every line queued so far.
+   * the trip through libuv's thread pool. Only when no write is in flight (it would be overtaken:
+   * invariant 1), and only as a sync starts, so never while an `fdatasync` runs: on a file system
+   * with stable pages a write into a page being written back waits for that I/O, which must not
+   * happen on the main thread. True when it wrote every line queued so far.
    */
   #writeQueuedNow(): boolean {
     if (this.#writing || this.#queue.length === 0 || this.failure !== undefined) return false;
@@ -190,31 +213,37 @@ export class LedgerWriter {
       const batch = this.#queue;
       this.#queue = [];
       this.#writing = true;
-      try {
-        await this.#writeBatch(batch, () => writeAll(this.#handle, joinLines(batch)));
-      } finally {
-        this.#writing = false;
-      }
+      await this.#writeBatch(batch, () => writeAll(this.#handle, joinLines(batch)));
     }
     this.#pumping = false;
   }
 
   /**
    * Write one batch with `write` and settle its appends; a failure breaks the ledger (invariant 4).
-   * Returns a promise only when `write` does (the pump's asynchronous write).
+   * Returns a promise only when `write` does (the pump's asynchronous write), whose completion
+   * also lets a sync waiting for it go on first (see the header).
    */
   #writeBatch(batch: PendingLine[], write: () => Promise<void> | void): Promise<void> | void {
     if (this.failure !== undefined) {
+      this.#writing = false;
       for (const pending of batch) pending.reject(this.failure);
       return;
     }
     const fail = (cause: unknown) => {
+      this.#writing = false;
       const failure = this.breakOn(`writing to "${this.#path}" failed`, cause);
       for (const pending of batch) pending.reject(failure);
+      this.#resumeSync();
     };
     const done = () => {
+      this.#writing = false;
       this.#writtenSeq = batch.at(-1)!.seq;
-      for (const pending of batch) pending.resolve();
+      for (const pending of batch) {
+        if (pending.urgent) this.#releaseTurnThrough(pending);
+        else this.#toRelease.push(pending);
+      }
+      this.#resumeSync();
+      if (!this.#releasing) this.#releaseSlice();
     };
     let written: Promise<void> | void;
     try {
@@ -226,10 +255,53 @@ export class LedgerWriter {
     if (written === undefined) return done();
     return written.then(done, fail);
   }
+
+  /**
+   * After a write: a sync that waited for it goes on (its continuation queued before any append's),
+   * and what queued up meanwhile is written now, before that continuation runs.
+   */
+  #resumeSync(): void {
+    const resume = this.#afterWrite;
+    if (resume === undefined) return;
+    this.#afterWrite = undefined;
+    resume();
+    this.#writeQueuedNow();
+  }
+
+  /** Release the next slice of written lines; schedule the one after while any is left. */
+  #releaseSlice = (): void => {
+    const waiting = this.#toRelease;
+    for (let n = 0; n < RELEASE_SLICE && this.#released < waiting.length; this.#released++) {
+      const pending = waiting[this.#released]!;
+      if (pending.released) continue;
+      pending.released = true;
+      pending.resolve();
+      n++;
+    }
+    if (this.#released === waiting.length) {
+      this.#toRelease = [];
+      this.#released = 0;
+    }
+    this.#releasing = this.#toRelease.length > 0;
+    if (this.#releasing) setImmediate(this.#releaseSlice);
+  };
+
+  /** Release an urgent line now, after its turn's earlier lines still waiting (a turn's appends resolve in seq order). */
+  #releaseTurnThrough(line: PendingLine): void {
+    const waiting = this.#toRelease;
+    for (let i = this.#released; i < waiting.length; i++) {
+      const pending = waiting[i]!;
+      if (pending.turnId !== line.turnId || pending.released) continue;
+      pending.released = true;
+      pending.resolve();
+    }
+    line.released = true;
+    line.resolve();
+  }
 }
 
-/** Resolve `waiters` in order, `RELEASE_SLICE` now and as many after each later turn of the event loop. */
-function release(waiters: readonly Waiter[]): void {
+/** Resolve a sync's flushes in order, `RELEASE_SLICE` now and as many after each later turn of the event loop. */
+function releaseSliced(waiters: readonly Waiter[]): void {
   let next = 0;
   const slice = () => {
     const end = Math.min(next + RELEASE_SLICE, waiters.length);
