@@ -10,17 +10,15 @@
  *
  * A stop is never kept behind other sessions' work: a sync waiting for a write in flight is started
  * by that write's completion itself (which also writes what queued up meanwhile), before the
- * appends the write answers go on; those appends, like the flushes a sync answers, are released
- * `RELEASE_SLICE` a turn of the event loop, so hundreds of sessions whose lines shared one write
- * cannot hold the loop for all of their continuations at once; and the lines of a turn being
- * stopped (`urgent`) skip that line, released as soon as they are written (after their own turn's
- * earlier lines, so a turn's appends still resolve in order).
+ * appends the write answers go on; those appends, like the flushes a sync answers, are released a
+ * slice per turn of the event loop (ledger-release.ts), the lines of a turn being stopped first.
  */
 
 import { writeSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fdatasyncFd, isDiskFull, writeAll } from './ledger-file.js';
+import { ReleaseQueue, releaseSliced } from './ledger-release.js';
 import { renderSafely } from './render.js';
 
 /** A promise's settlers. */
@@ -34,7 +32,7 @@ interface PendingLine extends Waiter {
   line: string;
   seq: number;
   turnId: string;
-  /** A line of a turn being stopped: released as soon as it is written (see the header). */
+  /** A line of a turn being stopped: released ahead of the others (ledger-release.ts). */
   urgent: boolean;
   released: boolean;
 }
@@ -45,12 +43,6 @@ interface Sync {
   done: Promise<void>;
   waiters: Waiter[];
 }
-
-/**
- * How many waiters (appends whose line is written, flushes whose sync ended) are released per turn
- * of the event loop; each goes on with its caller's next steps in the microtasks that follow.
- */
-const RELEASE_SLICE = 32;
 
 /** Writes and syncs one ledger file's lines in seq order; a failure breaks it for good. */
 export class LedgerWriter {
@@ -76,11 +68,8 @@ export class LedgerWriter {
   #pending: Waiter[] | undefined;
   /** Set while a starting sync waits for the pump's write in flight: that write's completion calls it. */
   #afterWrite: (() => void) | undefined;
-  /** Written lines whose appends are not released yet, in seq order, from `#released` on (an urgent line's turn may skip ahead). */
-  #toRelease: PendingLine[] = [];
-  #released = 0;
-  /** True while a later slice of `#toRelease` is scheduled. */
-  #releasing = false;
+  /** Written lines whose appends are not released yet (ledger-release.ts). */
+  readonly #releases = new ReleaseQueue();
   /** `fdatasync`s issued, for the ledger's statistics. */
   #syncs = 0;
   /** The first write or sync failure; `undefined` while every one has succeeded (ledger.ts, invariant 4). */
@@ -102,7 +91,7 @@ export class LedgerWriter {
 
   /**
    * Queue `line` under `seq` (the next one); resolves once it is written to the OS. `urgent`: a line
-   * of a turn being stopped, released as soon as it is written, with its turn's earlier lines.
+   * of a turn being stopped, released ahead of other sessions' lines (after its turn's earlier ones).
    */
   enqueue(line: string, seq: number, turnId: string, urgent: boolean): Promise<void> {
     this.#queuedSeq = seq;
@@ -238,12 +227,9 @@ export class LedgerWriter {
     const done = () => {
       this.#writing = false;
       this.#writtenSeq = batch.at(-1)!.seq;
-      for (const pending of batch) {
-        if (pending.urgent) this.#releaseTurnThrough(pending);
-        else this.#toRelease.push(pending);
-      }
+      this.#releases.push(batch);
       this.#resumeSync();
-      if (!this.#releasing) this.#releaseSlice();
+      this.#releases.kick();
     };
     let written: Promise<void> | void;
     try {
@@ -268,47 +254,6 @@ export class LedgerWriter {
     this.#writeQueuedNow();
   }
 
-  /** Release the next slice of written lines; schedule the one after while any is left. */
-  #releaseSlice = (): void => {
-    const waiting = this.#toRelease;
-    for (let n = 0; n < RELEASE_SLICE && this.#released < waiting.length; this.#released++) {
-      const pending = waiting[this.#released]!;
-      if (pending.released) continue;
-      pending.released = true;
-      pending.resolve();
-      n++;
-    }
-    if (this.#released === waiting.length) {
-      this.#toRelease = [];
-      this.#released = 0;
-    }
-    this.#releasing = this.#toRelease.length > 0;
-    if (this.#releasing) setImmediate(this.#releaseSlice);
-  };
-
-  /** Release an urgent line now, after its turn's earlier lines still waiting (a turn's appends resolve in seq order). */
-  #releaseTurnThrough(line: PendingLine): void {
-    const waiting = this.#toRelease;
-    for (let i = this.#released; i < waiting.length; i++) {
-      const pending = waiting[i]!;
-      if (pending.turnId !== line.turnId || pending.released) continue;
-      pending.released = true;
-      pending.resolve();
-    }
-    line.released = true;
-    line.resolve();
-  }
-}
-
-/** Resolve a sync's flushes in order, `RELEASE_SLICE` now and as many after each later turn of the event loop. */
-function releaseSliced(waiters: readonly Waiter[]): void {
-  let next = 0;
-  const slice = () => {
-    const end = Math.min(next + RELEASE_SLICE, waiters.length);
-    for (; next < end; next++) waiters[next]!.resolve();
-    if (next < waiters.length) setImmediate(slice);
-  };
-  slice();
 }
 
 function joinLines(batch: readonly PendingLine[]): Buffer {
