@@ -12,7 +12,7 @@
  * Joining: Node cannot move a child into a cgroup between fork and exec, so the child starts as
  * `/bin/sh -c 'echo $$ > <cgroup>/cgroup.procs && exec "$0" "$@"' file args...`: the shell joins
  * (a builtin, no fork), then execs the command in the same process, so the pid, argv[0], exit code
- * and signal are the command's own. Node also writes the pid right after the spawn returns, so the
+ * and signal are the command's own (and so is the environment: see `joinArgv`). Node also writes the pid right after the spawn returns, so the
  * child is a member before any stop can run.
  */
 
@@ -38,13 +38,28 @@ const EVENTS_BYTES = 64;
 /** How often the hard stop kills again while the cgroup is still populated. */
 const KILL_RETRY_MS = 50;
 
+/** Names a POSIX shell passes on to what it execs; dash drops every other one from the environment. */
+const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Sets the variables the shell would drop, then execs the command. */
+const ENV = '/usr/bin/env';
+
 /**
- * The `sh -c` script that joins `cgroup`, then becomes the command (`$0` and `$@`). A join that
- * fails (it passed the probe, so it should not) exits 125 with a message rather than run the
- * command uncontained.
+ * The argv of `/bin/sh` that joins `cgroup`, then becomes `file args...` (`exec "$0" "$@"`). A join
+ * that fails (it passed the probe, so it should not) exits 125 with a message rather than run the
+ * command uncontained. Variables whose names are not shell identifiers (`spring.profiles.active`,
+ * `FOO-BAR`), which the shell would drop, are handed to `env` as `NAME=VALUE` arguments instead: it
+ * sets them back and execs the command, so the command sees the environment it would see uncontained.
+ * `undefined` when that cannot be exact: `env` would take a command containing `=` for one more
+ * variable (or there is no `/usr/bin/env`).
  */
-export function joinScript(cgroup: string): string {
-  return `${joinLine(cgroup)}; exec "$0" "$@"`;
+export function joinArgv(cgroup: string, file: string, args: readonly string[], env: NodeJS.ProcessEnv): string[] | undefined {
+  const dropped: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined && !SHELL_NAME.test(name)) dropped.push(`${name}=${value}`);
+  }
+  if (dropped.length === 0) return ['-c', `${joinLine(cgroup)}; exec "$0" "$@"`, file, ...args];
+  if (file.includes('=') || !existsSync(ENV)) return undefined;
+  return ['-c', `${joinLine(cgroup)}; exec ${ENV} "$@"`, 'sh', ...dropped, file, ...args];
 }
 
 function joinLine(cgroup: string): string {

@@ -11,7 +11,7 @@ import { spawn as spawnChild, type ChildProcess, type SpawnOptions } from 'node:
 import { accessSync, constants, statSync, writeFileSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { ToolError } from '../errors.js';
-import { CgroupTree, createCgroup, joinScript, removeCgroup } from './cgroup.js';
+import { CgroupTree, createCgroup, joinArgv, removeCgroup } from './cgroup.js';
 import { cgroupDirectory } from './containment.js';
 import { ProcessGroupTree } from './group.js';
 import type { Checked } from './options.js';
@@ -36,16 +36,21 @@ export function spawn(o: Checked): Spawned {
   } catch {
     return spawnIn(o, undefined); // the hierarchy went away since the probe: contain as we can
   }
-  const spawned = spawnIn(o, cgroup);
+  const argv = joinArgv(cgroup, o.file, o.args, childEnv(o));
+  if (argv === undefined) {
+    // The join cannot pass this environment on exactly (joinArgv): contain this one as a process group.
+    removeCgroup(cgroup);
+    return spawnIn(o, undefined);
+  }
+  const spawned = spawnIn(o, cgroup, argv);
   if (spawned.failure !== undefined) removeCgroup(cgroup);
   return spawned;
 }
 
-function spawnIn(o: Checked, cgroup: string | undefined): Spawned {
+function spawnIn(o: Checked, cgroup: string | undefined, joinArgs: string[] = []): Spawned {
   let subprocess: Subprocess;
   try {
-    subprocess = cgroup === undefined ? spawnChild(o.file, o.args, spawnOptions(o))
-      : spawnChild('/bin/sh', ['-c', joinScript(cgroup), o.file, ...o.args], spawnOptions(o));
+    subprocess = cgroup === undefined ? spawnChild(o.file, o.args, spawnOptions(o)) : spawnChild('/bin/sh', joinArgs, spawnOptions(o));
   } catch (e) {
     return { failure: Promise.resolve(spawnError(o, e)) };
   }
@@ -67,10 +72,14 @@ function spawnOptions(o: Checked): SpawnOptions {
     shell: false,
     windowsHide: true,
     stdio: [o.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-    // `env` adds to (and overrides) the host's environment, as documented in options.ts.
-    env: o.env === undefined ? process.env : { ...process.env, ...o.env },
+    env: childEnv(o),
     ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
   };
+}
+
+/** `env` adds to (and overrides) the host's environment, as documented in options.ts. */
+function childEnv(o: Checked): NodeJS.ProcessEnv {
+  return o.env === undefined ? process.env : { ...process.env, ...o.env };
 }
 
 function spawnError(o: Checked, e: unknown): ToolError {
