@@ -8,15 +8,25 @@
  * once closed (the HTML spec's rule, which Node follows) and then drops it, so the check costs one
  * serialization, with the very serializer piscina's post uses, where `structuredClone` would add
  * a deserialization (about 2–3× the cost for an object, measured on Node 20). Values that always
- * clone (primitives but symbols) skip it, as do `move()`d results, which piscina transfers.
+ * clone (primitives but symbols) skip it. A `move()`d result that fails it is still sent: piscina
+ * transfers its value and never posts the wrapper (piscina's own wrappers hold nothing a post
+ * would copy, so they pass the check as an empty object).
  */
 
+import { createRequire } from 'node:module';
 import { MessageChannel } from 'node:worker_threads';
-import { transferableSymbol, valueSymbol } from 'piscina';
 
 /** Never delivers anything: closed before first use. */
 const probe = new MessageChannel().port1;
 probe.close();
+
+/**
+ * piscina's public Transferable symbols, loaded on first need only: loading piscina's entry adds
+ * tens of ms to a worker's start (a respawn after a hard stop waits for it), and only a result that
+ * fails the check needs them.
+ */
+let symbols: { transferableSymbol: symbol; valueSymbol: symbol } | undefined;
+const requireHere = createRequire(import.meta.url);
 
 /** `value` itself when piscina can post it as a task's result, else throws a TypeError saying why. */
 export function sendableResult(value: unknown): unknown {
@@ -34,12 +44,18 @@ export function sendableError(error: unknown): unknown {
 /** `undefined` when `value` can be posted, else the serializer's complaint. */
 function unsendable(value: unknown): string | undefined {
   if (value === null || (typeof value !== 'object' && typeof value !== 'function' && typeof value !== 'symbol')) return undefined;
-  // A Transferable (what `move()` returns): piscina posts its value with its transfer list.
-  if (typeof value === 'object' && transferableSymbol in value && valueSymbol in value) return undefined;
   try {
     probe.postMessage(value);
     return undefined;
   } catch (e) {
+    if (isTransferable(value)) return undefined;
     return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
   }
+}
+
+/** What `move()` returns: piscina posts its value with its transfer list, never the object itself. */
+function isTransferable(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const { transferableSymbol, valueSymbol } = (symbols ??= requireHere('piscina') as NonNullable<typeof symbols>);
+  return transferableSymbol in value && valueSymbol in value;
 }

@@ -8,6 +8,7 @@
  * the turn is over either way (slot.ts, invariant 3).
  */
 
+import { StopReasons } from '../src/constants.js';
 import { cancelledError, checkRequiredMs, type CancelledError } from '../src/errors.js';
 import {
   cancelSlotFromHandle, cellsOfHandle, pack, sleepOnSlot, STATE_CANCELLED, STATE_RUNNING, waitWhilePaused,
@@ -137,7 +138,7 @@ export class SlotToken implements WorkerToken {
   /** The error of a check that found the token not running (`cancelled`: which way it ended). */
   error(cancelled = Atomics.load(this.cells, this.index) === this.#cancelled): CancelledError {
     return cancelled
-      ? cancelledError('the turn is cancelled', { reason: 'cancel.user' })
+      ? cancelledError('the turn is cancelled', { reason: StopReasons.user })
       : cancelledError('the turn is over (token retired)', { reason: 'retired' });
   }
 }

@@ -10,6 +10,7 @@
 
 import type { TransferListItem } from 'node:worker_threads';
 import { Piscina, queueOptionsSymbol, transferableSymbol, valueSymbol } from 'piscina';
+import { StopReasons } from '../constants.js';
 import { abortedTaskError, CancelledError, describe } from '../errors.js';
 import { activeToken } from '../token/context.js';
 import { TurnRegistry } from '../token/registry.js';
@@ -202,7 +203,7 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
       if (own.isCancelled()) return; // the turn's stop came first: it is the cause
       cause.aborted = true;
       cause.reason = (signal as { reason?: unknown }).reason;
-      own.cancel(cause.reason ?? 'cancel.user');
+      own.cancel(cause.reason ?? StopReasons.user);
     });
     return this.#startRun(read.value, read.transfers, read.queueOptions, target, own, graceMs, () => { stop(); own.retire(); }, cause);
   }
