@@ -291,6 +291,44 @@ describe.skipIf(!up)('fleet on one Redis', () => {
     await expect(b.fleet.run('s1', async () => 1, { turnId: 't1' })).rejects.toThrow(/already recorded/);
   });
 
+  it('two runs of one session at once on one node: exactly one runs, the other is refused starting nothing, and the running one stays stoppable from another instance', async () => {
+    const a = await instance('A');
+    const b = await instance('B');
+    const first = held();
+    const second = held();
+    let secondCalled = false;
+    const runs = [
+      a.fleet.run('s1', first.body, { turnId: 't1' }),
+      a.fleet.run('s1', (turn) => { secondCalled = true; return second.body(turn); }, { turnId: 't2' }),
+    ];
+    const settled = await Promise.race([runs[1]!.then(() => 'resolved', (e: unknown) => e), first.started.then(() => 'first started')]);
+    const refusal = settled === 'first started' ? await runs[1]!.catch((e: unknown) => e) : settled;
+    expect(refusal).toBeInstanceOf(FleetTurnRefusedError);
+    expect(secondCalled).toBe(false);
+    const turn = await first.started;
+    expect(await b.fleet.turn('s1')).toMatchObject({ turnId: 't1', node: a.fleet.nodeId, status: 'running' });
+    // The running turn is still owned by A: a stop from B reaches it and is acknowledged.
+    const answer = await b.fleet.stop('s1', { timeoutMs: 5000 });
+    expect(answer).toMatchObject({ outcome: 'stopped', turnId: 't1', node: a.fleet.nodeId });
+    expect(turn.signal.aborted).toBe(true);
+    expect(await runs[0]).toMatchObject({ status: 'cancelled', turnId: 't1' });
+    expect(await b.fleet.turn('s1')).toMatchObject({ turnId: 't1', status: 'cancelled' });
+  });
+
+  it('two runs of one turn id at once on one node: one runs, the other is refused, and a stop from another instance reaches the one', async () => {
+    const a = await instance('A');
+    const b = await instance('B');
+    const h = held();
+    let calls = 0;
+    const body = (turn: Turn) => { calls++; return h.body(turn); };
+    const runs = [a.fleet.run('s1', body, { turnId: 't1' }), a.fleet.run('s1', body, { turnId: 't1' })];
+    await expect(runs[1]).rejects.toThrow(FleetTurnRefusedError);
+    await h.started;
+    expect(await b.fleet.stop('s1', { timeoutMs: 5000 })).toMatchObject({ outcome: 'stopped', turnId: 't1' });
+    expect(await runs[0]).toMatchObject({ status: 'cancelled', turnId: 't1' });
+    expect(calls).toBe(1);
+  });
+
   it('rejects bad arguments with TypeError/RangeError naming them, changing nothing', async () => {
     const a = await instance('A');
     const runner = new TurnRunner({ registry: new TurnRegistry() });

@@ -107,6 +107,7 @@ export class Fleet {
     }
     const turnId = options.turnId ?? `turn-${randomUUID()}`;
     const owned = this.#leases.claim(sessionId, turnId);
+    if (owned === undefined) throw new FleetTurnRefusedError(`Fleet.run: turn ${JSON.stringify(turnId)} of session ${JSON.stringify(sessionId)} is already being started on this node`);
     let epoch: number;
     try {
       epoch = await this.#register(owned);

@@ -4,6 +4,10 @@
  * could not be renewed in time, and applying stops to the local runner.
  *
  * Rules:
+ * 0. What this node owns is keyed by turn (session and turn id), never by session alone: two
+ *    `fleet.run` of one session at once each hold their own claim until Redis has chosen one, so
+ *    the loser's refusal can never drop the winner's claim (the turn would then run unowned:
+ *    no renewal, no stop reaching it).
  * 1. A stop reaches the local turn only if the session's current token is that turn's
  *    (`registry.currentToken(sessionId)?.turnId`) and the stop names this registration's epoch.
  * 2. `confirmedUntil` is when the lease ends by this process's clock, counted from when the last
@@ -16,6 +20,9 @@ import type { FleetKeys } from './keys.js';
 import { leaseMember } from './keys.js';
 import type { StopMessage } from './messages.js';
 import { runScript, SCRIPTS } from './scripts.js';
+
+/** A claim's key (rule 0): the lease index's member, one per (session, turn id). */
+const turnKey = leaseMember;
 
 export interface OwnedTurn {
   readonly sessionId: string;
@@ -41,7 +48,7 @@ export interface LeaseContext {
 
 export class Leases {
   readonly #ctx: LeaseContext;
-  /** Owned turns by session (a session has at most one running turn on a runner). */
+  /** Owned turns by `turnKey` (rule 0). */
   readonly #owned = new Map<string, OwnedTurn>();
   #renewTimer: NodeJS.Timeout | undefined;
   #fenceTimer: NodeJS.Timeout | undefined;
@@ -57,12 +64,17 @@ export class Leases {
   get timers(): number { return Number(this.#renewTimer !== undefined) + Number(this.#fenceTimer !== undefined); }
   turns(): OwnedTurn[] { return [...this.#owned.values()]; }
 
-  /** Claim a turn before its registration is sent, so a stop that overtakes the reply is kept. */
-  claim(sessionId: string, turnId: string): OwnedTurn {
+  /**
+   * Claim a turn before its registration is sent, so a stop that overtakes the reply is kept.
+   * Undefined when this node already holds a claim on that very turn (rule 0).
+   */
+  claim(sessionId: string, turnId: string): OwnedTurn | undefined {
+    const key = turnKey(sessionId, turnId);
+    if (this.#owned.has(key)) return undefined;
     const owned: OwnedTurn = {
       sessionId, turnId, epoch: undefined, confirmedUntil: Infinity, early: undefined, running: false, fenced: false, ending: false,
     };
-    this.#owned.set(sessionId, owned);
+    this.#owned.set(key, owned);
     return owned;
   }
 
@@ -81,14 +93,15 @@ export class Leases {
   }
 
   release(owned: OwnedTurn): void {
-    if (this.#owned.get(owned.sessionId) === owned) this.#owned.delete(owned.sessionId);
+    const key = turnKey(owned.sessionId, owned.turnId);
+    if (this.#owned.get(key) === owned) this.#owned.delete(key);
     this.#armFence();
   }
 
   /** A `stop` message for one of this node's turns (rule 1). */
   onStop(msg: StopMessage): void {
-    const owned = this.#owned.get(msg.sessionId);
-    if (owned === undefined || owned.turnId !== msg.turnId) return;
+    const owned = this.#owned.get(turnKey(msg.sessionId, msg.turnId));
+    if (owned === undefined) return;
     if (owned.epoch === undefined) { owned.early = msg; return; }
     if (owned.epoch !== msg.epoch || !owned.running) return;
     this.#stopLocal(owned, msg.reason, msg.graceMs);
