@@ -107,7 +107,7 @@ describe.skipIf(!up)('fleet on one Redis', () => {
 
     seen.length = 0;
     expect(await b.fleet.stop('nobody')).toEqual({ outcome: 'not_found', sessionId: 'nobody' });
-    expect(await b.fleet.stop('s1', { turnId: 'never' })).toEqual({ outcome: 'not_found', sessionId: 's1', turnId: 'never' });
+    expect(await b.fleet.stop('s1', { turnId: 'never' })).toEqual({ outcome: 'pending', sessionId: 's1', turnId: 'never' });
     expect(await b.fleet.stop('s1')).toEqual({ outcome: 'already_finished', sessionId: 's1', turnId: 't1', status: 'cancelled' });
     // A sentinel published after them arrives after anything they published: nothing but it arrives.
     await raw.publish(`${prefix}:node:sentinel`, 'sentinel');

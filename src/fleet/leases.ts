@@ -16,10 +16,9 @@
  */
 import type { TurnRunner } from '../turn/runner.js';
 import type { FleetRedisClient } from './client.js';
-import type { FleetKeys } from './keys.js';
 import { leaseMember } from './keys.js';
 import type { StopMessage } from './messages.js';
-import { runScript, SCRIPTS } from './scripts.js';
+import type { TurnRecords } from './records.js';
 
 /** A claim's key (rule 0): the lease index's member, one per (session, turn id). */
 const turnKey = leaseMember;
@@ -42,8 +41,7 @@ export interface OwnedTurn {
 }
 
 export interface LeaseContext {
-  redis: FleetRedisClient; runner: TurnRunner; keys: FleetKeys; nodeId: string;
-  leaseMs: number; renewMs: number; finishedTtlMs: number;
+  redis: FleetRedisClient; runner: TurnRunner; records: TurnRecords; leaseMs: number; renewMs: number;
 }
 
 export class Leases {
@@ -141,30 +139,28 @@ export class Leases {
    * it (the lost wake-up path); a `lost` reply fences the turn.
    */
   async renew(): Promise<void> {
-    const { redis, keys, nodeId, leaseMs, renewMs, finishedTtlMs } = this.#ctx;
+    const { redis, records, leaseMs, renewMs } = this.#ctx;
     if (this.#renewing || !redis.isReady) return;
     const due = [...this.#owned.values()].filter((o) => o.epoch !== undefined && !o.ending && !o.fenced);
     if (due.length === 0) return;
     this.#renewing = true;
     const sentAt = performance.now();
     try {
-      const replies = await Promise.allSettled(due.map((o) => runScript(redis, SCRIPTS.renewLease,
-        [keys.turns(o.sessionId), keys.finished(o.sessionId)],
-        [o.turnId, String(o.epoch), nodeId, String(Math.ceil(leaseMs)), String(finishedTtlMs), keys.channelPrefix], renewMs)));
-      const index: string[] = [];
+      const replies = await Promise.allSettled(due.map((o) => records.renew(o.sessionId, o.turnId, o.epoch!, renewMs)));
+      const index: Array<[string, string, string]> = [];
       due.forEach((owned, i) => {
         const r = replies[i]!;
         if (r.status === 'rejected' || owned.ending) return;
-        const reply = r.value as string[];
-        if (reply[0] === 'ok') {
+        const reply = r.value;
+        if (reply.kind === 'ok') {
           owned.confirmedUntil = sentAt + leaseMs;
-          index.push(reply[1]!, leaseMember(owned.sessionId, owned.turnId));
-          if (reply[2] === '1' && owned.running) this.#stopLocal(owned, reply[3], reply[4] === '' ? undefined : Number(reply[4]));
+          index.push([reply.leaseUntil, owned.sessionId, owned.turnId]);
+          if (reply.stop !== undefined && owned.running) this.#stopLocal(owned, reply.stop.reason, reply.stop.graceMs);
         } else {
           owned.confirmedUntil = -Infinity;
         }
       });
-      if (index.length > 0) redis.sendCommand(['ZADD', keys.leases, ...index]).catch(() => { /* a hint; the next renewal writes it again */ });
+      if (index.length > 0) records.index(index).catch(() => { /* a hint; the next renewal writes it again */ });
     } finally {
       this.#renewing = false;
       this.#fence();
