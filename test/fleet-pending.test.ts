@@ -5,23 +5,11 @@
  * stop expires after `pendingStopMs`.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { FleetRedisClient } from '../src/fleet/index.js';
-import { client, dropKeys, keysUnder, redisReachable, REDIS_PORT, uniquePrefix } from './fixtures/fleet/support.js';
-import { clusterClient, clusterKeysUnder, clusterReachable, dropClusterKeys } from './fixtures/fleet/cluster.js';
+import { uniquePrefix } from './fixtures/fleet/support.js';
+import { backends } from './fixtures/fleet/backends.js';
 import { eventually, FleetScene, held } from './fixtures/fleet/scene.js';
 
-const single = await redisReachable();
-const cluster = await clusterReachable();
-if (!single) console.warn(`fleet-pending single-node tests skipped: no Redis at 127.0.0.1:${REDIS_PORT} (start one with: redis-server --port ${REDIS_PORT}; CI always has it)`);
-if (!cluster) console.warn('fleet-pending cluster tests skipped: no Redis Cluster at 127.0.0.1:7100-7105 (start one with: scripts/redis-cluster.sh start; CI always has it)');
-
-const backends = [
-  { name: 'one Redis', up: single, client: (): Promise<FleetRedisClient> => client(), keys: (p: string) => client().then(async (c) => { try { return await keysUnder(c, p); } finally { c.destroy(); } }),
-    drop: (p: string) => client().then(async (c) => { try { await dropKeys(c, p); } finally { c.destroy(); } }) },
-  { name: 'Redis Cluster', up: cluster, client: (): Promise<FleetRedisClient> => clusterClient(), keys: clusterKeysUnder, drop: dropClusterKeys },
-];
-
-for (const backend of backends) {
+for (const backend of await backends('fleet-pending')) {
   describe.skipIf(!backend.up)(`stop before start, on ${backend.name}`, () => {
     let scene: FleetScene;
 

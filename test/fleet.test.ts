@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { TurnRegistry, TurnRunner, type Turn } from '../src/index.js';
+import { SessionBusyError, TurnIdUsedError, TurnRegistry, TurnRunner, type Turn } from '../src/index.js';
 import { Fleet, FleetTurnRefusedError, FleetUnavailableError, type StopAnswer } from '../src/fleet/index.js';
 import { client, clientIdByName, dropKeys, keysUnder, RedisProxy, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
 
@@ -284,11 +284,14 @@ describe.skipIf(!up)('fleet on one Redis', () => {
     const run = a.fleet.run('s1', h.body, { turnId: 't1' });
     await h.started;
     await expect(b.fleet.run('s1', async () => 1)).rejects.toThrow(FleetTurnRefusedError);
+    await expect(b.fleet.run('s1', async () => 1)).rejects.toMatchObject({ code: 'ERR_FULLSTOP_SESSION_BUSY', sessionId: 's1' });
+    await expect(b.fleet.run('s1', async () => 1)).rejects.toThrow(SessionBusyError);
     expect(b.registry.currentToken('s1')).toBeUndefined();
     await expect(a.fleet.run('s1', async () => 1)).rejects.toThrow(/already has a running turn/);
     h.release();
     await run;
     await expect(b.fleet.run('s1', async () => 1, { turnId: 't1' })).rejects.toThrow(/already recorded/);
+    await expect(b.fleet.run('s1', async () => 1, { turnId: 't1' })).rejects.toThrow(TurnIdUsedError);
   });
 
   it('two runs of one session at once on one node: exactly one runs, the other is refused starting nothing, and the running one stays stoppable from another instance', async () => {
@@ -322,7 +325,7 @@ describe.skipIf(!up)('fleet on one Redis', () => {
     let calls = 0;
     const body = (turn: Turn) => { calls++; return h.body(turn); };
     const runs = [a.fleet.run('s1', body, { turnId: 't1' }), a.fleet.run('s1', body, { turnId: 't1' })];
-    await expect(runs[1]).rejects.toThrow(FleetTurnRefusedError);
+    await expect(runs[1]).rejects.toThrow(TurnIdUsedError);
     await h.started;
     expect(await b.fleet.stop('s1', { timeoutMs: 5000 })).toMatchObject({ outcome: 'stopped', turnId: 't1' });
     expect(await runs[0]).toMatchObject({ status: 'cancelled', turnId: 't1' });

@@ -4,7 +4,7 @@
  * `Leases` and the sweep to `Sweep`. docs/fleet.md has the key schema and the failure table.
  */
 import { randomUUID } from 'node:crypto';
-import { checkFunction, checkId, describe } from '../errors.js';
+import { checkFunction, checkId, describe, SessionBusyError, TurnIdUsedError } from '../errors.js';
 import type { Turn } from '../turn/active-turn.js';
 import type { StopReport } from '../turn/report.js';
 import type { TurnRunner } from '../turn/runner.js';
@@ -54,6 +54,8 @@ export class Fleet {
   };
   #subscribed: Promise<unknown>;
   #closed: Promise<void> | undefined;
+  /** Removes the hold that has `runner.shutdown()` wait for the records of the turns it stopped. */
+  readonly #unholdShutdown: () => void;
 
   private constructor(o: ResolvedFleetOptions) {
     this.#o = o;
@@ -70,6 +72,9 @@ export class Fleet {
     this.#subscribed.catch(() => { /* closed before Redis came back */ });
     this.#leases = new Leases({ ...o, records: this.#records });
     this.#sweep = new Sweep({ ...o, keys: this.#keys, records: this.#records });
+    // runner.shutdown() resolves only once the records of the turns it stopped say `cancelled`, so
+    // a stop sent to another instance right after answers already_finished, not after a sweep.
+    this.#unholdShutdown = o.runner.holdShutdown((reports) => this.#recorded(reports));
   }
 
   /**
@@ -107,11 +112,11 @@ export class Fleet {
     if (this.#closed !== undefined) throw new Error('Fleet.run: the fleet is closed');
     const { runner } = this.#o;
     if (runner.registry.currentToken(sessionId) !== undefined) {
-      throw new Error(`Fleet.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`);
+      throw new SessionBusyError(`Fleet.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`, sessionId);
     }
     const turnId = options.turnId ?? `turn-${randomUUID()}`;
     const owned = this.#leases.claim(sessionId, turnId);
-    if (owned === undefined) throw new FleetTurnRefusedError(`Fleet.run: turn ${JSON.stringify(turnId)} of session ${JSON.stringify(sessionId)} is already being started on this node`);
+    if (owned === undefined) throw new TurnIdUsedError(`Fleet.run: turn ${JSON.stringify(turnId)} of session ${JSON.stringify(sessionId)} is already being started on this node; a turn id is used once`, turnId);
     let epoch: number;
     let stop: RecordedStop | undefined;
     try {
@@ -123,10 +128,11 @@ export class Fleet {
       }
       throw error;
     }
-    // runner.run begins the turn synchronously (its token is current before it first awaits), so
-    // a stop applied right after it reaches this turn. A stop recorded before the registration
-    // (pending) is a signal already aborted: the runner then starts nothing of the body.
-    const outcome$ = runner.run(sessionId, body, stop === undefined ? { turnId } : { turnId, signal: AbortSignal.abort(stop.reason) });
+    // A stop recorded before the registration (pending) becomes the runner's own stop before
+    // start: the runner then starts nothing of the body. runner.run begins the turn synchronously
+    // (its token is current before it first awaits), so a stop applied right after it reaches this turn.
+    if (stop !== undefined) void runner.stop(sessionId, { turnId, reason: stop.reason, ...(stop.graceMs === undefined ? {} : { graceMs: stop.graceMs }) });
+    const outcome$ = runner.run(sessionId, body, { turnId });
     this.#leases.started(owned);
     let outcome: Awaited<typeof outcome$>;
     try {
@@ -139,6 +145,12 @@ export class Fleet {
       : outcome.status === 'failed' ? (outcome.error instanceof Error ? outcome.error.message : String(outcome.error)) : undefined;
     await this.#recordEnd(owned, outcome.status, reason, outcome.status === 'cancelled' ? outcome.report : undefined);
     return { ...outcome, epoch };
+  }
+
+  /** Settles once this node has let go of every turn of `reports` it owns (its terminal write done or given up). */
+  async #recorded(reports: readonly StopReport[]): Promise<void> {
+    const stopped = new Set(reports.map((r) => `${r.sessionId}\0${r.turnId}`));
+    await Promise.all(this.#leases.turns().filter((o) => stopped.has(`${o.sessionId}\0${o.turnId}`)).map((o) => o.released));
   }
 
   async #register(owned: OwnedTurn): Promise<{ epoch: number; stop: RecordedStop | undefined }> {
@@ -157,9 +169,9 @@ export class Fleet {
     }
     // A refused registration drops the index entry it sent, unless it is a live turn's own.
     if (reply.kind === 'busy' || (reply.kind === 'exists' && isTerminal(reply.status))) this.#records.unindex(owned.sessionId, owned.turnId).catch(() => {});
-    if (reply.kind === 'exists') throw new FleetTurnRefusedError(`Fleet.run: turn ${JSON.stringify(owned.turnId)} is already recorded for session ${JSON.stringify(owned.sessionId)}`);
+    if (reply.kind === 'exists') throw new TurnIdUsedError(`Fleet.run: turn ${JSON.stringify(owned.turnId)} is already recorded for session ${JSON.stringify(owned.sessionId)}; a turn id is used once`, owned.turnId);
     if (reply.kind === 'busy') {
-      throw new FleetTurnRefusedError(`Fleet.run: session ${JSON.stringify(owned.sessionId)} already runs turn ${JSON.stringify(reply.turnId)} on node ${JSON.stringify(reply.node)}; stop it first`);
+      throw new FleetTurnRefusedError(`Fleet.run: session ${JSON.stringify(owned.sessionId)} already runs turn ${JSON.stringify(reply.turnId)} on node ${JSON.stringify(reply.node)}; stop it first`, owned.sessionId);
     }
     this.#leases.registered(owned, reply.epoch, sentAt);
     return reply;
@@ -262,6 +274,7 @@ export class Fleet {
   }
 
   async #close(): Promise<void> {
+    this.#unholdShutdown();
     this.#leases.close();
     this.#sweep.close();
     for (const timer of this.#retries) clearTimeout(timer);

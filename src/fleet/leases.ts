@@ -38,7 +38,12 @@ export interface OwnedTurn {
   fenced: boolean;
   /** The terminal write is under way or done: no more renewals. */
   ending: boolean;
+  /** Settles when this node lets go of the turn (its terminal write done, or given up). */
+  readonly released: Promise<void>;
 }
+
+/** Resolvers of `OwnedTurn.released`, kept here so only `release` settles it. */
+const letGo = new WeakMap<OwnedTurn, () => void>();
 
 export interface LeaseContext {
   redis: FleetRedisClient; runner: TurnRunner; records: TurnRecords; leaseMs: number; renewMs: number;
@@ -69,9 +74,12 @@ export class Leases {
   claim(sessionId: string, turnId: string): OwnedTurn | undefined {
     const key = turnKey(sessionId, turnId);
     if (this.#owned.has(key)) return undefined;
+    let resolve!: () => void;
     const owned: OwnedTurn = {
       sessionId, turnId, epoch: undefined, confirmedUntil: Infinity, early: undefined, running: false, fenced: false, ending: false,
+      released: new Promise<void>((r) => { resolve = r; }),
     };
+    letGo.set(owned, resolve);
     this.#owned.set(key, owned);
     return owned;
   }
@@ -93,6 +101,7 @@ export class Leases {
   release(owned: OwnedTurn): void {
     const key = turnKey(owned.sessionId, owned.turnId);
     if (this.#owned.get(key) === owned) this.#owned.delete(key);
+    letGo.get(owned)?.();
     this.#armFence();
   }
 
