@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { uniquePrefix } from './fixtures/fleet/support.js';
 import { eventually, FleetScene, held, type Instance } from './fixtures/fleet/scene.js';
 import {
-  CLUSTER_PORT, CLUSTER_PORTS, clusterClient, clusterKeysUnder, clusterReachable, dropClusterKeys, masterOf, pidOf, restartNode, topology,
+  CLUSTER_PORT, CLUSTER_PORTS, clusterClient, clusterKeysUnder, clusterLock, clusterReachable, dropClusterKeys, masterOf, pidOf, restartNode, topology,
 } from './fixtures/fleet/cluster.js';
 
 const up = await clusterReachable();
@@ -28,8 +28,11 @@ async function sessionPerShard(prefix: string): Promise<Map<number, string>> {
 
 describe.skipIf(!up)('fleet on Redis Cluster', () => {
   let scene: FleetScene;
+  let release: () => Promise<void>;
 
-  beforeEach(() => {
+  beforeEach(async (context) => {
+    // The failover spec holds the cluster alone; the others share it.
+    release = await clusterLock(context.task.name.startsWith('through a failover') ? 'exclusive' : 'shared');
     scene = new FleetScene(uniquePrefix(), () => clusterClient());
   });
 
@@ -39,6 +42,7 @@ describe.skipIf(!up)('fleet on Redis Cluster', () => {
       expect((await clusterKeysUnder(scene.prefix)).filter((k) => k.endsWith(':leases'))).toEqual([]);
     } finally {
       await dropClusterKeys(scene.prefix);
+      await release();
     }
   });
 

@@ -12,8 +12,10 @@ import { eventually, FleetScene, held } from './fixtures/fleet/scene.js';
 for (const backend of await backends('fleet-pending')) {
   describe.skipIf(!backend.up)(`stop before start, on ${backend.name}`, () => {
     let scene: FleetScene;
+    let release: () => Promise<void>;
 
-    beforeEach(() => {
+    beforeEach(async () => {
+      release = await backend.hold();
       scene = new FleetScene(uniquePrefix(), backend.client);
     });
 
@@ -22,6 +24,7 @@ for (const backend of await backends('fleet-pending')) {
         await scene.cleanup();
       } finally {
         await backend.drop(scene.prefix);
+        await release();
       }
     });
 

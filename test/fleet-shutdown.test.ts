@@ -11,8 +11,10 @@ import { FleetScene, held } from './fixtures/fleet/scene.js';
 for (const backend of await backends('fleet-shutdown')) {
   describe.skipIf(!backend.up)(`shutdown with a fleet, on ${backend.name}`, () => {
     let scene: FleetScene;
+    let release: () => Promise<void>;
 
-    beforeEach(() => {
+    beforeEach(async () => {
+      release = await backend.hold();
       scene = new FleetScene(uniquePrefix(), backend.client);
     });
 
@@ -21,6 +23,7 @@ for (const backend of await backends('fleet-shutdown')) {
         await scene.cleanup();
       } finally {
         await backend.drop(scene.prefix);
+        await release();
       }
     });
 
