@@ -142,7 +142,7 @@ describe.each(SDKS)('aiTools with ai@$version', ({ version, sdk }) => {
       execute: async () => exec('sh', ['-c', 'sleep 30 & sleep 30; wait']),
     });
     const run = runner.run('s', (turn) => sdk.generateText({ model, tools: aiTools(turn, { shell }), prompt: 'sh' }));
-    await eventually(() => toolTree().length >= 3, 5000, 'sh and its two sleeps');
+    await eventually(() => toolTree().length >= 3, 10_000, 'sh and its two sleeps');
     const tree = toolTree();
     await runner.stop('s');
     expect((await run).status).toBe('cancelled');

@@ -15,12 +15,9 @@ import { checkFunction, describe } from '../errors.js';
 import type { Turn } from '../turn/active-turn.js';
 import type { StopReport } from '../turn/report.js';
 import { TurnRunner } from '../turn/runner.js';
+import { StopReasons } from '../constants.js';
 import { resultOf, toolErrorResult, errorResult, type CallToolResult } from './results.js';
 
-/** The stop reasons this module gives (docs/design.md §3, reasons by intent). */
-const CLIENT = 'cancel.client';
-const DISCONNECT = 'cancel.disconnect';
-const SHUTDOWN = 'cancel.shutdown';
 
 /** What the SDK passes a tool callback as `extra` (the fields read here; others pass through). */
 export interface McpToolExtra {
@@ -96,7 +93,7 @@ export function mcpTurns(server: McpServerLike, options: { runner: TurnRunner })
     let stoppedAt: number | undefined;
     if (extra.signal.aborted) return errorResult(abortedToolText(0));
     const onAbort = () => queueMicrotask(() => {
-      void runner.stop(sessionId, { reason: protocol.transport === undefined ? DISCONNECT : CLIENT });
+      void runner.stop(sessionId, { reason: protocol.transport === undefined ? StopReasons.disconnect : StopReasons.client });
     });
     extra.signal.addEventListener('abort', onAbort, { once: true });
     running.add(sessionId);
@@ -108,7 +105,7 @@ export function mcpTurns(server: McpServerLike, options: { runner: TurnRunner })
         } catch (error) {
           return toolErrorResult(error);
         }
-      }, { turnId: `${sessionId}-call`, ...(args === undefined ? {} : { input: args }) } as never);
+      }, { turnId: `${sessionId}-call`, input: args });
       return resultOf(outcome, () => abortedToolText((stoppedAt ?? startedAt) - startedAt));
     } finally {
       running.delete(sessionId);
@@ -124,7 +121,7 @@ export function mcpTurns(server: McpServerLike, options: { runner: TurnRunner })
         ? call(handler, params[0], params[1]!)
         : call(handler, undefined as A, params[0] as unknown as McpToolExtra));
     },
-    async stopAll(reason = SHUTDOWN) {
+    async stopAll(reason = StopReasons.shutdown) {
       const reports = await Promise.all([...running].map((sessionId) => runner.stop(sessionId, { reason })));
       return reports.filter((r): r is StopReport => r !== null);
     },
