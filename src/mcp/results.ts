@@ -4,18 +4,14 @@
  * anything else is thrown for the SDK to report as it does without fullstop.
  */
 
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ToolError } from '../errors.js';
 import type { TurnOutcome } from '../turn/report.js';
 
-/** The MCP `CallToolResult` (the fields fullstop reads or writes; the SDK's type is assignable to it). */
-export interface CallToolResult {
-  content: Array<{ type: string; [key: string]: unknown }>;
-  isError?: boolean;
-  [key: string]: unknown;
-}
+export type { CallToolResult };
 
 /** An `isError` result whose one text part is `text`. */
-export function errorResult(text: string): CallToolResult {
+export function errorResult(text: string): CallToolResult & { isError: true } {
   return { isError: true, content: [{ type: 'text', text }] };
 }
 
@@ -31,7 +27,7 @@ export function toolErrorResult(error: unknown): CallToolResult {
  */
 export function resultOf(outcome: TurnOutcome<CallToolResult>, stoppedText: () => string): CallToolResult {
   switch (outcome.status) {
-    case 'completed': return outcome.value as CallToolResult;
+    case 'completed': return outcome.value;
     case 'cancelled': return errorResult(stoppedText());
     default: throw outcome.error;
   }

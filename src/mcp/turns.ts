@@ -10,6 +10,8 @@
  */
 
 import { randomBytes } from 'node:crypto';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { abortedToolText } from '../turn/ledger-entry.js';
 import { checkFunction, describe } from '../errors.js';
 import type { Turn } from '../turn/active-turn.js';
@@ -19,14 +21,11 @@ import { StopReasons } from '../constants.js';
 import { resultOf, toolErrorResult, errorResult, type CallToolResult } from './results.js';
 
 
-/** What the SDK passes a tool callback as `extra` (the fields read here; others pass through). */
-export interface McpToolExtra {
-  /** Aborted by the SDK on the client's cancel, and (with no reason) when the transport closes. */
-  signal: AbortSignal;
-  requestId: string | number;
-  sessionId?: string;
-  [key: string]: unknown;
-}
+/**
+ * What the SDK passes a tool callback as `extra`: its `signal` is aborted on the client's cancel,
+ * and (with no reason) when the transport closes.
+ */
+export type McpToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 /** An MCP server `mcpTurns` accepts: an `McpServer` (its `server`), or the low-level `Server`. */
 export interface McpServerLike {
