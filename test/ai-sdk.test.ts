@@ -232,10 +232,11 @@ function packagesLoaded(code: string): string[] {
   return [...new Set(names)].sort();
 }
 
-describe('the fullstop/ai-sdk subpath', () => {
-  it("resolves through the package's exports, and neither it nor 'fullstop' loads a framework package", () => {
+describe('the fullstop/ai-sdk and fullstop/mcp subpaths', () => {
+  it("resolve through the package's exports, and neither they nor 'fullstop' load a framework package", () => {
     expect(packagesLoaded("await import('fullstop');")).toEqual(['piscina']);
     expect(packagesLoaded("const m = await import('fullstop/ai-sdk'); if (typeof m.aiTools !== 'function' || typeof m.toModelMessages !== 'function') process.exit(3);")).toEqual([]);
+    expect(packagesLoaded("const m = await import('fullstop/mcp'); if (typeof m.mcpTurns !== 'function') process.exit(3);")).toEqual(['piscina']);
     // The check can see a framework: importing `ai` itself lists it.
     expect(packagesLoaded("await import('ai');")).toContain('ai');
   });
