@@ -135,6 +135,32 @@ describe.each(SDKS)('aiTools with ai@$version', ({ version, sdk }) => {
     expect((second as any).value.output).toEqual({ total: 6, threadId: Atomics.load(f, 2) });
   });
 
+  it('with streamText and abortSignal: turn.signal, a stop mid-tool ends the stream with its abort part, stops the loop cooperatively and settles the run', async () => {
+    const f = flags();
+    const { model } = scriptedModel(version, [{ text: 'Crunching. ', calls: [{ id: 'call_stream', name: 'crunch', input: {} }] }, { text: 'late' }]);
+    const crunch = sdk.tool({ inputSchema: z.object({}), execute: async () => pool.run({ flags: f }, { name: 'crunchUntilStopped' }) });
+    const parts: string[] = [];
+    let aborts = 0;
+    const before = pool.stats();
+    const run = runner.run('s', async (turn) => {
+      const result = sdk.streamText({
+        model, tools: aiTools(turn, { crunch }), stopWhen: sdk.stepCountIs(3), prompt: 'crunch', abortSignal: turn.signal, onAbort: () => { aborts++; },
+      });
+      for await (const part of result.fullStream) parts.push(part.type);
+    });
+    await started(f);
+    const report = await runner.stop('s');
+    const outcome = await run;
+    expect(outcome.status).toBe('cancelled');
+    expect(report).toMatchObject({ settledCooperatively: true, bodyAbandoned: false });
+    expect(parts).toContain('tool-call');
+    expect(parts.at(-1)).toBe('abort');
+    expect(aborts).toBe(1);
+    expect(pool.stats()).toMatchObject({ cooperativeStops: before.cooperativeStops + 1, hardStops: before.hardStops });
+    const aborted = (await entriesOf(outcome.turnId)).filter((e) => e.type === 'tool_aborted');
+    expect(aborted).toEqual([expect.objectContaining({ callId: 'call_stream' })]);
+  });
+
   it('a stop mid-tool reaches an exec child started without a token: the tree is gone and the run settles', async () => {
     const { model } = scriptedModel(version, [{ calls: [{ id: 'call_sh', name: 'shell', input: {} }] }]);
     const shell = sdk.tool({

@@ -124,6 +124,17 @@ describe('mcpTurns answers', () => {
   });
 });
 
+describe('mcpTurns before a call starts', () => {
+  it('answers a request whose signal is already aborted with the aborted text, starting no turn and not running the handler', async () => {
+    let ran = false;
+    const cb = mcpTurns(new McpServer({ name: 'x', version: '1.0.0' }), { runner }).tool(async () => { ran = true; return { content: [] }; });
+    const extra = { signal: AbortSignal.abort(), requestId: 1, sendNotification: async () => {}, sendRequest: async () => ({}) } as any;
+    expect(await cb({}, extra)).toEqual({ isError: true, content: [{ type: 'text', text: 'aborted by user after 0.1s' }] });
+    expect(ran).toBe(false);
+    expect(events).toEqual([]);
+  });
+});
+
 describe('mcpTurns arguments', () => {
   it('refuses a server that is not one, a missing runner and a handler that is not a function, naming each', () => {
     const server = new McpServer({ name: 'x', version: '1.0.0' });
