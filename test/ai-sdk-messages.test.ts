@@ -122,6 +122,19 @@ describe('toModelMessages', () => {
       .rejects.toThrow(/call_b/);
   });
 
+  it("inside a turn, the session's entries already end with this turn's input: the next request's messages, as they are", async () => {
+    await session();
+    const next = scriptedModel(6, [{ text: 'fine' }]);
+    const outcome = await runner.run(SESSION, async (turn) => {
+      const messages = toModelMessages(await ledger.entries({ sessionId: SESSION }));
+      return (await ai6.generateText({ model: next.model, tools: aiTools(turn, tools), messages })).text;
+    }, { input: 'and now?' });
+    expect(outcome).toMatchObject({ status: 'completed', value: 'fine' });
+    const prompt = next.prompts[0];
+    expect(prompt.filter((m: any) => m.role === 'user' && m.content[0]?.text === 'and now?')).toHaveLength(1);
+    expect(prompt.at(-1)).toMatchObject({ role: 'user', content: [{ type: 'text', text: 'and now?' }] });
+  });
+
   it('answers a call that has neither output nor aborted text (a turn still running) with the interrupted text', async () => {
     let during: LedgerEntry[] = [];
     await runner.run(SESSION, async (turn) => {
