@@ -47,7 +47,7 @@ describe('agent server: bad input', () => {
 
   it('refuses a body announced over the limit before reading it', async () => {
     const status = await new Promise<number>((resolve, reject) => {
-      const req = request(new URL('/api/sessions/s-in/turns', server.url), { method: 'POST', headers: { 'content-length': String(10 * 1024 * 1024) } }, (res) => {
+      const req = request(new URL('/api/sessions/s-in/turns', server.url), { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(10 * 1024 * 1024) } }, (res) => {
         res.resume();
         resolve(res.statusCode!);
       });

@@ -19,6 +19,7 @@ import type { Ledger, StopReport, Turn, TurnOutcome, TurnPool, TurnRunner } from
 import type { Fleet } from '../../src/fleet/index.js';
 import { agentTurn } from './agent.js';
 import { HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
+import { RequestGuard } from './guard.js';
 import { servePage } from './page.js';
 import type { Model } from './model.js';
 import { errorText, forwardRunnerEvents } from './runner-events.js';
@@ -45,6 +46,13 @@ export interface AgentServerOptions {
    * stop sent to any instance reaches the one running the turn.
    */
   fleet?: Fleet;
+  /**
+   * `Host` names allowed besides the bound address and the loopback names (guard.ts).
+   * @default []
+   */
+  allowedHosts?: readonly string[];
+  /** When set, every API request must carry `Authorization: Bearer <token>` (guard.ts). */
+  token?: string;
 }
 
 /** The stop's answer when there is no fleet: the shape of the fleet's `StopAnswer`. */
@@ -64,17 +72,19 @@ export class AgentServer {
   /** Each turn this server started, until its outcome is in (shutdown waits for them). */
   readonly #running = new Map<string, Promise<void>>();
   readonly #heartbeat: NodeJS.Timeout;
+  readonly #guard: RequestGuard;
   #closing: Promise<void> | undefined;
 
   constructor(options: AgentServerOptions) {
     this.#options = options;
     this.nodeId = options.nodeId;
+    this.#guard = new RequestGuard({ allowedHosts: options.allowedHosts ?? [], token: options.token });
     this.http = createServer((req, res) => { void this.#handle(req, res); });
     this.#heartbeat = setInterval(() => this.#ping(), HEARTBEAT_MS).unref();
     forwardRunnerEvents(options.runner, this.#sessions, this.nodeId);
   }
 
-  /** Listens; resolves with the page's URL. */
+  /** Listens; resolves with the page's URL (with `#token=` when there is a token: the page reads it there). */
   listen(port: number, host: string): Promise<string> {
     return new Promise((resolve, reject) => {
       this.http.once('error', reject);
@@ -82,20 +92,23 @@ export class AgentServer {
         this.http.off('error', reject);
         const address = this.http.address();
         const actual = typeof address === 'object' && address !== null ? address.port : port;
-        resolve(`http://${host.includes(':') ? `[${host}]` : host}:${actual}/`);
+        this.#guard.listening(host, actual);
+        const token = this.#options.token === undefined ? '' : `#token=${encodeURIComponent(this.#options.token)}`;
+        resolve(`http://${host.includes(':') ? `[${host}]` : host}:${actual}/${token}`);
       });
     });
   }
 
   /** What /healthz reports. */
   stats(): Record<string, unknown> {
-    const sessions = [...this.#sessions];
     return {
       registry: this.#options.runner.registry.stats(),
       pool: this.#options.pool.stats(),
-      sessions: sessions.length,
+      sessions: this.#sessions.size,
       runningTurns: this.#running.size,
-      sseClients: sessions.reduce((n, s) => n + s.clients, 0),
+      sseClients: this.#sessions.streams.count,
+      sseClientsDropped: this.#sessions.streams.dropped,
+      eventLogBytes: this.#sessions.logBytes,
       ...(this.#options.fleet === undefined ? {} : { fleet: this.#options.fleet.stats() }),
     };
   }
@@ -120,7 +133,7 @@ export class AgentServer {
       // Each joins the stop the cancel above began (a repeat stop never starts a second one).
       await Promise.allSettled(busy.map((s) => runner.stop(s.id, { reason: 'shutdown' })));
       await Promise.allSettled(this.#running.values());
-      for (const session of this.#sessions) session.endClients();
+      this.#sessions.streams.endAll();
       this.http.closeAllConnections();
       await closed;
     })();
@@ -149,6 +162,7 @@ export class AgentServer {
   async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     const method = req.method ?? 'GET';
+    this.#guard.check(req, path);
     if (await servePage(this.#options.publicDir, method, path, res)) return;
     if (path === '/healthz') {
       only(method, 'GET', path);
@@ -196,7 +210,7 @@ export class AgentServer {
     const turnId = `turn-${randomUUID()}`;
     session.beginTurn(turnId, prompt);
     const agent = agentTurn(model, pool, prompt, (id, callId, call) => {
-      session.publish('tool_call', { turnId: id, callId, name: call.name, args: call.args });
+      this.#sessions.publish(session, 'tool_call', { turnId: id, callId, name: call.name, args: call.args });
     });
     const body$ = (turn: Turn) => {
       // A turn the fleet was still registering when shutdown began: shutdown's cancel missed it.
@@ -219,9 +233,10 @@ export class AgentServer {
    */
   #settled(session: Session, turnId: string, outcome: TurnOutcome<unknown>): void {
     if (!session.endTurn(turnId)) return;
-    if (outcome.status === 'completed') session.publish('turn_completed', { turnId, value: outcome.value });
-    else if (outcome.status === 'cancelled') session.publish('turn_aborted', { turnId, report: outcome.report ?? null });
-    else session.publish('turn_failed', { turnId, error: errorText(outcome.error) });
+    const publish = this.#sessions.publish.bind(this.#sessions, session);
+    if (outcome.status === 'completed') publish('turn_completed', { turnId, value: outcome.value });
+    else if (outcome.status === 'cancelled') publish('turn_aborted', { turnId, report: outcome.report ?? null });
+    else publish('turn_failed', { turnId, error: errorText(outcome.error) });
   }
 
   #events(sessionId: string, req: IncomingMessage, res: ServerResponse): void {
@@ -233,7 +248,6 @@ export class AgentServer {
         throw new HttpError(400, `Last-Event-ID: expected an event id (an integer >= 0), got ${JSON.stringify(String(raw).slice(0, 40))}`);
       }
     }
-    const session = this.#session(sessionId);
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -242,7 +256,8 @@ export class AgentServer {
     });
     // retry: how soon a dropped EventSource reconnects (it then sends Last-Event-ID by itself).
     res.write(`retry: 1000\n: session ${sessionId} on ${this.nodeId}\n\n`);
-    session.follow(res, lastEventId);
+    // A stream takes no session slot: a thousand streams on made-up ids leave room for real turns.
+    this.#sessions.follow(sessionId, res, lastEventId);
   }
 
   async #stop(sessionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -288,7 +303,7 @@ export class AgentServer {
   }
 
   #ping(): void {
-    for (const session of this.#sessions) session.ping();
+    this.#sessions.streams.ping();
   }
 }
 

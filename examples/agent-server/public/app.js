@@ -23,6 +23,22 @@ const sessionId = (() => {
   return id;
 })();
 const api = `/api/sessions/${encodeURIComponent(sessionId)}`;
+
+// The bearer token, when the server has one: its printed URL carries it as `#token=…` (a fragment
+// never reaches a server or a log). Kept for this tab and taken out of the address bar.
+const token = (() => {
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const given = fragment.get('token');
+  if (given) {
+    sessionStorage.setItem('fullstop-token', given);
+    fragment.delete('token');
+    const rest = fragment.toString();
+    history.replaceState(null, '', `${location.pathname}${location.search}${rest ? `#${rest}` : ''}`);
+  }
+  return sessionStorage.getItem('fullstop-token');
+})();
+/** Headers every API request carries. */
+const authHeaders = token ? { authorization: `Bearer ${token}` } : {};
 $('session').textContent = sessionId;
 
 /** Per turn: its DOM container, the text span being streamed into, its tool rows and questions. */
@@ -195,7 +211,7 @@ function ms(value) {
 
 async function post(path, body) {
   try {
-    const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(path, { method: 'POST', headers: { ...authHeaders, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const data = await res.json();
     if (!res.ok) throw new Error(data.error || `HTTP ${res.status}`);
     showError('');
@@ -236,14 +252,58 @@ $('stop').addEventListener('click', async () => {
   if (!underWay && !ended.has(current)) setStatus('running');
 });
 
-const source = new EventSource(`${api}/events`);
-for (const [type, handle] of Object.entries(handlers)) {
-  source.addEventListener(type, (event) => {
-    handle(JSON.parse(event.data));
-    scrollDown();
-  });
+/**
+ * Follows the session's Server-Sent Events over fetch (EventSource cannot send the token): on a
+ * dropped connection it reconnects after the server's `retry` with `Last-Event-ID`, as
+ * EventSource would, so nothing is missed and nothing arrives twice.
+ */
+async function follow() {
+  let lastEventId;
+  let retryMs = 1000;
+  for (;;) {
+    try {
+      const headers = { ...authHeaders, accept: 'text/event-stream' };
+      if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
+      const res = await fetch(`${api}/events`, { headers, cache: 'no-store' });
+      if (!res.ok) {
+        const data = await res.json().catch(() => ({}));
+        showError(data.error || `event stream: HTTP ${res.status}`);
+        if (res.status === 401) return; // a wrong token stays wrong
+      } else {
+        showError('');
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value;
+          let end;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            const frame = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const event = {};
+            for (const line of frame.split('\n')) {
+              if (line.startsWith(':')) continue;
+              const colon = line.indexOf(':');
+              event[line.slice(0, colon)] = line.slice(colon + 1).replace(/^ /, '');
+            }
+            if (event.retry) retryMs = Number(event.retry) || retryMs;
+            if (event.id !== undefined) lastEventId = event.id;
+            const handle = handlers[event.event];
+            if (handle && event.data !== undefined) {
+              handle(JSON.parse(event.data));
+              scrollDown();
+            }
+          }
+        }
+      }
+    } catch {
+      // The connection dropped: reconnect below.
+    }
+    showError('connection lost; reconnecting…');
+    await new Promise((resolve) => setTimeout(resolve, retryMs));
+  }
 }
-source.addEventListener('open', () => showError(''));
-source.addEventListener('error', () => showError('connection lost; reconnecting…'));
+void follow();
 
-fetch('/healthz').then((r) => r.json()).then((h) => { if ($('node').textContent === '…') $('node').textContent = h.nodeId; }, () => {});
+fetch('/healthz', { headers: authHeaders }).then((r) => r.json()).then((h) => { if ($('node').textContent === '…') $('node').textContent = h.nodeId; }, () => {});
