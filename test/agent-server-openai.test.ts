@@ -56,7 +56,7 @@ afterAll(async () => {
 
 describe('agent server with an OpenAI-compatible endpoint', () => {
   it('streams the model reply and completes', async () => {
-    expect(server.output).toMatch(/model openai:fake-model/);
+    expect(server.output).toMatch(/model openai\.chat:fake-model/);
     const events = await server.events('oa-1');
     try {
       const { body } = await server.post('/api/sessions/oa-1/turns', { prompt: 'say hi' });

@@ -88,8 +88,8 @@ describe('agent server: turns', () => {
     const done = await events.next('turn_completed', (e) => e.data.turnId === turnId, 60_000);
     const call = await events.next('tool_call');
     const output = await events.next('tool_output');
-    expect(call.data).toMatchObject({ turnId, callId: 'call-1', name: 'crunch', args: { phases: 3 } });
-    expect(output.data).toMatchObject({ turnId, callId: 'call-1', name: 'crunch', success: true, output: { phases: 3, hashes: 90_000 } });
+    expect(call.data).toMatchObject({ turnId, callId: 'scripted-1', name: 'crunch', args: { phases: 3 } });
+    expect(output.data).toMatchObject({ turnId, callId: 'scripted-1', name: 'crunch', success: true, output: { phases: 3, hashes: 90_000 } });
     expect(output.data.output.digest).toMatch(/^[0-9a-f]{64}$/);
     expect(done.data.value).toMatch(/^Done\. crunch returned/);
     expect((await server.get('/healthz')).body.stats.pool.completed).toBeGreaterThanOrEqual(1);

@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ledger, TurnPool, TurnRegistry, TurnRunner } from '../../src/index.js';
 import { Fleet } from '../../src/fleet/index.js';
-import { ScriptedModel, type Model } from './model.js';
+import type { LanguageModelV3 } from '@ai-sdk/provider';
+import { ScriptedModel } from './model.js';
 import { openAIModelFromEnv } from './openai-model.js';
 import { parseServerOptions, USAGE, type ServerOptions } from './options.js';
 import { AgentServer } from './server.js';
@@ -40,7 +41,7 @@ const ledger = await Ledger.open(join(dataDir, 'history.jsonl'));
 const registry = new TurnRegistry();
 const pool = new TurnPool({ filename: new URL('./crunch-task.js', import.meta.url).href, minThreads: 1, maxThreads: 2 });
 const runner = new TurnRunner({ registry, pool, ledger, graceMs: options.grace });
-const model: Model = process.env.OPENAI_BASE_URL ? await openAIModelFromEnv() : new ScriptedModel();
+const model: LanguageModelV3 = process.env.OPENAI_BASE_URL ? await openAIModelFromEnv() : new ScriptedModel();
 const fleet = await joinFleet(options, runner);
 const server = new AgentServer({
   runner, pool, ledger, model, nodeId: options.nodeId, publicDir: publicDir(), fleet: fleet?.fleet,
@@ -48,7 +49,7 @@ const server = new AgentServer({
 });
 const url = await server.listen(options.port, options.host);
 // One write, so whoever reads the URL has the details too.
-console.log(`fullstop agent server: ${url}\n  node ${options.nodeId}, model ${model.name}, ledger ${ledger.path}, ${fleet?.name ?? 'alone (no --redis)'}` +
+console.log(`fullstop agent server: ${url}\n  node ${options.nodeId}, model ${model.provider}:${model.modelId}, ledger ${ledger.path}, ${fleet?.name ?? 'alone (no --redis)'}` +
   `${options.token === undefined ? ', no token (loopback only: see docs/agent-server.md)' : ', bearer token required'}`);
 
 let exiting = false;

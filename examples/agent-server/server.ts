@@ -21,7 +21,7 @@ import { agentTurn } from './agent.js';
 import { HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
 import { RequestGuard } from './guard.js';
 import { servePage } from './page.js';
-import type { Model } from './model.js';
+import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { errorText, forwardRunnerEvents } from './runner-events.js';
 import { Session, Sessions } from './sessions.js';
 
@@ -37,7 +37,8 @@ export interface AgentServerOptions {
   runner: TurnRunner;
   pool: TurnPool;
   ledger: Ledger;
-  model: Model;
+  /** The model the agent streams from (model.ts: the scripted one, or a provider's). */
+  model: LanguageModelV3;
   nodeId: string;
   /** Where index.html, app.js and style.css are read from (on every request: edit and reload). */
   publicDir: string;
@@ -191,7 +192,7 @@ export class AgentServer {
     const prompt = stringField(body, 'prompt', MAX_PROMPT_CHARS, true)!;
     if (this.#closing !== undefined) throw new HttpError(503, 'server: shutting down');
     const session = this.#session(sessionId);
-    const { runner, fleet, model, pool } = this.#options;
+    const { runner, fleet, model, pool, ledger } = this.#options;
     refuseIfBusy(session);
     if (fleet !== undefined) {
       // The session's turn may run on another instance: ask Redis (the fleet also refuses a second
@@ -209,8 +210,8 @@ export class AgentServer {
     }
     const turnId = `turn-${randomUUID()}`;
     session.beginTurn(turnId, prompt);
-    const agent = agentTurn(model, pool, prompt, (id, callId, call) => {
-      this.#sessions.publish(session, 'tool_call', { turnId: id, callId, name: call.name, args: call.args });
+    const agent = agentTurn({ model, pool, ledger }, sessionId, prompt, (callId, name, args) => {
+      this.#sessions.publish(session, 'tool_call', { turnId, callId, name, args: args as Record<string, unknown> });
     });
     const body$ = (turn: Turn) => {
       // A turn the fleet was still registering when shutdown began: shutdown's cancel missed it.
