@@ -30,7 +30,7 @@
  *    then hands over to `cancelFlipped`. It is `flipSlot` below, inlined (see `CancelToken.cancel`).
  */
 
-import { CancelledError, cancelledError, renderReason } from '../errors.js';
+import { abortReasonError, CancelledError, cancelledError, renderReason } from '../errors.js';
 import { unwatch, watch, type Watched } from './bridge.js';
 import type { SlabSet, SlotRef } from './slab.js';
 import { bumpControl, sealSlot, tripSlot, wakeSlot } from './slot.js';
@@ -187,13 +187,13 @@ export class TokenState implements Watched {
     // The other thread flipped the slot and woke its sleepers: nothing for `flipSlot` to do. A leaf
     // (a token with no children, such as a turn whose task was run with the turn's own token) takes
     // `cancelFlipped`'s leaf steps right here, on a main thread the bridge has just woken: going
-    // through `cancelFlipped` (and `#reasonOnCancel`) measured slower to the signal's listeners
-    // (docs/benchmarks.md, "Where P3's time goes"). A token with children takes the general path.
+    // through `cancelFlipped` measured slower to the signal's listeners. A token with children
+    // takes the general path.
     if (this.#retired || this.#cancelled) return;
     if (this.#children !== undefined) return void this.cancelFlipped(DEFAULT_CANCEL_REASON, false);
     this.#cancelled = true;
     this.#reason = DEFAULT_CANCEL_REASON;
-    this.#controller?.abort(this.#defaultReason ?? this.abortReason()); // `#reasonOnCancel` for the default reason
+    this.#controller?.abort(this.#reasonOnCancel());
     this.#tellOwners();
   }
 
@@ -284,7 +284,7 @@ export class TokenState implements Watched {
 
   /** What `signal` aborts with: the reason built ahead of time when it applies, else a fresh one. */
   #reasonOnCancel(): CancelledError {
-    return this.#reason === DEFAULT_CANCEL_REASON && this.#defaultReason !== undefined ? this.#defaultReason : this.abortReason();
+    return this.#reason === DEFAULT_CANCEL_REASON && this.#defaultReason !== undefined ? this.#defaultReason : this.#buildReason(this.#reason, abortReasonError);
   }
 
   /**
@@ -295,16 +295,20 @@ export class TokenState implements Watched {
    */
   #prepareDefaultReason(): void {
     if (this.#defaultReason !== undefined || !this.#watched || this.#controller === undefined) return;
-    this.#defaultReason = this.#buildReason(DEFAULT_CANCEL_REASON);
+    this.#defaultReason = this.#buildReason(DEFAULT_CANCEL_REASON, abortReasonError);
   }
 
-  /** The `signal.reason` of a cancelled token (never throws, whatever the reason: invariant 6). */
+  /** What `throwIfCancelled()` throws (never throws itself, whatever the reason: invariant 6). */
   abortReason(): CancelledError {
-    return this.#buildReason(this.#reason);
+    return this.#buildReason(this.#reason, cancelledError);
   }
 
-  #buildReason(reason: unknown): CancelledError {
-    return cancelledError(`turn ${this.turnId ?? '(none)'} of session ${this.sessionId} was cancelled: ${renderReason(reason)}`, {
+  /**
+   * The error of a cancel, built by `make`: `cancelledError` for what the token's own checks throw,
+   * `abortReasonError` (named 'AbortError') for `signal.reason`, which other libraries read.
+   */
+  #buildReason(reason: unknown, make: typeof cancelledError): CancelledError {
+    return make(`turn ${this.turnId ?? '(none)'} of session ${this.sessionId} was cancelled: ${renderReason(reason)}`, {
       reason, sessionId: this.sessionId, turnId: this.turnId,
     });
   }

@@ -113,7 +113,8 @@ export class StopHistory {
     const writes: Promise<void>[] = [];
     for (const [callId, call] of turn.calls) {
       if (call.finished) continue;
-      writes.push(turn.write({ type: 'tool_aborted', callId, output: abortedToolText(performance.now() - call.recordedAt) }));
+      const output = abortedToolText(performance.now() - call.recordedAt);
+      writes.push(turn.write(call.partial === undefined ? { type: 'tool_aborted', callId, output } : { type: 'tool_aborted', callId, output, partial: call.partial }));
     }
     writes.push(turn.write({ type: 'turn_aborted', text: TURN_ABORTED_MARKER }));
     writes.push(turn.write({ type: 'status', status: 'cancelled', reason }));
