@@ -100,7 +100,7 @@ describe('agent server: shutdown', () => {
       const entries = readFileSync(join(data, 'history.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
         .filter((e) => e.turnId === body.turnId);
       expect(entries.filter((e) => e.type === 'status')).toMatchObject([
-        { status: 'cancelling', reason: 'shutdown' }, { status: 'cancelled', reason: 'shutdown' },
+        { status: 'cancelling', reason: 'cancel.shutdown' }, { status: 'cancelled', reason: 'cancel.shutdown' },
       ]);
       expect(entries.some((e) => e.type === 'tool_aborted'), JSON.stringify(entries)).toBe(true);
       expect(entries.some((e) => e.type === 'turn_aborted')).toBe(true);

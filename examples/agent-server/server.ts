@@ -15,7 +15,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import type { Ledger, StopReport, Turn, TurnOutcome, TurnPool, TurnRunner } from '../../src/index.js';
+import { StopReasons, type Ledger, type StopReport, type TurnOutcome, type TurnPool, type TurnRunner } from '../../src/index.js';
 import type { Fleet } from '../../src/fleet/index.js';
 import { agentTurn } from './agent.js';
 import { HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
@@ -59,6 +59,7 @@ export interface AgentServerOptions {
 /** The stop's answer when there is no fleet: the shape of the fleet's `StopAnswer`. */
 type LocalStopAnswer =
   | { outcome: 'stopped'; sessionId: string; turnId: string; node: string; report: StopReport }
+  | { outcome: 'pending' | 'already_finished'; sessionId: string; turnId: string }
   | { outcome: 'not_found'; sessionId: string };
 
 /**
@@ -115,30 +116,26 @@ export class AgentServer {
   }
 
   /**
-   * Stops accepting requests, stops every running turn (reason `shutdown`: history gets its
-   * aborted outputs, marker and flush), waits for their outcomes, then ends every connection.
-   * The pool, ledger and fleet belong to the caller, who closes them after this.
-   *
-   * Call it from the SIGTERM handler itself: the turns are cancelled before it returns. That
-   * matters because exec's exit clean-up SIGKILLs every child from its own SIGTERM listener, right
-   * after ours; a turn not yet cancelled by then would see its tool end by itself and record
-   * that as the tool's output instead of an aborted call.
+   * Stops accepting requests and shuts the runner down (`runner.shutdown()`: every running turn
+   * stopped with reason `cancel.shutdown`, its aborted outputs, marker and flush in the ledger,
+   * and `run` refusing from now on), waits for the turns' outcomes, then ends every connection.
+   * The pool, ledger and fleet belong to the caller, who closes them after this. A second call
+   * returns the first one's promise.
    */
   shutdown(): Promise<void> {
-    const { runner } = this.#options;
-    const busy = [...this.#sessions].filter((s) => s.turnId !== undefined);
-    if (this.#closing === undefined) for (const s of busy) runner.registry.markCancelled(s.id, 'shutdown');
-    this.#closing ??= (async () => {
-      clearInterval(this.#heartbeat);
-      const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
-      // Each joins the stop the cancel above began (a repeat stop never starts a second one).
-      await Promise.allSettled(busy.map((s) => runner.stop(s.id, { reason: 'shutdown' })));
-      await Promise.allSettled(this.#running.values());
-      this.#sessions.streams.endAll();
-      this.http.closeAllConnections();
-      await closed;
-    })();
+    this.#closing ??= this.#shutDown();
     return this.#closing;
+  }
+
+  async #shutDown(): Promise<void> {
+    const stopped = this.#options.runner.shutdown({ reason: StopReasons.shutdown });
+    clearInterval(this.#heartbeat);
+    const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+    await stopped;
+    await Promise.allSettled(this.#running.values());
+    this.#sessions.streams.endAll();
+    this.http.closeAllConnections();
+    await closed;
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -190,10 +187,16 @@ export class AgentServer {
   async #startTurn(sessionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJson(req);
     const prompt = stringField(body, 'prompt', MAX_PROMPT_CHARS, true)!;
+    // The page names its turn itself, so a Stop it sends before this POST has landed can name it too.
+    const given = stringField(body, 'turnId', 100, false);
+    const turnId = given === undefined ? `turn-${randomUUID()}` : idParam('turnId', given);
     if (this.#closing !== undefined) throw new HttpError(503, 'server: shutting down');
     const session = this.#session(sessionId);
     const { runner, fleet, model, pool, ledger } = this.#options;
     refuseIfBusy(session);
+    if (this.#running.has(turnId) || ledger.hasTurn(turnId)) {
+      throw new HttpError(409, `turnId: ${JSON.stringify(turnId)} is already used; a turn id is used once`);
+    }
     if (fleet !== undefined) {
       // The session's turn may run on another instance: ask Redis (the fleet also refuses a second
       // live turn itself, but only after this answer has gone out as a 202).
@@ -208,17 +211,13 @@ export class AgentServer {
       }
       refuseIfBusy(session);
     }
-    const turnId = `turn-${randomUUID()}`;
     session.beginTurn(turnId, prompt);
     const agent = agentTurn({ model, pool, ledger }, sessionId, prompt, (callId, name, args) => {
       this.#sessions.publish(session, 'tool_call', { turnId, callId, name, args: args as Record<string, unknown> });
     });
-    const body$ = (turn: Turn) => {
-      // A turn the fleet was still registering when shutdown began: shutdown's cancel missed it.
-      if (this.#closing !== undefined) turn.token.cancel('shutdown');
-      return agent(turn);
-    };
-    const run = fleet === undefined ? runner.run(sessionId, body$, { turnId }) : fleet.run<string>(sessionId, body$, { turnId });
+    // `input`: the ledger records the prompt on turn_started, so the next turn's history has it.
+    const options = { turnId, input: prompt };
+    const run = fleet === undefined ? runner.run(sessionId, agent, options) : fleet.run<string>(sessionId, agent, options);
     const done = run.then(
       (outcome) => this.#settled(session, turnId, outcome),
       (error: unknown) => this.#settled(session, turnId, { status: 'failed', turnId, error }),
@@ -264,23 +263,24 @@ export class AgentServer {
   async #stop(sessionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJson(req);
     const reason = stringField(body, 'reason', 100, false);
+    const given = stringField(body, 'turnId', 100, false);
+    const turnId = given === undefined ? undefined : idParam('turnId', given);
     const { fleet, runner } = this.#options;
     if (fleet !== undefined) {
       // Any instance can stop any turn of the fleet: the answer says where it ran and how it ended.
-      const answer = await fleet.stop(sessionId, { reason });
+      const answer = await fleet.stop(sessionId, { reason, turnId });
       if (answer.outcome !== 'relay_unavailable') return sendJson(res, 200, answer);
       // Redis is away, but a turn running here can still be stopped here: the local stop needs
       // no relay (and its owner would stop it anyway once its lease could not be renewed).
-      const report = this.#sessions.get(sessionId)?.turnId === undefined ? null : await runner.stop(sessionId, { reason });
+      const report = this.#sessions.get(sessionId)?.turnId === undefined ? null : await runner.stop(sessionId, { reason, turnId });
       if (report === null) return sendJson(res, 503, { ...answer, error: errorText(answer.error) });
       return sendJson(res, 200, { outcome: 'stopped', sessionId, turnId: report.turnId, node: this.nodeId, report, relay: errorText(answer.error) });
     }
-    if (this.#sessions.get(sessionId) === undefined) throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
-    const report = await runner.stop(sessionId, { reason });
-    const answer: LocalStopAnswer = report === null
-      ? { outcome: 'not_found', sessionId }
-      : { outcome: 'stopped', sessionId, turnId: report.turnId, node: this.nodeId, report };
-    sendJson(res, 200, answer);
+    if (turnId === undefined && this.#sessions.get(sessionId) === undefined) {
+      throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
+    }
+    const report = await runner.stop(sessionId, { reason, turnId });
+    sendJson(res, 200, stopAnswer(sessionId, turnId, report, this.nodeId, this.#options.ledger));
   }
 
   async #answer(questionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -306,6 +306,17 @@ export class AgentServer {
   #ping(): void {
     this.#sessions.streams.ping();
   }
+}
+
+/**
+ * The answer to a stop without a fleet, in the fleet's `StopAnswer` shapes: `stopped`; `pending`
+ * for a turn id that has not started (its run will start cancelled); `already_finished` for a
+ * turn id the ledger has; `not_found` for a session with no running turn.
+ */
+function stopAnswer(sessionId: string, turnId: string | undefined, report: StopReport | null, nodeId: string, ledger: Ledger): LocalStopAnswer {
+  if (report !== null) return { outcome: 'stopped', sessionId, turnId: report.turnId, node: nodeId, report };
+  if (turnId === undefined) return { outcome: 'not_found', sessionId };
+  return ledger.hasTurn(turnId) ? { outcome: 'already_finished', sessionId, turnId } : { outcome: 'pending', sessionId, turnId };
 }
 
 function refuseIfBusy(session: Session): void {

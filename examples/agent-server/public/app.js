@@ -11,12 +11,14 @@ const el = (tag, className, text) => {
   return node;
 };
 
+/** A random id: getRandomValues works on plain http too (randomUUID needs a secure context). */
+const randomId = (prefix, bytes) => prefix + Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, '0')).join('');
+
 const sessionId = (() => {
   const params = new URLSearchParams(location.search);
   let id = params.get('session');
   if (!id || !/^[\w.:-]{1,100}$/.test(id)) {
-    // getRandomValues works on plain http too (randomUUID needs a secure context).
-    id = 's-' + Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, '0')).join('');
+    id = randomId('s-', 6);
     params.set('session', id);
     history.replaceState(null, '', `${location.pathname}?${params}`);
   }
@@ -45,6 +47,8 @@ $('session').textContent = sessionId;
 const turns = new Map();
 /** Turns whose end has been seen (a late 202 must not set `running` again). */
 const ended = new Set();
+/** Turns this page asked to stop (their turn_started must not say `running` again). */
+const stopping = new Set();
 let current; // turnId of the turn shown as running, if any
 
 function setStatus(status) {
@@ -85,7 +89,7 @@ const handlers = {
     if (node) $('node').textContent = node;
     current = turnId;
     $('report').hidden = true;
-    if (!ended.has(turnId)) setStatus('running');
+    if (!ended.has(turnId)) setStatus(stopping.has(turnId) ? 'cancelling' : 'running');
   },
   say({ turnId, text }) {
     const view = turnView(turnId);
@@ -226,14 +230,13 @@ $('composer').addEventListener('submit', async (event) => {
   event.preventDefault();
   const prompt = $('prompt').value.trim();
   if (!prompt || $('send').disabled) return;
-  $('send').disabled = true;
-  const reply = await post(`${api}/turns`, { prompt });
-  if (reply && !ended.has(reply.turnId)) {
-    current = reply.turnId;
-    setStatus('running');
-  } else if (!reply) {
-    $('send').disabled = false;
-  }
+  // The page names the turn, and Stop works from this moment on: a Stop pressed before this POST
+  // lands names the turn too, and the server keeps it until the turn starts (it starts cancelled).
+  const turnId = randomId('turn-', 16);
+  current = turnId;
+  setStatus('running');
+  const reply = await post(`${api}/turns`, { prompt, turnId });
+  if (!reply && current === turnId && !ended.has(turnId)) setStatus('idle');
 });
 
 $('prompt').addEventListener('keydown', (event) => {
@@ -244,12 +247,18 @@ $('prompt').addEventListener('keydown', (event) => {
 });
 
 $('stop').addEventListener('click', async () => {
+  const turnId = current;
+  stopping.add(turnId);
   setStatus('cancelling');
-  const answer = await post(`${api}/stop`, {});
+  const answer = await post(`${api}/stop`, { turnId });
   // A stop that failed, or found nothing to stop (the turn ended by itself meanwhile), leaves the
-  // status to the turn's own events; only a stop under way keeps `cancelling` until turn_aborted.
-  const underWay = answer && (answer.outcome === 'stopped' || answer.outcome === 'cancelling');
-  if (!underWay && !ended.has(current)) setStatus('running');
+  // status to the turn's own events; a stop under way, or kept for a turn that has not started
+  // yet (`pending`), keeps `cancelling` until turn_aborted.
+  const underWay = answer && ['stopped', 'cancelling', 'pending'].includes(answer.outcome);
+  if (!underWay) {
+    stopping.delete(turnId);
+    if (!ended.has(turnId) && current === turnId) setStatus('running');
+  }
 });
 
 /**
