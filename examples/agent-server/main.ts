@@ -20,6 +20,7 @@ import { ScriptedModel } from './model.js';
 import { openAIModelFromEnv } from './openai-model.js';
 import { parseServerOptions, USAGE, type ServerOptions } from './options.js';
 import { AgentServer } from './server.js';
+import { startTelemetry } from './telemetry.js';
 
 /** public/ next to the source file; from dist/ (tsc does not copy it) the same folder in the sources. */
 function publicDir(): string {
@@ -42,6 +43,7 @@ const registry = new TurnRegistry();
 const pool = new TurnPool({ filename: new URL('./crunch-task.js', import.meta.url).href, minThreads: 1, maxThreads: 2 });
 const runner = new TurnRunner({ registry, pool, ledger, graceMs: options.grace });
 const model: LanguageModelV3 = process.env.OPENAI_BASE_URL ? await openAIModelFromEnv() : new ScriptedModel();
+const telemetry = await startTelemetry(runner);
 const fleet = await joinFleet(options, runner);
 const server = new AgentServer({
   runner, pool, ledger, model, nodeId: options.nodeId, publicDir: publicDir(), fleet: fleet?.fleet,
@@ -50,6 +52,7 @@ const server = new AgentServer({
 const url = await server.listen(options.port, options.host);
 // One write, so whoever reads the URL has the details too.
 console.log(`fullstop agent server: ${url}\n  node ${options.nodeId}, model ${model.provider}:${model.modelId}, ledger ${ledger.path}, ${fleet?.name ?? 'alone (no --redis)'}` +
+  `${telemetry === undefined ? '' : `, OpenTelemetry to ${telemetry.endpoint}`}` +
   `${options.token === undefined ? ', no token (loopback only: see docs/agent-server.md)' : ', bearer token required'}`);
 
 let exiting = false;
@@ -62,17 +65,19 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 }
 
 async function shutdown(signal: string): Promise<void> {
-  // First, before any await: shutdown() cancels the running turns synchronously (see there).
+  // runner.shutdown() (in server.shutdown) stops every running turn: reason cancel.shutdown.
   const stopped = server.shutdown();
   console.log(`agent-server: ${signal}: stopping running turns`);
-  // A shutdown that hangs must not leave the process up for ever.
-  setTimeout(() => { console.error('agent-server: shutdown took over 10 s; exiting'); process.exit(1); }, 10_000).unref();
+  // A shutdown that hangs must not leave the process up for ever (the runner's deadline is 10 s).
+  setTimeout(() => { console.error('agent-server: shutdown took over 15 s; exiting'); process.exit(1); }, 15_000).unref();
   let code = 0;
   try {
     await stopped;
     await fleet?.close();
     await pool.destroy();
     await ledger.close();
+    // Last: the stops' spans and metrics are flushed to the collector.
+    await telemetry?.close();
     console.log(`agent-server: stopped cleanly; registry ${JSON.stringify(registry.stats())}`);
   } catch (error) {
     console.error('agent-server: shutdown failed:', error);
