@@ -127,7 +127,12 @@ for (const name of linked) {
   const esm = join(work, 'consumer-esm');
   mkdirSync(esm);
   writeFileSync(join(esm, 'package.json'), '{ "private": true, "type": "module" }\n');
-  writeFileSync(join(esm, 'load.js'), `for (const s of ${JSON.stringify(subpaths)}) await import(s);\n`);
+  // Each subpath on its own, so every one that fails is named.
+  writeFileSync(join(esm, 'load.js'), [
+    `for (const s of ${JSON.stringify(subpaths)}) {`,
+    '  try { await import(s); } catch (e) { process.exitCode = 1; console.log(`${s}: ${e.message}`); }',
+    '}',
+  ].join('\n'));
   const esmFailed = run(process.execPath, ['load.js'], esm);
   check(`every subpath loads from an ES module (node ${process.version})`, esmFailed === undefined ? [] : [esmFailed]);
 

@@ -5,8 +5,8 @@
 
 import { metrics, trace, type MeterProvider, type TracerProvider } from '@opentelemetry/api';
 import { describe } from '../errors.js';
-import type { StopReport } from '../turn/report.js';
 import type { TurnRunner } from '../turn/runner.js';
+import type { TurnRunnerEventName, TurnRunnerEvents } from '../turn/runner-events.js';
 import { SCOPE } from './names.js';
 import { StopMetrics } from './stop-metrics.js';
 import { TurnSpans } from './turn-spans.js';
@@ -24,12 +24,6 @@ export interface InstrumentOptions {
    */
   meterProvider?: MeterProvider;
 }
-
-interface TurnEvent { sessionId: string; turnId: string }
-interface ToolCallEvent extends TurnEvent { callId: string; name: string }
-interface ToolOutputEvent extends ToolCallEvent { success: boolean; output: unknown }
-interface TurnFailedEvent extends TurnEvent { error: unknown }
-interface TurnAbortedEvent extends TurnEvent { report?: StopReport }
 
 /**
  * Trace `runner`'s turns and measure its stops with OpenTelemetry, until the returned `off()`.
@@ -68,25 +62,29 @@ export function instrument(runner: TurnRunner, options: InstrumentOptions = {}):
 
   const spans = new TurnSpans(tracerProvider.getTracer(SCOPE));
   const stops = new StopMetrics(meterProvider.getMeter(SCOPE));
-  // The runner's events, each with the payload docs/runner.md gives it.
-  const listeners: ReadonlyArray<readonly [string, (...payload: any[]) => void]> = [
-    ['turn_started', (e: TurnEvent) => spans.started(e.sessionId, e.turnId)],
-    ['tool_call', (e: ToolCallEvent) => spans.toolCall(e.turnId, e.callId, e.name)],
-    ['tool_output', (e: ToolOutputEvent) => spans.toolOutput(e.turnId, e.callId, e.success, e.output)],
-    ['turn_completed', (e: TurnEvent) => spans.completed(e.turnId)],
-    ['turn_failed', (e: TurnFailedEvent) => spans.failed(e.turnId, e.error)],
-    ['turn_aborted', (e: TurnAbortedEvent) => {
-      spans.aborted(e.turnId, e.report);
-      if (e.report !== undefined) stops.record(e.report);
-    }],
-  ];
-  for (const [event, listener] of listeners) runner.on(event, listener);
+  const removers: Array<() => void> = [];
+  const listen = <K extends TurnRunnerEventName>(event: K, listener: (...payload: TurnRunnerEvents[K]) => void) => {
+    // The call sites are checked against the event map; TypeScript cannot resolve Node's
+    // listener type for a generic K, which is that same type once K is known.
+    const added = listener as Parameters<TurnRunner['on']>[1];
+    runner.on(event, added);
+    removers.push(() => runner.removeListener(event, added));
+  };
+  listen('turn_started', (e) => spans.started(e.sessionId, e.turnId));
+  listen('tool_call', (e) => spans.toolCall(e.turnId, e.callId, e.name));
+  listen('tool_output', (e) => spans.toolOutput(e.turnId, e.callId, e.success, e.output));
+  listen('turn_completed', (e) => spans.completed(e.turnId));
+  listen('turn_failed', (e) => spans.failed(e.turnId, e.error));
+  listen('turn_aborted', (e) => {
+    spans.aborted(e.turnId, e.report);
+    stops.record(e.report);
+  });
 
   let on = true;
   return function off(): void {
     if (!on) return;
     on = false;
-    for (const [event, listener] of listeners) runner.removeListener(event, listener);
+    for (const remove of removers) remove();
     spans.endAll();
   };
 }

@@ -40,9 +40,6 @@ export class TurnSpans {
     this.#tracer = tracer;
   }
 
-  /** Open turns (for tests and `off()`). */
-  get openTurns(): number { return this.#turns.size; }
-
   /** `turn_started`: the turn's span, a child of the context active where `run` was called. */
   started(sessionId: string, turnId: string): void {
     if (this.#turns.has(turnId)) return;
@@ -93,9 +90,8 @@ export class TurnSpans {
    * `turn_aborted`: the `fullstop.stop` event, timed at the stop request, with the report's reason,
    * grace and phase times; the status stays UNSET (rule 3).
    */
-  aborted(turnId: string, report: StopReport | undefined): void {
+  aborted(turnId: string, report: StopReport): void {
     this.#end(turnId, 'cancelled', (span) => {
-      if (report === undefined) return;
       const attributes: Record<string, string | number | boolean> = {
         [StopAttr.reason]: report.reason,
         [StopAttr.graceMs]: report.graceMs,
