@@ -15,12 +15,13 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { StopReasons, type Ledger, type StopReport, type TurnOutcome, type TurnPool, type TurnRunner } from '../../src/index.js';
+import { StopReasons, type Ledger, type TurnOutcome, type TurnPool, type TurnRunner } from '../../src/index.js';
 import type { Fleet } from '../../src/fleet/index.js';
 import { agentTurn } from './agent.js';
 import { HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
 import { RequestGuard } from './guard.js';
 import { servePage } from './page.js';
+import { stopAnswer } from './stop-answer.js';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { errorText, forwardRunnerEvents } from './runner-events.js';
 import { Session, Sessions } from './sessions.js';
@@ -55,12 +56,6 @@ export interface AgentServerOptions {
   /** When set, every API request must carry `Authorization: Bearer <token>` (guard.ts). */
   token?: string;
 }
-
-/** The stop's answer when there is no fleet: the shape of the fleet's `StopAnswer`. */
-type LocalStopAnswer =
-  | { outcome: 'stopped'; sessionId: string; turnId: string; node: string; report: StopReport }
-  | { outcome: 'pending' | 'already_finished'; sessionId: string; turnId: string }
-  | { outcome: 'not_found'; sessionId: string };
 
 /**
  * The HTTP server over one runner (and maybe a fleet). Create it, `listen`, and call `shutdown`
@@ -306,17 +301,6 @@ export class AgentServer {
   #ping(): void {
     this.#sessions.streams.ping();
   }
-}
-
-/**
- * The answer to a stop without a fleet, in the fleet's `StopAnswer` shapes: `stopped`; `pending`
- * for a turn id that has not started (its run will start cancelled); `already_finished` for a
- * turn id the ledger has; `not_found` for a session with no running turn.
- */
-function stopAnswer(sessionId: string, turnId: string | undefined, report: StopReport | null, nodeId: string, ledger: Ledger): LocalStopAnswer {
-  if (report !== null) return { outcome: 'stopped', sessionId, turnId: report.turnId, node: nodeId, report };
-  if (turnId === undefined) return { outcome: 'not_found', sessionId };
-  return ledger.hasTurn(turnId) ? { outcome: 'already_finished', sessionId, turnId } : { outcome: 'pending', sessionId, turnId };
 }
 
 function refuseIfBusy(session: Session): void {
