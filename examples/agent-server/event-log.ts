@@ -20,8 +20,16 @@ export interface SessionEvent {
 
 /** Events a log keeps for replay at most; a client further behind gets the newest ones. */
 export const MAX_LOG_EVENTS = 5000;
-/** Bytes of frames a log keeps at most (the newest event is always kept, whatever its size). */
+/** Bytes of frames a log keeps at most (the newest event is always kept). */
 export const MAX_LOG_BYTES = 1024 * 1024;
+/**
+ * Bytes of one event's frame at most: a larger one (a tool's huge output) goes out without its
+ * large fields and with `truncated: true`, so no single event can fill a client's backlog; the
+ * ledger (`/history`) has it whole.
+ */
+export const MAX_EVENT_BYTES = 64 * 1024;
+/** A field whose JSON is longer than this is left out of an event over `MAX_EVENT_BYTES`. */
+const MAX_KEPT_FIELD_BYTES = 1024;
 
 /** An event with its Server-Sent Events frame, built once for every client and every replay. */
 interface Framed {
@@ -47,7 +55,8 @@ export class EventLog {
   /** Appends an event; returns its frame (for the live clients) and how many bytes the log grew by. */
   append(type: EventType, data: SessionEvent['data']): { frame: string; grew: number } {
     const id = ++this.#lastId;
-    const frame = `id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+    let frame = `id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+    if (Buffer.byteLength(frame) > MAX_EVENT_BYTES) frame = `id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(shrunk(data))}\n\n`;
     const bytes = Buffer.byteLength(frame);
     const before = this.#bytes;
     this.#events.push({ id, frame, bytes });
@@ -72,4 +81,14 @@ export class EventLog {
     for (let i = this.#start; i < this.#events.length; i++) if (this.#events[i].id > from) frames.push(this.#events[i].frame);
     return frames;
   }
+}
+
+/** `data` without its fields longer than `MAX_KEPT_FIELD_BYTES` of JSON, marked `truncated`. */
+function shrunk(data: SessionEvent['data']): SessionEvent['data'] {
+  const kept: SessionEvent['data'] = { turnId: data.turnId, truncated: true };
+  for (const [key, value] of Object.entries(data)) {
+    const json = JSON.stringify(value);
+    if (key !== 'turnId' && json !== undefined && Buffer.byteLength(json) <= MAX_KEPT_FIELD_BYTES) kept[key] = value;
+  }
+  return kept;
 }
