@@ -60,7 +60,7 @@ describe('agent server with OpenTelemetry', () => {
     const server = await ServerProcess.start([], { OTEL_EXPORTER_OTLP_ENDPOINT: '' });
     expect(server.output).not.toContain('OpenTelemetry');
     const before = received.length;
-    expect((await server.terminate()).code).toBe(0);
+    expect(await server.terminate(), server.output).toEqual({ code: 0, signal: null });
     expect(received.length).toBe(before);
   });
 });

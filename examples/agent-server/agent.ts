@@ -8,12 +8,14 @@
  */
 import { stepCountIs, streamText } from 'ai';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import { FatalToolError, type Ledger, type Turn, type TurnPool } from '../../src/index.js';
+import { FatalToolError, type Ledger, type LedgerEntry, type Turn, type TurnPool } from '../../src/index.js';
 import { aiTools, toModelMessages } from '../../src/ai-sdk/index.js';
 import { agentTools, type OnToolCall } from './tools.js';
 
 /** A model that keeps calling tools is cut off after this many steps. */
 const MAX_STEPS = 16;
+/** The prompt holds the session's last this many turns (a model's context is finite). */
+export const MAX_HISTORY_TURNS = 20;
 
 const SYSTEM = 'You are the fullstop example agent. Use the tools when the user names them. Be brief.';
 
@@ -28,8 +30,7 @@ export interface AgentDeps {
 /** The body of one turn for `runner.run` / `fleet.run`; resolves with the model's last reply. */
 export function agentTurn(deps: AgentDeps, sessionId: string, prompt: string, onToolCall: OnToolCall): (turn: Turn) => Promise<string> {
   return async (turn) => {
-    // The earlier turns only: this one's own entries (its turn_started) are the prompt below.
-    const earlier = (await deps.ledger.entries({ sessionId })).filter((e) => e.turnId !== turn.turnId);
+    const earlier = lastTurns(await deps.ledger.entries({ sessionId }), turn.turnId);
     const result = streamText({
       model: deps.model,
       system: SYSTEM,
@@ -54,4 +55,14 @@ export function agentTurn(deps: AgentDeps, sessionId: string, prompt: string, on
     }
     return text;
   };
+}
+
+/** The entries of the last `MAX_HISTORY_TURNS` turns before `current` (its own are the prompt). */
+function lastTurns(entries: readonly LedgerEntry[], current: string): LedgerEntry[] {
+  const kept = new Set<string>();
+  for (let i = entries.length - 1; i >= 0 && kept.size <= MAX_HISTORY_TURNS; i--) {
+    if (entries[i].turnId !== current) kept.add(entries[i].turnId);
+  }
+  if (kept.size > MAX_HISTORY_TURNS) kept.delete([...kept].at(-1)!);
+  return entries.filter((e) => kept.has(e.turnId));
 }
