@@ -128,9 +128,9 @@ export class Fleet {
       await this.#recordEnd(owned, 'failed', error instanceof Error ? error.message : String(error), undefined);
       throw error;
     }
-    const reason = outcome.status === 'cancelled' ? outcome.report?.reason
+    const reason = outcome.status === 'cancelled' ? outcome.report.reason
       : outcome.status === 'failed' ? (outcome.error instanceof Error ? outcome.error.message : String(outcome.error)) : undefined;
-    await this.#recordEnd(owned, outcome.status, reason, outcome.report);
+    await this.#recordEnd(owned, outcome.status, reason, outcome.status === 'cancelled' ? outcome.report : undefined);
     return { ...outcome, epoch };
   }
 

@@ -20,7 +20,7 @@
 
 import { abortedTaskError, cancelledError, isCancelledError, type CancelledError } from '../errors.js';
 import { addOwnerOf, removeOwnerOf } from '../token/owners.js';
-import type { LinkedOwner, OwnerEntry } from '../token/state.js';
+import type { LinkedOwner, OwnerEntry } from '../token/owners.js';
 import { isStopGoverned } from '../token/owners.js';
 import type { CancelToken } from '../token/token.js';
 import { RUN, type Startable, type WorkerView } from './dispatch.js';

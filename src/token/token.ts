@@ -4,6 +4,7 @@
  * makes its first step (the slot's flip, `flipSlot` in state.ts) itself before that call.
  */
 
+import { inspect as utilInspect } from 'node:util';
 import type { SlotRef } from './slab.js';
 import type { TokenHandle } from './slot.js';
 import { DEFAULT_CANCEL_REASON, TokenState } from './state.js';
@@ -104,9 +105,15 @@ export class CancelToken {
     if (reason !== undefined) fields.push(`reason: ${inspect(reason, options)}`);
     return `CancelToken { ${fields.join(', ')} }`;
   }
+
+  /** What `console.log(token)` shows, for `String(token)` and template literals. */
+  toString(): string {
+    return utilInspect(this);
+  }
 }
 
 const makeFacade = (state: TokenState) => new CancelToken(state);
+
 
 /** @internal The facade of a state (one per state, made on first use). */
 export function wrap(state: TokenState): CancelToken {

@@ -7,19 +7,13 @@
  * ledger assigns `seq` and `at`; the caller supplies the rest (`LedgerEntryInput`).
  */
 
+import { TERMINAL_STATUSES, TURN_STATUSES } from '../constants.js';
 import { checkId, describe } from '../errors.js';
 import { renderSafely } from './render.js';
 
-/** Every status a turn can have, in the order a turn moves through them. */
-export const TURN_STATUSES = ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'interrupted'] as const;
+export { TERMINAL_STATUSES, TURN_STATUSES };
 /** A turn's status. `cancelling` is the durable intent written before any stop signal. */
 export type TurnStatus = (typeof TURN_STATUSES)[number];
-
-/**
- * The statuses that end a turn. They are immutable: once one is recorded, nothing more of the turn
- * is written. `interrupted` means the turn was lost with no recorded intent (a crash, a restart).
- */
-export const TERMINAL_STATUSES = ['completed', 'failed', 'cancelled', 'interrupted'] as const;
 /** A status that ends a turn. */
 export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
 
@@ -46,7 +40,11 @@ export interface LedgerEntryBase {
 }
 
 /** The turn began. */
-export interface TurnStartedEntry extends LedgerEntryBase { type: 'turn_started' }
+export interface TurnStartedEntry extends LedgerEntryBase {
+  type: 'turn_started';
+  /** The user's message that started the turn (`run`'s `input`), as JSON; absent when none was given. */
+  input?: unknown;
+}
 /** A tool is about to run; written before it starts, so a crash mid-call still shows the call. */
 export interface ToolCallEntry extends LedgerEntryBase {
   type: 'tool_call'; callId: string; name: string;
@@ -57,8 +55,16 @@ export interface ToolCallEntry extends LedgerEntryBase {
 export interface ToolOutputEntry extends LedgerEntryBase {
   type: 'tool_output'; callId: string; output: unknown; success: boolean;
 }
-/** A tool call was stopped before it finished; `output` is `abortedToolText(elapsed)`. */
-export interface ToolAbortedEntry extends LedgerEntryBase { type: 'tool_aborted'; callId: string; output: string }
+/**
+ * A tool call was stopped before it finished; `output` is `abortedToolText(elapsed)`. A call that
+ * had not returned when the stop's signal went out is aborted even if it returned during the
+ * grace: what it returned (or threw) then is kept as `partial`, never as a finished output.
+ */
+export interface ToolAbortedEntry extends LedgerEntryBase {
+  type: 'tool_aborted'; callId: string; output: string;
+  /** What the call returned (`success: true`) or threw (its message) after the signal; absent when it never settled. */
+  partial?: { output: unknown; success: boolean };
+}
 /** Streamed output of the turn, kept on a stop. */
 export interface SayEntry extends LedgerEntryBase { type: 'say'; text: string }
 /** The turn's status changed; `reason` is a reason code such as `'cancel.user'` or `'restart'`. */
@@ -115,7 +121,14 @@ const FIELD_CHECKS: Record<LedgerEntryType, (e: Record<string, unknown>) => void
       throw new TypeError(`${WHERE}: entry.success: expected a boolean, got ${describe(e.success)}`);
     }
   },
-  tool_aborted: (e) => { checkId(`${WHERE}: entry.callId`, e.callId); checkString('output', e.output); },
+  tool_aborted: (e) => {
+    checkId(`${WHERE}: entry.callId`, e.callId);
+    checkString('output', e.output);
+    const partial = e.partial as { success?: unknown } | undefined;
+    if (partial !== undefined && (partial === null || typeof partial !== 'object' || typeof partial.success !== 'boolean')) {
+      throw new TypeError(`${WHERE}: entry.partial: expected { output, success: boolean }, got ${describe(e.partial)}`);
+    }
+  },
   say: (e) => checkString('text', e.text),
   status: (e) => {
     if (!(TURN_STATUSES as readonly unknown[]).includes(e.status)) {
