@@ -195,9 +195,9 @@ export class TokenState implements Watched {
    * no notify in between: a worker polling a descendant's slot sees its flip after a few
    * compareExchanges rather than after a notify per ancestor. A leaf's own slot is woken with its
    * flip, before this object's fields are touched: a cancel comes to a main thread gone cold, and
-   * each object fetched first is time the woken worker waits (docs/benchmarks.md, "Where P1's time
-   * goes"). A subtree's slots another thread can wait on are woken (`#wake`; no other
-   * slot can have a sleeper) once all are flipped, descendants first: the work a cancel is timed
+   * each object fetched first is time the woken worker waits (measured on bench row P1). A
+   * subtree's slots another thread can wait on are woken (`#wake`; no other slot can have a
+   * sleeper) once all are flipped, descendants first: the work a cancel is timed
    * by (a pool task, a tool) sits below the turn's root. Everything a sleeper does not need
    * (building reasons, aborting signals, telling owners) comes after the last notify, and a leaf
    * token allocates nothing on the way.
@@ -233,8 +233,8 @@ export class TokenState implements Watched {
     // The bridge keeps watching a cancelled token until it retires (a later cancel through its
     // handle finds it cancelled and changes nothing). Unwatching here would disarm the slab's
     // bridge, and its notify, which resolves an async waiter inside the engine, right after the
-    // slot's notify delays the worker that one has just woken (measured: docs/benchmarks.md,
-    // "Where P1's time goes"; most likely both take the engine's one wait-list lock).
+    // slot's notify delays the worker that one has just woken (measured on bench row P1; most
+    // likely both take the engine's one wait-list lock).
     for (const state of subtree) state.#controller?.abort(state.#reasonOnCancel());
     for (const state of subtree) state.#tellOwners();
     return true;
