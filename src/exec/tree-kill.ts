@@ -16,7 +16,6 @@
 
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import treeKill from 'tree-kill';
 import { readStat } from './proc.js';
 import { GONE_BOUND_MS, until } from './sweep.js';
 import type { Tree } from './tree.js';
@@ -96,10 +95,12 @@ export class TreeKillTree implements Tree {
 }
 
 /** SIGKILL `pid` and every descendant tree-kill finds; resolves when it is done (never rejects). */
-function killTree(pid: number): Promise<void> {
+async function killTree(pid: number): Promise<void> {
   // tree-kill spawns its walker with no 'error' listener: a missing `ps` would crash the host.
-  if (!hasWalker()) return Promise.resolve();
-  return new Promise((resolve) => treeKill(pid, 'SIGKILL', () => resolve()));
+  if (!hasWalker()) return;
+  // Loaded here, by the one mode that uses it, so `import 'fullstop'` does not load it elsewhere.
+  const { default: treeKill } = await import('tree-kill');
+  await new Promise<void>((resolve) => treeKill(pid, 'SIGKILL', () => resolve()));
 }
 
 /** `undefined` until looked up; then whether tree-kill can list children here. */
