@@ -74,10 +74,11 @@ describe('shutdown', () => {
     let finish!: () => void;
     const ignores = slow.run('s', async () => { entered(); await new Promise<void>((r) => { finish = r; }); }, { turnId: 'deaf' });
     await inside;
-    const t0 = performance.now();
+    let turnEnded = false;
+    void ignores.then(() => { turnEnded = true; });
     const reports = await slow.shutdown({ deadlineMs: 50 });
     expect(reports).toEqual([]);
-    expect(performance.now() - t0).toBeLessThan(1400); // the deadline, not the 1.5 s grace
+    expect(turnEnded).toBe(false); // resolved at the deadline, before the 1.5 s grace ran out
     const outcome = await ignores; // the stop goes on: grace, then the turn is abandoned and cancelled
     expect(outcome.status).toBe('cancelled');
     expect(outcome.status === 'cancelled' && outcome.report).toMatchObject({ reason: 'cancel.shutdown', bodyAbandoned: true });
