@@ -90,7 +90,7 @@ export class Child {
       for (const undo of this.#teardown) undo();
       // One step a turn: the listeners' removal, the reaper's `del` (a pipe write that wakes it)
       // and the start of the cgroup's removal each hold the event loop, and together they were a
-      // stop's longest block (docs/exec.md, "Costs"; docs/benchmarks.md, "Where S1's time goes").
+      // stop's longest block (docs/exec.md, "Costs"; docs/benchmarks.md, "S1: the stop's event-loop block").
       await nextTurn();
       untrack();
       await nextTurn();
