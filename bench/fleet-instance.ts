@@ -31,15 +31,19 @@ redis.sendCommand = (...args: any[]) => { commands++; return sendCommand(...args
 
 const runner = new TurnRunner({ registry: new TurnRegistry({ slots: 4096 }) });
 runner.on('turn_aborted', ({ sessionId }) => send({ type: 'aborted', sessionId, at: now() }));
-const fleet = await Fleet.start({ redis, runner, nodeId: config.nodeId, prefix: config.prefix, leaseMs: 180_000 });
+const fleet = await Fleet.start({ redis, runner, nodeId: config.nodeId, prefix: config.prefix, leaseMs: 180_000, commandTimeoutMs: 10_000 });
 const running: Promise<unknown>[] = [];
 
 process.on('message', (m: { cmd: string; id?: number; sessionId?: string; sessions?: string[] }) => {
   if (m.cmd === 'run') {
-    const started = m.sessions!.map((s) => new Promise<void>((ok, fail) => {
+    const start = (s: string) => new Promise<void>((ok, fail) => {
       running.push(fleet.run(s, (turn) => new Promise((end) => { ok(); turn.signal.addEventListener('abort', () => end(0), { once: true }); })).catch(fail));
-    }));
-    void Promise.all(started).then(() => send({ type: 'running' }), (e: Error) => send({ type: 'error', message: e.message }));
+    });
+    // A hundred registrations at a time: the figure is the stop's, not a registration storm's.
+    void (async () => {
+      const sessions = m.sessions!;
+      for (let i = 0; i < sessions.length; i += 100) await Promise.all(sessions.slice(i, i + 100).map(start));
+    })().then(() => send({ type: 'running' }), (e: Error) => send({ type: 'error', message: e.message }));
   } else if (m.cmd === 'stop') {
     void fleet.stop(m.sessionId!, { timeoutMs: 10_000 }).then((a) => send({ type: 'answer', id: m.id, outcome: a.outcome }));
   } else if (m.cmd === 'count') {
