@@ -59,7 +59,7 @@ export class CancelledError extends Error {
  * A `CancelledError` built without capturing a stack trace, for the cancel paths themselves (a
  * worker's check that finds its token cancelled, a token's `signal.reason`). A cancel is control
  * flow, not a bug, and capturing a trace is a measurable part of the time it takes to notice one
- * (docs/benchmarks.md, P2 and P3). The stack's first line still names the class, which is how the
+ * (bench rows P2 and P3). The stack's first line still names the class, which is how the
  * error is recognised after crossing threads.
  * @internal
  */

@@ -75,7 +75,7 @@ export class CancelToken {
   cancel(reason?: unknown): boolean {
     // `flipSlot` inlined, so the flip (and a leaf's wake) is the first thing this call does: on a
     // main thread gone cold, every call and object fetched before it is time the woken worker
-    // waits (measured: docs/benchmarks.md, "Where P1's time goes"). The state does the rest.
+    // waits (measured on bench row P1). The state does the rest.
     const slot = this[SLOT];
     const flipped = Atomics.compareExchange(slot.cells, slot.index, slot.runningWord, slot.cancelledWord) === slot.runningWord;
     if (flipped && slot.wakeOnFlip) Atomics.notify(slot.cells, slot.index);

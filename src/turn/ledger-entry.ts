@@ -166,7 +166,8 @@ function snapshot(entry: unknown): Record<string, unknown> {
  * `seq`/`at` in the input are refused rather than ignored: a caller that supplies them believes it
  * controls them, and silently replacing them would hide that mistake.
  */
-export function renderEntry(entry: unknown, seq: number, at: number): { line: string; turnId: string; type: LedgerEntryType } {
+export function renderEntry(entry: unknown, seq: number, at: number):
+  { line: string; sessionId: string; turnId: string; type: LedgerEntryType; status: unknown } {
   const e = snapshot(entry);
   for (const field of ['seq', 'at']) {
     if (field in e) throw new TypeError(`${WHERE}: entry.${field}: assigned by the ledger, do not supply it (got ${describe(e[field])})`);
@@ -186,7 +187,7 @@ export function renderEntry(entry: unknown, seq: number, at: number): { line: st
   }
   if (lacksArgs(type, out)) out.args = null;
   // Serialised now, so a caller mutating the object after append() cannot change the history.
-  return { line: `${stringify(out)}\n`, turnId: turnId as string, type };
+  return { line: `${stringify(out)}\n`, sessionId: sessionId as string, turnId: turnId as string, type, status: e.status };
 }
 
 /** The entry's type, after the checks of its type's fields; a TypeError naming the bad one. */
@@ -276,9 +277,10 @@ function readLine(line: string, previousSeq: number): LineResult {
  * are not JSON at all (a cut line, zeros from an unwritten block): that tail is reported as
  * `torn`. Any other bad line (a bad line before the last, or a last line that is JSON but not a
  * valid next entry) means the file was damaged, edited or shared, and throws an Error naming the
- * 1-based line number.
+ * 1-based line number. `onEntry` gets each complete entry with its line's byte range (newline included).
  */
-export function parseLedger(where: string, path: string, bytes: Buffer): ParsedLedger {
+export function parseLedger(where: string, path: string, bytes: Buffer,
+  onEntry?: (entry: LedgerEntry, start: number, end: number) => void): ParsedLedger {
   const entries: LedgerEntry[] = [];
   let start = 0;
   let line = 0;
@@ -294,6 +296,7 @@ export function parseLedger(where: string, path: string, bytes: Buffer): ParsedL
         'a ledger is never rewritten, so repair or move the file by hand');
     }
     entries.push(result.entry);
+    onEntry?.(result.entry, start, end + 1);
     previousSeq = result.entry.seq;
     start = end + 1;
   }

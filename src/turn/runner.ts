@@ -28,7 +28,7 @@ import { runInTurn } from '../token/context.js';
 import { governStop } from '../token/owners.js';
 import type { TurnRegistry } from '../token/registry.js';
 import type { TurnPool } from '../pool/pool.js';
-import { ActiveTurn, type PendingQuestion, type Turn, type TurnHost } from './active-turn.js';
+import { ActiveTurn, type PendingQuestion, type Turn } from './active-turn.js';
 import type { Ledger } from './ledger.js';
 import type { TurnEntryBody } from './ledger-entry.js';
 import { PendingStops } from './pending-stops.js';
@@ -56,7 +56,7 @@ export const LISTENER_WARNING = 'FullstopListenerWarning';
  * });
  * stopButton.onclick = () => runner.stop('s1');
  */
-export class TurnRunner extends EventEmitter<TurnRunnerEvents> implements TurnHost {
+export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   /** Where the turns' tokens come from. */
   readonly registry: TurnRegistry;
   /** The pool given to the constructor, for the turns' tools; `undefined` when none was. */
