@@ -19,7 +19,7 @@ interface FleetClientBase {
   readonly isReady: boolean;
   connect(): Promise<unknown>;
   subscribe(channel: string, listener: FleetMessageListener): Promise<unknown>;
-  unsubscribe(channel?: string, listener?: FleetMessageListener): Promise<unknown>;
+  unsubscribe(channel?: string): Promise<unknown>;
   destroy(): void;
   on(event: string, listener: (...args: any[]) => void): unknown;
   off(event: string, listener: (...args: any[]) => void): unknown;
