@@ -8,6 +8,7 @@
  * `duplicate` (a cluster's connections cannot be named); `command` and `duplicateSubscriber` are
  * the one place that knows.
  */
+import { ErrorCodes } from '../constants.js';
 import { describe } from '../errors.js';
 
 /** A reply listener of `subscribe`. */
@@ -90,6 +91,8 @@ export function ensureConnecting(client: FleetRedisClient, stopped: () => boolea
 /** A Redis reply did not come within the fleet's bound. */
 class RedisTimeoutError extends Error {
   override readonly name = 'RedisTimeoutError';
+  /** `'ERR_FULLSTOP_FLEET_UNAVAILABLE'`: a reply that did not come is Redis out of reach. */
+  readonly code: string = ErrorCodes.fleetUnavailable;
 }
 
 /**
