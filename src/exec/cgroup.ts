@@ -208,7 +208,7 @@ export class CgroupTree implements Tree {
     // its reads wakes a thread of libuv's pool, which costs the event loop more than the signal.
     // With the group signalled it waits a little, and is skipped when the tree is gone by then.
     // A plain timer, not `timers/promises`: this runs inside `cancel()`, where the promise timer
-    // cost twice as much (docs/benchmarks.md, "Where S1's time goes").
+    // cost twice as much.
     return new Promise<void>((resolve) => {
       setTimeout(() => {
         (this.isEmpty() ? Promise.resolve() : this.#terminateOutsiders(groupSignalled))
