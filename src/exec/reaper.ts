@@ -31,6 +31,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import { readStat } from './proc.js';
 
 const SCRIPT = `
 trap '' HUP INT QUIT PIPE
@@ -157,10 +158,17 @@ export function register(entry: string): () => void {
 }
 
 /**
- * True when `pid` is a reaper of this library (its own or an earlier one still finishing): its
- * command line ends with REAPER_NAME. For tools that watch the host's children (the probe).
+ * True when `pid` is a reaper of this library (its own or an earlier one still finishing: its
+ * command line ends with REAPER_NAME) or a helper one runs (the awk that keeps its entries). For
+ * tools that watch the host's children (the probe, the tests' leak checks).
  */
 export function isReaper(pid: number): boolean {
+  if (namedReaper(pid)) return true;
+  const parent = readStat(pid)?.ppid;
+  return parent !== undefined && parent > 1 && namedReaper(parent);
+}
+
+function namedReaper(pid: number): boolean {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').at(-2) === REAPER_NAME;
   } catch {
