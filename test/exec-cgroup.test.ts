@@ -147,6 +147,23 @@ describe.runIf(available)('cgroup mode', () => {
     expect(viaPath.stdout).toBe('a b|$HOME|-n|');
   });
 
+  it('a root descendant that moves itself out of its cgroup escapes the stop (documented limit)', async () => {
+    // It writes its pid to the host's own cgroup.procs (root may), and ignores SIGTERM.
+    const ready = join(scene.dir, 'escaped');
+    const escapee = `trap '' TERM; echo $$ > "$1/cgroup.procs" && echo $$ > "$2.tmp" && mv "$2.tmp" "$2" && while :; do sleep 1; done`;
+    const token = turn();
+    const running = exec('sh', ['-c', `sh -c "$0" escapee "$1" "$2" & exec sleep 1000`, escapee, cgroupDirectory()!, ready], { token, graceMs: 50 });
+    const [pid] = await pidsIn(ready);
+    expect(cgroupOf(pid!)).not.toMatch(/fullstop-/);
+    token.cancel();
+    expect(await running).toMatchObject({ cancelled: true, containment: 'cgroup' });
+    try {
+      expect(isGone(pid!)).toBe(false);
+    } finally {
+      process.kill(pid!, 'SIGKILL');
+    }
+  });
+
   it('a cgroup the child made inside its own (a nested host) is killed and removed with it', async () => {
     const ready = join(scene.dir, 'inner');
     const base = cgroupDirectory()!;
