@@ -132,7 +132,7 @@ export const suite = suiteOf({
         const streamed = new Promise<void>((r) => { spoken = r; });
         const { running: outcome$ } = await started(flags, `${turnId} compute`,
           () => runner.run('bench-runner', (turn) => body(turn, pool, flags, spoken), { turnId }));
-        await Promise.race([streamed, outcome$.then((o) => { throw new Error(`${turnId}: ended ${o.status} before the stop`, { cause: o.error }); })]);
+        await Promise.race([streamed, outcome$.then((o) => { throw new Error(`${turnId}: ended ${o.status} before the stop`, { cause: 'error' in o ? o.error : undefined }); })]);
         await settle();
         let heardAt = Number.NaN;
         runner.once('turn_aborted', () => { heardAt = performance.now(); });

@@ -124,7 +124,7 @@ const first = runner.run('demo', firstTurn, { turnId: 'turn-1' });
 const workerBusy = Atomics.waitAsync(crunching, 0, 0, 30_000);
 await Promise.race([
   Promise.all([workerBusy.async ? workerBusy.value : undefined, questionAsked, treeReady()]),
-  first.then((o) => { throw new Error(`demo: turn 1 ended (${o.status}: ${String(o.error)}) before every layer was running`); }),
+  first.then((o) => { throw new Error(`demo: turn 1 ended (${o.status}: ${String('error' in o ? o.error : '')}) before every layer was running`); }),
 ]);
 await new Promise((r) => setTimeout(r, stopAfter));
 say('stop requested:');

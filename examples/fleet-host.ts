@@ -45,7 +45,7 @@ async function runTurn(sessionId: string, turnId: string | undefined): Promise<v
       send({ type: 'started', sessionId, turnId: turn.turnId, at: now() });
     }));
   }, { turnId });
-  send({ type: 'outcome', sessionId, status: outcome.status, turnId: outcome.turnId, epoch: outcome.epoch, report: outcome.report, at: now() });
+  send({ type: 'outcome', sessionId, status: outcome.status, turnId: outcome.turnId, epoch: outcome.epoch, report: outcome.status === 'cancelled' ? outcome.report : undefined, at: now() });
 }
 
 process.on('message', (message: { cmd: string; sessionId?: string; turnId?: string }) => {

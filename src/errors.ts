@@ -5,11 +5,13 @@
  * value given by a caller (a cancel reason, a thrown value) into text: `renderReason`.
  */
 
+import { ErrorCodes } from './constants.js';
+
 /**
  * Marker that survives structured cloning, so a CancelledError that crossed threads is still known.
  * @internal
  */
-export const CANCELLED_CODE = 'ERR_FULLSTOP_CANCELLED';
+export const CANCELLED_CODE = ErrorCodes.cancelled;
 
 /** What a `CancelledError` carries besides its message. */
 export interface CancelledErrorOptions {
@@ -57,7 +59,7 @@ export class CancelledError extends Error {
  * A `CancelledError` built without capturing a stack trace, for the cancel paths themselves (a
  * worker's check that finds its token cancelled, a token's `signal.reason`). A cancel is control
  * flow, not a bug, and capturing a trace is a measurable part of the time it takes to notice one
- * (docs/benchmarks.md, P2 and P3). The stack's first line still names the class, which is how the
+ * (bench rows P2 and P3). The stack's first line still names the class, which is how the
  * error is recognised after crossing threads.
  * @internal
  */
@@ -72,15 +74,51 @@ export function cancelledError(message: string, options: CancelledErrorOptions):
 }
 
 /**
+ * A `CancelledError` named `'AbortError'`, for a token's `signal.reason`: libraries that take an
+ * `AbortSignal` (fetch, the AI SDK, the OpenAI SDK, node-redis) recognise an abort by that name
+ * and take their own abort path, where another name reads to them as a failure. It is still a
+ * `CancelledError` (`instanceof`, `code`, `isCancelledError`).
+ * @internal
+ */
+export function abortReasonError(message: string, options: CancelledErrorOptions): CancelledError {
+  const error = cancelledError(message, options);
+  Object.defineProperty(error, 'name', { value: 'AbortError', writable: true, configurable: true, enumerable: false });
+  return error;
+}
+
+/** How many `cause` links `isCancelledError` follows from the error it is given. */
+const CAUSE_DEPTH = 8;
+
+/**
  * True for a `CancelledError`, also one that crossed a thread boundary (structured cloning keeps
- * neither the prototype nor a custom `name`, but it keeps the stack, whose first line names the class).
+ * neither the prototype nor a custom `name`, but it keeps `code` and the stack, whose first line
+ * names the class), and for an error that wraps one as its `cause`, up to 8 links deep (a library
+ * that reports a stop as its own error, e.g. the AI SDK's `AI_APICallError`, keeps it there).
  */
 export function isCancelledError(e: unknown): boolean {
-  if (e instanceof CancelledError) return true;
+  let current = e;
+  for (let depth = 0; depth <= CAUSE_DEPTH; depth++) {
+    if (isCancelledItself(current)) return true;
+    try {
+      if (current === null || typeof current !== 'object') return false;
+      current = (current as { cause?: unknown }).cause;
+    } catch {
+      return false; // a throwing `cause` getter (a Proxy) ends the walk
+    }
+  }
+  return false;
+}
+
+function isCancelledItself(e: unknown): boolean {
   if (e === null || typeof e !== 'object') return false;
-  const err = e as { name?: unknown; code?: unknown; stack?: unknown };
-  return err.name === 'CancelledError' || err.code === CANCELLED_CODE ||
-    (typeof err.stack === 'string' && err.stack.startsWith('CancelledError:'));
+  try {
+    if (e instanceof CancelledError) return true;
+    const err = e as { name?: unknown; code?: unknown; stack?: unknown };
+    return err.name === 'CancelledError' || err.code === CANCELLED_CODE ||
+      (typeof err.stack === 'string' && err.stack.startsWith('CancelledError:'));
+  } catch {
+    return false; // a Proxy whose traps throw is not ours
+  }
 }
 
 /**
@@ -89,6 +127,8 @@ export function isCancelledError(e: unknown): boolean {
  */
 export class ToolError extends Error {
   override readonly name: string = 'ToolError';
+  /** `'ERR_FULLSTOP_TOOL'` */
+  readonly code: string = ErrorCodes.tool;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
@@ -97,9 +137,47 @@ export class ToolError extends Error {
 /** The one tool error that ends the turn: status `failed`. */
 export class FatalToolError extends Error {
   override readonly name: string = 'FatalToolError';
+  /** `'ERR_FULLSTOP_FATAL_TOOL'` */
+  readonly code: string = ErrorCodes.fatalTool;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
+}
+
+/**
+ * The session already has a running turn: `run` started nothing. The one way fullstop says "busy",
+ * from `TurnRunner.run` and from `Fleet.run` (where the turn may run on another instance).
+ */
+export class SessionBusyError extends Error {
+  override readonly name: string = 'SessionBusyError';
+  /** `'ERR_FULLSTOP_SESSION_BUSY'` */
+  readonly code: string = ErrorCodes.sessionBusy;
+  /** The busy session. */
+  readonly sessionId: string;
+  constructor(message: string, sessionId: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.sessionId = sessionId;
+  }
+}
+
+/** The turn id was used before (by a running turn, or in the ledger): `run` started nothing. */
+export class TurnIdUsedError extends Error {
+  override readonly name: string = 'TurnIdUsedError';
+  /** `'ERR_FULLSTOP_TURN_ID_USED'` */
+  readonly code: string = ErrorCodes.turnIdUsed;
+  /** The refused turn id. */
+  readonly turnId: string;
+  constructor(message: string, turnId: string) {
+    super(message);
+    this.turnId = turnId;
+  }
+}
+
+/** `runner.shutdown()` was called: `run` starts no turn from then on. */
+export class ShuttingDownError extends Error {
+  override readonly name: string = 'ShuttingDownError';
+  /** `'ERR_FULLSTOP_SHUTTING_DOWN'` */
+  readonly code: string = ErrorCodes.shuttingDown;
 }
 
 /**

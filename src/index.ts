@@ -6,8 +6,12 @@ export { CancelToken } from './token/token.js';
 export { TurnRegistry, turns, type TurnRegistryOptions, type RegistryStats } from './token/registry.js';
 export { runInTurn, runInSession, activeToken, checkCancelled } from './token/context.js';
 export {
-  CancelledError, isCancelledError, ToolError, FatalToolError, type CancelledErrorOptions,
+  CancelledError, isCancelledError, ToolError, FatalToolError, SessionBusyError, TurnIdUsedError, ShuttingDownError,
+  type CancelledErrorOptions,
 } from './errors.js';
+export {
+  StopReasons, ErrorCodes, DEFAULT_GRACE_MS, DEFAULT_PENDING_STOP_MS, DEFAULT_SHUTDOWN_DEADLINE_MS, type StopReason,
+} from './constants.js';
 export type { TokenHandle } from './token/slot.js';
 export { TurnPool, type TurnPoolOptions, type TurnPoolRunOptions, type TurnPoolStats } from './pool/pool.js';
 /** Piscina's named exports, where a caller moving from `piscina` to `TurnPool` imports them. */
@@ -15,9 +19,14 @@ export {
   move, isWorkerThread, workerData, transferableSymbol, valueSymbol, queueOptionsSymbol, FixedQueue, ArrayTaskQueue,
   type TaskQueue, type PiscinaTask,
 } from 'piscina';
-export { TurnRunner, LISTENER_WARNING, type TurnRunnerOptions, type RunOptions } from './turn/runner.js';
-export type { Turn } from './turn/active-turn.js';
-export type { StopReport, TurnOutcome, TurnOutcomeStatus } from './turn/report.js';
+export {
+  TurnRunner, LISTENER_WARNING, type TurnRunnerOptions, type RunOptions, type StopOptions, type ShutdownOptions,
+} from './turn/runner.js';
+export type { TurnRunnerEvents, TurnRunnerEventName, TurnEvent } from './turn/runner-events.js';
+export type { Turn, ToolOptions } from './turn/active-turn.js';
+export type {
+  StopReport, TurnOutcome, TurnOutcomeStatus, CompletedOutcome, FailedOutcome, CancelledOutcome,
+} from './turn/report.js';
 export {
   Ledger, abortedToolText, TURN_ABORTED_MARKER, INTERRUPTED_TOOL_TEXT, TERMINAL_STATUSES, isTerminalStatus,
   type LedgerEntry, type LedgerEntryInput, type LedgerFilter, type TurnStatus,

@@ -47,7 +47,7 @@ describe('agent server: bad input', () => {
 
   it('refuses a body announced over the limit before reading it', async () => {
     const status = await new Promise<number>((resolve, reject) => {
-      const req = request(new URL('/api/sessions/s-in/turns', server.url), { method: 'POST', headers: { 'content-length': String(10 * 1024 * 1024) } }, (res) => {
+      const req = request(new URL('/api/sessions/s-in/turns', server.url), { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(10 * 1024 * 1024) } }, (res) => {
         res.resume();
         resolve(res.statusCode!);
       });
@@ -100,7 +100,7 @@ describe('agent server: shutdown', () => {
       const entries = readFileSync(join(data, 'history.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
         .filter((e) => e.turnId === body.turnId);
       expect(entries.filter((e) => e.type === 'status')).toMatchObject([
-        { status: 'cancelling', reason: 'shutdown' }, { status: 'cancelled', reason: 'shutdown' },
+        { status: 'cancelling', reason: 'cancel.shutdown' }, { status: 'cancelled', reason: 'cancel.shutdown' },
       ]);
       expect(entries.some((e) => e.type === 'tool_aborted'), JSON.stringify(entries)).toBe(true);
       expect(entries.some((e) => e.type === 'turn_aborted')).toBe(true);

@@ -9,6 +9,13 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ServerProcess } from './e2e/server-process.js';
 
+/** Polls an async condition (liveness bound only). */
+async function eventually(condition: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  for (const deadline = Date.now() + ms; !(await condition());) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+  }
+}
+
 interface SeenRequest { body: any; closedEarly: Promise<boolean> }
 const seen: SeenRequest[] = [];
 let fake: Server;
@@ -20,7 +27,10 @@ const chunk = (delta: object, finish: string | null = null) =>
 /** Streams `Hi there.` and ends, or (prompt "forever") a token every 20 ms until the client hangs up. */
 function reply(body: any, res: ServerResponse): void {
   const last = body.messages.at(-1);
-  if (last.role === 'user' && last.content.includes('use crunch')) {
+  if (last.role === 'user' && last.content.includes('slow crunch')) {
+    res.write(chunk({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_slow', type: 'function', function: { name: 'crunch', arguments: '{"phases": 500}' } }] }, 'tool_calls'));
+    res.end('data: [DONE]\n\n');
+  } else if (last.role === 'user' && last.content.includes('use crunch')) {
     res.write(chunk({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_abc', type: 'function', function: { name: 'crunch', arguments: '{"phas' } }] }));
     res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: 'es": 2}' } }] }, 'tool_calls'));
     res.end('data: [DONE]\n\n');
@@ -56,7 +66,7 @@ afterAll(async () => {
 
 describe('agent server with an OpenAI-compatible endpoint', () => {
   it('streams the model reply and completes', async () => {
-    expect(server.output).toMatch(/model openai:fake-model/);
+    expect(server.output).toMatch(/model openai\.chat:fake-model/);
     const events = await server.events('oa-1');
     try {
       const { body } = await server.post('/api/sessions/oa-1/turns', { prompt: 'say hi' });
@@ -101,6 +111,29 @@ describe('agent server with an OpenAI-compatible endpoint', () => {
       const health = (await server.get('/healthz')).body;
       expect(health.stats.registry).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
       expect(seen.length).toBe(requests); // the SDK did not retry a stopped request
+    } finally {
+      events.close();
+    }
+  });
+
+  it("the turn after a stop sends the whole history: the cut call answered with its aborted text, the stop said as a user message", async () => {
+    const events = await server.events('oa-4');
+    try {
+      const { body } = await server.post('/api/sessions/oa-4/turns', { prompt: 'a slow crunch please' });
+      await events.next('tool_call', (e) => e.data.turnId === body.turnId);
+      await eventually(async () => (await server.get('/healthz')).body.stats.pool.running === 1, 'the crunch on a worker');
+      expect((await server.post('/api/sessions/oa-4/stop', {})).body.outcome).toBe('stopped');
+      await events.next('turn_aborted', (e) => e.data.turnId === body.turnId, 1000);
+      const next = await server.post('/api/sessions/oa-4/turns', { prompt: 'say hi' });
+      await events.next('turn_completed', (e) => e.data.turnId === next.body.turnId);
+      const messages = seen.at(-1)!.body.messages;
+      expect(messages.map((m: any) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'user', 'user']);
+      expect(messages[1]).toEqual({ role: 'user', content: 'a slow crunch please' });
+      expect(messages[2]).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'call_slow', function: { name: 'crunch', arguments: '{"phases":500}' } }] });
+      expect(messages[3]).toMatchObject({ role: 'tool', tool_call_id: 'call_slow' });
+      expect(messages[3].content).toMatch(/aborted by user after \d+\.\ds/);
+      expect(messages[4].content).toMatch(/^The user stopped this turn on purpose/);
+      expect(messages[5]).toEqual({ role: 'user', content: 'say hi' });
     } finally {
       events.close();
     }

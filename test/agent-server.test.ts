@@ -88,8 +88,8 @@ describe('agent server: turns', () => {
     const done = await events.next('turn_completed', (e) => e.data.turnId === turnId, 60_000);
     const call = await events.next('tool_call');
     const output = await events.next('tool_output');
-    expect(call.data).toMatchObject({ turnId, callId: 'call-1', name: 'crunch', args: { phases: 3 } });
-    expect(output.data).toMatchObject({ turnId, callId: 'call-1', name: 'crunch', success: true, output: { phases: 3, hashes: 90_000 } });
+    expect(call.data).toMatchObject({ turnId, callId: 'scripted-1', name: 'crunch', args: { phases: 3 } });
+    expect(output.data).toMatchObject({ turnId, callId: 'scripted-1', name: 'crunch', success: true, output: { phases: 3, hashes: 90_000 } });
     expect(output.data.output.digest).toMatch(/^[0-9a-f]{64}$/);
     expect(done.data.value).toMatch(/^Done\. crunch returned/);
     expect((await server.get('/healthz')).body.stats.pool.completed).toBeGreaterThanOrEqual(1);
@@ -165,6 +165,42 @@ describe('agent server: Stop', () => {
     await events.next('turn_completed', (e) => e.data.turnId === second);
     // Nothing of the stopped turn arrived after its turn_aborted.
     expect(events.events.filter((e) => e.type === 'say' && e.data.turnId === first).length).toBe(said);
+  });
+});
+
+describe('agent server: the page names its turns', () => {
+  it('runs a turn under the id the client sends, and refuses that id a second time', async () => {
+    const { id, events } = await session();
+    const turnId = `turn-client-${randomUUID()}`;
+    expect(await server.post(`/api/sessions/${id}/turns`, { prompt: 'hello', turnId })).toEqual({ status: 202, body: { turnId } });
+    await events.next('turn_completed', (e) => e.data.turnId === turnId);
+    const again = await server.post(`/api/sessions/${id}/turns`, { prompt: 'hello', turnId });
+    expect(again.status).toBe(409);
+    expect(again.body.error).toMatch(/^turnId: ".*" is already used/);
+    expect((await server.post(`/api/sessions/${id}/turns`, { prompt: 'hello', turnId: 'a b' })).status).toBe(400);
+  });
+
+  it('a Stop naming a turn whose Send has not landed yet stops it: it starts cancelled and runs nothing', async () => {
+    const { id, events } = await session();
+    const turnId = `turn-client-${randomUUID()}`;
+    // The Stop first (the page's POST /turns is still on its way)...
+    const stop = await server.post(`/api/sessions/${id}/stop`, { turnId });
+    expect(stop).toEqual({ status: 200, body: { outcome: 'pending', sessionId: id, turnId } });
+    // ...then the Send: accepted, and the turn ends cancelled without a token or a tool of it.
+    expect((await server.post(`/api/sessions/${id}/turns`, { prompt: 'shell', turnId })).status).toBe(202);
+    const aborted = await events.next('turn_aborted', (e) => e.data.turnId === turnId, 2000);
+    expect(aborted.data.report).toMatchObject({ reason: 'cancel.user' });
+    expect(events.events.filter((e) => e.data.turnId === turnId).map((e) => e.type)).toEqual(['turn_started', 'turn_aborted']);
+    expect(toolTree(server.pid)).toEqual([]);
+    const entries = (await history(id)).filter((e) => e.turnId === turnId);
+    expect(entries[0]).toMatchObject({ type: 'turn_started', input: 'shell' });
+    expect(entries.some((e) => e.type === 'say' || e.type === 'tool_call')).toBe(false);
+    expect(entries.filter((e) => e.type === 'status').at(-1)).toMatchObject({ status: 'cancelled', reason: 'cancel.user' });
+    // The session is free: the next turn runs.
+    const next = await startTurn(id, 'hello again');
+    await events.next('turn_completed', (e) => e.data.turnId === next);
+    // A stop naming a finished turn says so.
+    expect((await server.post(`/api/sessions/${id}/stop`, { turnId })).body).toEqual({ outcome: 'already_finished', sessionId: id, turnId });
   });
 });
 

@@ -29,7 +29,7 @@ describe('npm start -- --fleet', () => {
     expect(report.answer.report).toMatchObject({ reason: 'cancel.user', turnId: 'turn-1' });
     expect(report.record).toMatchObject({ status: 'cancelled', requester: 'instance-b' });
     expect(report.secondStop).toBe('already_finished');
-    expect(report.ledger).toEqual(['turn_started', 'say', 'tool_call', 'status:cancelling', 'tool_output', 'turn_aborted', 'status:cancelled']);
+    expect(report.ledger).toEqual(['turn_started', 'say', 'tool_call', 'status:cancelling', 'tool_aborted', 'turn_aborted', 'status:cancelled']);
   }, 90_000);
 
   it('without Redis, says how to start it and exits 1', async () => {

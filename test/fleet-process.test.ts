@@ -91,7 +91,7 @@ describe.skipIf(!up)('fleet across two processes', () => {
     await host.next((e) => e.type === 'closed');
     const entries = ledgerEntries(ledger).filter((e) => e.turnId === 't1');
     expect(entries.map((e) => (e.type === 'status' ? `status:${e.status}` : e.type))).toEqual(
-      ['turn_started', 'say', 'tool_call', 'status:cancelling', 'tool_output', 'turn_aborted', 'status:cancelled']);
+      ['turn_started', 'say', 'tool_call', 'status:cancelling', 'tool_aborted', 'turn_aborted', 'status:cancelled']);
     expect(entries.find((e) => e.status === 'cancelling')).toMatchObject({ reason: 'cancel.user' });
   });
 

@@ -3,7 +3,7 @@
  * ids, a second writer (another process too), a file replaced under it, and a full disk.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -126,6 +126,30 @@ describe('one writer per file', () => {
     const t0 = performance.now();
     await openLedger();
     expect(performance.now() - t0).toBeLessThan(1000);
+  });
+
+  it.each(['the real file', 'a symlink'])('a second process that opens the ledger through a symlink, while another holds it through %s, fails naming the holder', async (holderPath) => {
+    // The links live in another directory, so the paths share nothing but the file they name.
+    const elsewhere = mkdtempSync(join(tmpdir(), 'fullstop-ledger-link-'));
+    const [mine, theirs] = [join(elsewhere, 'mine.jsonl'), join(elsewhere, 'theirs.jsonl')];
+    symlinkSync(file, mine);
+    symlinkSync(file, theirs);
+    const child = spawn(process.execPath, [HOLDER, holderPath === 'a symlink' ? theirs : file], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.on('data', (d) => { if (String(d).includes('ready')) resolve(); });
+        child.once('exit', (code) => reject(new Error(`holder exited early (${code})`)));
+      });
+      const refused = await Ledger.open(mine).then(() => undefined, (e: Error) => e);
+      expect(refused?.message).toMatch(new RegExp(`already open for writing by pid ${child.pid} on host`));
+      expect(refused?.message).toContain(`"${mine}" (the file "${realpathSync(file)}")`);
+      expect(readFileSync(`${realpathSync(file)}.lock`, 'utf8')).toContain(`"pid":${child.pid}`);
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
   });
 
   it('close() gives the lock back: a lock file exists only while the ledger is open', async () => {

@@ -209,38 +209,32 @@ describe('durability', () => {
     expect(synced[0]!.ino).toBe(statSync(file).ino); // the sync was of the ledger's own file
   });
 
-  it('close() called while a flush is syncing waits for that sync before it closes the fd', async () => {
+  it('close() called while a flush is syncing waits for that sync, then syncs what came after it, before it closes the fd', async () => {
     const ledger = await openLedger();
     let release!: () => void;
     const gate = new Promise<void>((resolve) => { release = resolve; });
     let firstSync!: () => void;
     const inFirstSync = new Promise<void>((resolve) => { firstSync = resolve; });
-    let ownSyncDone!: () => void;
-    const closeSynced = new Promise<void>((resolve) => { ownSyncDone = resolve; });
     let calls = 0;
-    const synced: number[] = [];
-    // Only the flush's sync is held; close()'s own runs at once, so a close() that did not wait
-    // for the held one would close the fd under it (EBADF, or a sync of whatever reused the fd).
+    const synced: { ino: number; lines: number }[] = [];
+    // The flush's sync is held. A close() that did not wait for it would close the fd under it
+    // (the held sync then fails with EBADF, or syncs whatever reused the fd).
     spyOnFdatasync(async () => {
       calls += 1;
       if (calls === 1) { firstSync(); await gate; }
-    }, (fd) => {
-      synced.push(fstatSync(fd).ino);
-      if (synced.length === 1) ownSyncDone(); // the first to finish is close()'s own
-    });
+    }, (fd) => { synced.push({ ino: fstatSync(fd).ino, lines: readFileSync(file, 'utf8').split('\n').filter(Boolean).length }); });
     void ledger.append(started('s', 't'));
     const flushing = ledger.flush();
     await inFirstSync;
+    void ledger.append(say('s', 't', 'after the first sync began'));
     let closed = false;
     const closing = ledger.close().then(() => { closed = true; });
-    // close()'s own sync is done: one that did not wait for the held sync starts closing the fd in
-    // the microtasks that follow, and the held sync then fails (EBADF) or syncs another file.
-    await closeSynced;
-    await new Promise((resolve) => setImmediate(resolve));
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
     expect(closed).toBe(false);
+    expect(calls).toBe(1); // close()'s sync waits behind the one in flight (one sync at a time)
     release();
     await Promise.all([flushing, closing]);
-    expect(synced).toEqual([statSync(file).ino, statSync(file).ino]);
+    expect(synced).toEqual([{ ino: statSync(file).ino, lines: 2 }, { ino: statSync(file).ino, lines: 2 }]);
   });
 
   it('after a failed write, that append and every later append, flush and close reject with the failure', async () => {

@@ -46,7 +46,7 @@ function start(handle: TokenHandle, ms: number): { woke: Promise<Record<string, 
 }
 
 describe('signal.reason of a watched token', () => {
-  it('a cancel through the handle aborts with a CancelledError naming the turn, reason cancel.user', async () => {
+  it('a cancel through the handle aborts with a CancelledError (named AbortError, as signal reasons are) naming the turn, reason cancel.user', async () => {
     const turns = fresh();
     const token = turns.beginTurn('s-handle', 't-1');
     const reasonP = aborted(token);
@@ -54,7 +54,7 @@ describe('signal.reason of a watched token', () => {
     expect(tokenFromHandle(handle).cancel()).toBe(true);
     const reason = await reasonP as Error & { reason: unknown; sessionId: unknown; turnId: unknown };
     expect(isCancelledError(reason)).toBe(true);
-    expect(reason).toMatchObject({ name: 'CancelledError', reason: 'cancel.user', sessionId: 's-handle', turnId: 't-1' });
+    expect(reason).toMatchObject({ name: 'AbortError', reason: 'cancel.user', sessionId: 's-handle', turnId: 't-1' });
     expect(reason.message).toBe('turn t-1 of session s-handle was cancelled: cancel.user');
     expect(token.reason).toBe('cancel.user');
     turns.endTurn('s-handle', token);

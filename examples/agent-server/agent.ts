@@ -1,54 +1,68 @@
 /**
- * One agent turn: the model streams a step (its tokens go out through `turn.say`), the tools it
- * asked for run, their results go back to it, until it answers without a tool call. Everything
- * runs on `turn.signal` and `turn.tool`, so a stop reaches the model stream, the worker, the
- * process tree and the question at once.
+ * One agent turn, written with the AI SDK and `fullstop/ai-sdk`: the session's history from the
+ * ledger (`toModelMessages`) plus the new prompt go to `streamText` with `abortSignal:
+ * turn.signal`; its text deltas go out through `turn.say`, its tool calls run through
+ * `aiTools(turn, …)`. A stop therefore reaches the model stream, the worker, the process tree and
+ * the question at once, and the next turn's prompt is accepted after a stop (every tool call in
+ * it has a result, the stop is said in words the model reads).
  */
-import { FatalToolError, isCancelledError, type Turn, type TurnPool } from '../../src/index.js';
-import type { Message, Model, ToolCall } from './model.js';
-import { runTool } from './tools.js';
+import { stepCountIs, streamText } from 'ai';
+import type { LanguageModelV3 } from '@ai-sdk/provider';
+import { FatalToolError, type Ledger, type LedgerEntry, type Turn, type TurnPool } from '../../src/index.js';
+import { aiTools, toModelMessages } from '../../src/ai-sdk/index.js';
+import { agentTools, type OnToolCall } from './tools.js';
 
 /** A model that keeps calling tools is cut off after this many steps. */
 const MAX_STEPS = 16;
+/** The prompt holds the session's last this many turns (a model's context is finite). */
+export const MAX_HISTORY_TURNS = 20;
 
-/** What the page sees of a tool call before it runs (the runner reports only its output). */
-export type OnToolCall = (turnId: string, callId: string, call: ToolCall) => void;
+const SYSTEM = 'You are the fullstop example agent. Use the tools when the user names them. Be brief.';
+
+/** What a turn runs on. */
+export interface AgentDeps {
+  model: LanguageModelV3;
+  pool: TurnPool;
+  /** The session's earlier turns are read from here for the prompt. */
+  ledger: Ledger;
+}
 
 /** The body of one turn for `runner.run` / `fleet.run`; resolves with the model's last reply. */
-export function agentTurn(model: Model, pool: TurnPool, prompt: string, onToolCall: OnToolCall): (turn: Turn) => Promise<string> {
+export function agentTurn(deps: AgentDeps, sessionId: string, prompt: string, onToolCall: OnToolCall): (turn: Turn) => Promise<string> {
   return async (turn) => {
-    const messages: Message[] = [{ role: 'user', content: prompt }];
-    // The runner numbers a turn's calls call-1, call-2 … in call order; the tool_call events use
-    // the same ids so the page can match each tool_output to its call.
-    let calls = 0;
-    for (let step = 0; step < MAX_STEPS; step++) {
-      let text = '';
-      const toolCalls: ToolCall[] = [];
-      for await (const event of model.stream(messages, turn.signal)) {
-        if (event.type === 'text') {
-          text += event.text;
-          await turn.say(event.text);
-        } else {
-          toolCalls.push(event.call);
-        }
-      }
-      messages.push({ role: 'assistant', content: text, toolCalls });
-      if (toolCalls.length === 0) return text;
-      for (const call of toolCalls) {
-        onToolCall(turn.turnId, `call-${++calls}`, call);
-        messages.push({ role: 'tool', toolCallId: call.id, name: call.name, content: await toolResult(turn, pool, call) });
-      }
+    const earlier = lastTurns(await deps.ledger.entries({ sessionId }), turn.turnId);
+    const result = streamText({
+      model: deps.model,
+      system: SYSTEM,
+      messages: [...toModelMessages(earlier), { role: 'user', content: prompt }],
+      tools: aiTools(turn, agentTools(turn, deps.pool, onToolCall)),
+      abortSignal: turn.signal,
+      stopWhen: stepCountIs(MAX_STEPS),
+    });
+    let text = ''; // the current step's text: the last step's is the turn's reply
+    for await (const part of result.fullStream) {
+      if (part.type === 'start-step') text = '';
+      else if (part.type === 'text-delta') {
+        text += part.text;
+        await turn.say(part.text);
+      } else if (part.type === 'tool-error' && part.error instanceof FatalToolError) throw part.error;
+      else if (part.type === 'error') throw part.error;
     }
-    throw new FatalToolError(`the model asked for tools ${MAX_STEPS} times in a row; the turn gives up`);
+    // A stop ends the stream with its `abort` part: the turn is cancelled, not completed.
+    turn.signal.throwIfAborted();
+    if ((await result.finishReason) === 'tool-calls') {
+      throw new FatalToolError(`the model asked for tools ${MAX_STEPS} times in a row; the turn gives up`);
+    }
+    return text;
   };
 }
 
-/** A tool's result as the model reads it: its output, or the error it failed with (the turn goes on). */
-async function toolResult(turn: Turn, pool: TurnPool, call: ToolCall): Promise<string> {
-  try {
-    return JSON.stringify(await runTool(turn, pool, call));
-  } catch (error) {
-    if (isCancelledError(error) || error instanceof FatalToolError) throw error;
-    return JSON.stringify({ error: error instanceof Error ? error.message : String(error) });
+/** The entries of the last `MAX_HISTORY_TURNS` turns before `current` (its own are the prompt). */
+function lastTurns(entries: readonly LedgerEntry[], current: string): LedgerEntry[] {
+  const kept = new Set<string>();
+  for (let i = entries.length - 1; i >= 0 && kept.size <= MAX_HISTORY_TURNS; i--) {
+    if (entries[i].turnId !== current) kept.add(entries[i].turnId);
   }
+  if (kept.size > MAX_HISTORY_TURNS) kept.delete([...kept].at(-1)!);
+  return entries.filter((e) => kept.has(e.turnId));
 }

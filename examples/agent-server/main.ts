@@ -1,51 +1,26 @@
 /**
- * `npm run serve -- [--port 3000] [--host 127.0.0.1] [--redis URL [--fleet-prefix P]] [--node-id ID] [--data DIR] [--grace MS]`:
- * the agent server. Prints the page's URL on its first line. With `--redis` it joins the fleet
- * (a stop sent to any instance reaches the turn wherever it runs); without, it runs alone.
- * `--data` holds its ledger (default: a fresh folder under the OS temp dir, printed).
- * `OPENAI_BASE_URL` (with `OPENAI_API_KEY`, `MODEL`) switches from the scripted model to a real
- * OpenAI-compatible endpoint.
+ * `npm run serve -- [flags]` (options.ts lists them): the agent server. Prints the page's URL on
+ * its first line (with `#token=` when a token is set: the page reads it there). With `--redis` or
+ * `--redis-cluster` it joins the fleet (a stop sent to any instance reaches the turn wherever it
+ * runs); without, it runs alone. `--data` holds its ledger (default: a fresh folder under the OS
+ * temp dir, printed). `OPENAI_BASE_URL` (with `OPENAI_API_KEY`, `MODEL`) switches from the
+ * scripted model to a real OpenAI-compatible endpoint.
  *
  * SIGTERM or SIGINT: running turns are stopped (history written and flushed), their processes
  * killed, the pool and the ledger closed; exit code 0.
  */
 import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { Ledger, TurnPool, TurnRegistry, TurnRunner } from '../../src/index.js';
 import { Fleet } from '../../src/fleet/index.js';
-import { ScriptedModel, type Model } from './model.js';
+import type { LanguageModelV3 } from '@ai-sdk/provider';
+import { ScriptedModel } from './model.js';
 import { openAIModelFromEnv } from './openai-model.js';
+import { parseServerOptions, USAGE, type ServerOptions } from './options.js';
 import { AgentServer } from './server.js';
-
-interface Options { port: number; host: string; redis?: string; prefix?: string; nodeId: string; data?: string; grace: number }
-
-function parse(): Options {
-  const { values } = parseArgs({
-    options: {
-      port: { type: 'string', default: '3000' },
-      host: { type: 'string', default: '127.0.0.1' },
-      redis: { type: 'string' },
-      'fleet-prefix': { type: 'string' },
-      'node-id': { type: 'string' },
-      data: { type: 'string' },
-      grace: { type: 'string', default: '100' },
-    },
-  });
-  const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`--port: expected 0-65535, got ${values.port}`);
-  const grace = Number(values.grace);
-  if (!Number.isFinite(grace) || grace < 0) throw new RangeError(`--grace: expected milliseconds >= 0, got ${values.grace}`);
-  const nodeId = values['node-id'] ?? `${hostname()}:${process.pid}`;
-  if (!/^[\w.:-]{1,64}$/.test(nodeId)) throw new RangeError(`--node-id: expected 1-64 letters, digits, '-', '_', '.' or ':', got ${JSON.stringify(nodeId)}`);
-  if (values.redis !== undefined && !/^rediss?:\/\//.test(values.redis)) throw new RangeError(`--redis: expected a redis:// or rediss:// URL, got ${JSON.stringify(values.redis)}`);
-  const prefix = values['fleet-prefix'];
-  if (prefix !== undefined && values.redis === undefined) throw new RangeError('--fleet-prefix: only with --redis');
-  if (prefix !== undefined && !/^[\w.:-]{1,64}$/.test(prefix)) throw new RangeError(`--fleet-prefix: expected 1-64 letters, digits, '-', '_', '.' or ':', got ${JSON.stringify(prefix)}`);
-  return { port, host: values.host!, redis: values.redis, prefix, nodeId, data: values.data, grace };
-}
+import { startTelemetry } from './telemetry.js';
 
 /** public/ next to the source file; from dist/ (tsc does not copy it) the same folder in the sources. */
 function publicDir(): string {
@@ -53,11 +28,11 @@ function publicDir(): string {
   return existsSync(join(beside, 'index.html')) ? beside : fileURLToPath(new URL('../../../examples/agent-server/public/', import.meta.url));
 }
 
-let options: Options;
+let options: ServerOptions;
 try {
-  options = parse();
+  options = parseServerOptions(process.argv.slice(2));
 } catch (error) {
-  console.error(`agent-server: ${(error as Error).message}\nusage: npm run serve -- [--port 3000] [--host 127.0.0.1] [--redis redis://127.0.0.1:6379 [--fleet-prefix P]] [--node-id ID] [--data DIR] [--grace MS]`);
+  console.error(`agent-server: ${(error as Error).message}\n${USAGE}`);
   process.exit(2);
 }
 
@@ -67,12 +42,18 @@ const ledger = await Ledger.open(join(dataDir, 'history.jsonl'));
 const registry = new TurnRegistry();
 const pool = new TurnPool({ filename: new URL('./crunch-task.js', import.meta.url).href, minThreads: 1, maxThreads: 2 });
 const runner = new TurnRunner({ registry, pool, ledger, graceMs: options.grace });
-const model: Model = process.env.OPENAI_BASE_URL ? await openAIModelFromEnv() : new ScriptedModel();
-const fleet = options.redis === undefined ? undefined : await joinFleet(options.redis, options.nodeId, options.prefix, runner);
-const server = new AgentServer({ runner, pool, ledger, model, nodeId: options.nodeId, publicDir: publicDir(), fleet: fleet?.fleet });
+const model: LanguageModelV3 = process.env.OPENAI_BASE_URL ? await openAIModelFromEnv() : new ScriptedModel();
+const telemetry = await startTelemetry(runner);
+const fleet = await joinFleet(options, runner);
+const server = new AgentServer({
+  runner, pool, ledger, model, nodeId: options.nodeId, publicDir: publicDir(), fleet: fleet?.fleet,
+  allowedHosts: options.allowedHosts, token: options.token,
+});
 const url = await server.listen(options.port, options.host);
 // One write, so whoever reads the URL has the details too.
-console.log(`fullstop agent server: ${url}\n  node ${options.nodeId}, model ${model.name}, ledger ${ledger.path}${fleet ? `, fleet ${options.redis}` : ', alone (no --redis)'}`);
+console.log(`fullstop agent server: ${url}\n  node ${options.nodeId}, model ${model.provider}:${model.modelId}, ledger ${ledger.path}, ${fleet?.name ?? 'alone (no --redis)'}` +
+  `${telemetry === undefined ? '' : `, OpenTelemetry to ${telemetry.endpoint}`}` +
+  `${options.token === undefined ? ', no token (loopback only: see docs/agent-server.md)' : ', bearer token required'}`);
 
 let exiting = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -84,17 +65,19 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 }
 
 async function shutdown(signal: string): Promise<void> {
-  // First, before any await: shutdown() cancels the running turns synchronously (see there).
+  // runner.shutdown() (in server.shutdown) stops every running turn: reason cancel.shutdown.
   const stopped = server.shutdown();
   console.log(`agent-server: ${signal}: stopping running turns`);
-  // A shutdown that hangs must not leave the process up for ever.
-  setTimeout(() => { console.error('agent-server: shutdown took over 10 s; exiting'); process.exit(1); }, 10_000).unref();
+  // A shutdown that hangs must not leave the process up for ever (the runner's deadline is 10 s).
+  setTimeout(() => { console.error('agent-server: shutdown took over 15 s; exiting'); process.exit(1); }, 15_000).unref();
   let code = 0;
   try {
     await stopped;
     await fleet?.close();
     await pool.destroy();
     await ledger.close();
+    // Last: the stops' spans and metrics are flushed to the collector.
+    await telemetry?.close();
     console.log(`agent-server: stopped cleanly; registry ${JSON.stringify(registry.stats())}`);
   } catch (error) {
     console.error('agent-server: shutdown failed:', error);
@@ -104,24 +87,30 @@ async function shutdown(signal: string): Promise<void> {
 }
 
 /**
- * Joins the fleet over Redis. The server owns the node-redis client (its URL, its reconnects) and
- * hands it to the fleet, which duplicates it once to subscribe. `redis` is an optional peer
- * dependency, so it is imported only here.
+ * Joins the fleet over Redis (`--redis`) or Redis Cluster (`--redis-cluster`); `undefined` for
+ * neither. The server owns the node-redis client (its URL, its reconnects) and hands it to the
+ * fleet, which duplicates it to subscribe. `redis` is an optional peer dependency, so it is
+ * imported only here.
  */
-async function joinFleet(url: string, nodeId: string, prefix: string | undefined, runner: TurnRunner): Promise<{ fleet: Fleet; close(): Promise<void> }> {
-  const { createClient } = await import('redis');
-  const redis = createClient({ url });
+async function joinFleet(options: ServerOptions, runner: TurnRunner): Promise<{ fleet: Fleet; name: string; close(): Promise<void> } | undefined> {
+  if (options.redis === undefined && options.redisCluster === undefined) return undefined;
+  const { createClient, createCluster } = await import('redis');
+  const name = options.redis === undefined ? `fleet on cluster ${options.redisCluster!.join(',')}` : `fleet ${options.redis}`;
+  const redis = options.redis === undefined
+    ? createCluster({ rootNodes: options.redisCluster!.map((url) => ({ url })) })
+    : createClient({ url: options.redis });
   // Without a listener node-redis would throw its connection errors; the fleet reports Redis
   // being away through its answers (`relay_unavailable`) and keeps reconnecting.
   let reported = false;
   redis.on('error', (error: Error) => {
-    if (!reported) console.error(`agent-server: redis ${url}: ${error.message} (retrying)`);
+    if (!reported) console.error(`agent-server: ${name}: ${error.message} (retrying)`);
     reported = true;
   });
   redis.on('ready', () => { reported = false; });
-  const fleet = await Fleet.start({ redis, runner, nodeId, ...(prefix === undefined ? {} : { prefix }) });
+  const fleet = await Fleet.start({ redis: redis as Parameters<typeof Fleet.start>[0]['redis'], runner, nodeId: options.nodeId, ...(options.prefix === undefined ? {} : { prefix: options.prefix }) });
   return {
     fleet,
+    name,
     async close() {
       await fleet.close();
       redis.destroy();

@@ -1,72 +1,88 @@
 /**
- * The agent's model: what it is told (`Message`), what it streams back (`ModelEvent`), and the two
- * models the server can run — the built-in scripted one (no network, deterministic) and, when
- * `OPENAI_BASE_URL` is set, a real OpenAI-compatible endpoint (openai-model.ts).
+ * The agent's model, as the AI SDK sees one (a `LanguageModelV3`): the built-in scripted model
+ * (no network, deterministic) here, or, when `OPENAI_BASE_URL` is set, a real OpenAI-compatible
+ * endpoint through `@ai-sdk/openai` (openai-model.ts). The agent (agent.ts) runs either through
+ * `streamText`, so the scripted model is exercised exactly as a provider is: the AI SDK validates
+ * its stream, runs the tools it calls and feeds their results back.
  *
- * A model streams a reply a token at a time and honours its `signal`: a stop aborts the stream
- * between two tokens (scripted) or mid-request (the SDK closes the connection).
+ * The scripted model streams a token at a time and honours the call's `abortSignal`: a stop ends
+ * its stream between two tokens.
  */
+import type {
+  LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Message, LanguageModelV3StreamPart, LanguageModelV3StreamResult,
+} from '@ai-sdk/provider';
 
-/** The tools a model may call (tools.ts runs them). */
+/** The tools a model may call (tools.ts defines them). */
 export const TOOL_NAMES = ['crunch', 'shell', 'ask'] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
-/** One message of the conversation the model sees. */
-export type Message =
-  | { role: 'user'; content: string }
-  | { role: 'assistant'; content: string; toolCalls: ToolCall[] }
-  | { role: 'tool'; toolCallId: string; name: ToolName; content: string };
-
-/** A tool call the model asked for. */
-export interface ToolCall {
-  id: string;
-  name: ToolName;
-  args: Record<string, unknown>;
-}
-
-/** What a model's stream yields: text tokens, then (maybe) the tool calls of this step. */
-export type ModelEvent = { type: 'text'; text: string } | { type: 'tool_call'; call: ToolCall };
-
-/** A model: one step of the conversation, streamed. Rejects with `signal.reason` once aborted. */
-export interface Model {
-  readonly name: string;
-  stream(messages: readonly Message[], signal: AbortSignal): AsyncIterable<ModelEvent>;
-}
-
 /** Milliseconds between two tokens of the scripted model: slow enough to watch a reply stream. */
 const TOKEN_MS = 40;
+
+/** A step's tool call, as the scripted model plans it from the prompt. */
+interface PlannedCall { name: ToolName; args: Record<string, unknown> }
 
 /**
  * The built-in model: calls the tools named in the user's prompt, in order (`crunch 5` asks for
  * five phases instead of a hundred), saying what it does before each call, then sums up. Same
  * prompt, same reply.
  */
-export class ScriptedModel implements Model {
-  readonly name = 'scripted';
+export class ScriptedModel implements LanguageModelV3 {
+  readonly specificationVersion = 'v3';
+  readonly provider = 'fullstop-example';
+  readonly modelId = 'scripted';
+  readonly supportedUrls = {};
   readonly #tokenMs: number;
 
   constructor(tokenMs = TOKEN_MS) {
     this.#tokenMs = tokenMs;
   }
 
-  async *stream(messages: readonly Message[], signal: AbortSignal): AsyncIterable<ModelEvent> {
-    const userAt = messages.findLastIndex((m) => m.role === 'user');
-    const prompt = (messages[userAt] as { content: string }).content;
-    const plan = planTools(prompt);
-    const results = messages.slice(userAt + 1).filter((m): m is Extract<Message, { role: 'tool' }> => m.role === 'tool');
+  /** The scripted model streams only (the agent uses `streamText`). */
+  doGenerate(): never {
+    throw new Error('ScriptedModel: only doStream is implemented; use streamText');
+  }
+
+  async doStream(options: LanguageModelV3CallOptions): Promise<LanguageModelV3StreamResult> {
+    const { prompt, abortSignal } = options;
+    const userAt = prompt.findLastIndex((m) => m.role === 'user');
+    const text = userAt < 0 ? '' : textOf(prompt[userAt]);
+    const plan = planTools(text);
+    const results = prompt.slice(userAt + 1).flatMap((m) => (m.role === 'tool' ? m.content : []))
+      .filter((p) => p.type === 'tool-result');
     const next = plan[results.length];
-    const text = next === undefined ? summary(prompt, results) : intro(next.name, results.length);
-    for (const word of text.split(/(?<= )/)) {
-      await tick(this.#tokenMs, signal);
-      yield { type: 'text', text: word };
-    }
-    if (next !== undefined) yield { type: 'tool_call', call: { id: `scripted-${results.length + 1}`, ...next } };
+    const reply = next === undefined ? summary(text, results) : intro(next.name, results.length);
+    const parts: LanguageModelV3StreamPart[] = [
+      { type: 'stream-start', warnings: [] },
+      { type: 'text-start', id: 'text-1' },
+      ...reply.split(/(?<= )/).map((delta): LanguageModelV3StreamPart => ({ type: 'text-delta', id: 'text-1', delta })),
+      { type: 'text-end', id: 'text-1' },
+      ...(next === undefined ? [] : [{ type: 'tool-call', toolCallId: `scripted-${results.length + 1}`, toolName: next.name, input: JSON.stringify(next.args) } as const]),
+      { type: 'finish', finishReason: { unified: next === undefined ? 'stop' : 'tool-calls', raw: undefined }, usage: NO_USAGE },
+    ];
+    const tokenMs = this.#tokenMs;
+    let at = 0;
+    const stream = new ReadableStream<LanguageModelV3StreamPart>({
+      async pull(controller) {
+        const part = parts[at++];
+        if (part === undefined) return controller.close();
+        // A token takes its time; a stop ends the stream between two tokens with the signal's reason.
+        if (part.type === 'text-delta') await tick(tokenMs, abortSignal);
+        controller.enqueue(part);
+      },
+    });
+    return { stream };
   }
 }
 
+const NO_USAGE = {
+  inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: undefined, text: undefined, reasoning: undefined },
+};
+
 /** The tool calls a prompt names, in order: `crunch` / `crunch 5` / `shell` / `ask`. */
-export function planTools(prompt: string): { name: ToolName; args: Record<string, unknown> }[] {
-  const plan: { name: ToolName; args: Record<string, unknown> }[] = [];
+export function planTools(prompt: string): PlannedCall[] {
+  const plan: PlannedCall[] = [];
   for (const [, word, count] of prompt.matchAll(/\b(crunch|shell|ask)\b(?:\s+(\d{1,4})\b)?/gi)) {
     const name = word.toLowerCase() as ToolName;
     if (name === 'crunch') plan.push({ name, args: { phases: count === undefined ? 100 : Math.max(1, Number(count)) } });
@@ -76,6 +92,11 @@ export function planTools(prompt: string): { name: ToolName; args: Record<string
   return plan;
 }
 
+function textOf(message: LanguageModelV3Message): string {
+  if (typeof message.content === 'string') return message.content;
+  return message.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
+}
+
 function intro(name: ToolName, done: number): string {
   const lead = done === 0 ? 'Sure. ' : 'Next, ';
   if (name === 'crunch') return `${lead}I will crunch some numbers in a worker thread; this takes about ten seconds.`;
@@ -83,21 +104,22 @@ function intro(name: ToolName, done: number): string {
   return `${lead}I need to ask you something first.`;
 }
 
-function summary(prompt: string, results: readonly { name: ToolName; content: string }[]): string {
+function summary(prompt: string, results: readonly { toolName: string; output: { type: string; value?: unknown } }[]): string {
   if (results.length === 0) {
     return `You said: "${prompt.slice(0, 80)}". I am the scripted model: name crunch, shell or ask in your prompt and I will call those tools in order, streaming as I go, so you can press Stop at any moment.`;
   }
-  return `Done. ${results.map((r) => `${r.name} returned ${r.content.slice(0, 60)}`).join('; ')}.`;
+  const said = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value)).slice(0, 60);
+  return `Done. ${results.map((r) => `${r.toolName} returned ${said(r.output.value)}`).join('; ')}.`;
 }
 
 /** Wait `ms`, or reject with the signal's reason as soon as it aborts (also if it already has). */
-function tick(ms: number, signal: AbortSignal): Promise<void> {
+function tick(ms: number, signal: AbortSignal | undefined): Promise<void> {
   // An abort that fired while the caller handled the last token has already happened: a
   // listener added now would never run.
-  signal.throwIfAborted();
+  signal?.throwIfAborted();
   return new Promise((resolve, reject) => {
-    const onAbort = () => { clearTimeout(timer); reject(signal.reason); };
-    const timer = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(); }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
+    const onAbort = () => { clearTimeout(timer); reject(signal!.reason); };
+    const timer = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

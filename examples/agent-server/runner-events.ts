@@ -22,13 +22,14 @@ const SHAPES: [EventType, (p: Payload) => Record<string, unknown>][] = [
 export function forwardRunnerEvents(runner: TurnRunner, sessions: Sessions, nodeId: string): void {
   runner.on('turn_started', (p: Payload) => {
     const session = sessions.getOrCreate(p.sessionId);
-    session?.publish('turn_started', { turnId: p.turnId, prompt: session.turnId === p.turnId ? session.prompt ?? null : null, node: nodeId });
+    if (session === undefined) return;
+    sessions.publish(session, 'turn_started', { turnId: p.turnId, prompt: session.turnId === p.turnId ? session.prompt ?? null : null, node: nodeId });
   });
   for (const [type, shape] of SHAPES) {
     runner.on(type, (p: Payload) => {
       const session = sessions.getOrCreate(p.sessionId);
       if (session === undefined) return;
-      session.publish(type, { turnId: p.turnId, ...shape(p) });
+      sessions.publish(session, type, { turnId: p.turnId, ...shape(p) });
       // The terminal event frees the session at once, so a Send right after it is not a 409.
       if (type === 'turn_completed' || type === 'turn_failed' || type === 'turn_aborted') session.endTurn(p.turnId);
     });

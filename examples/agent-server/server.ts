@@ -15,12 +15,14 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import type { Ledger, StopReport, Turn, TurnOutcome, TurnPool, TurnRunner } from '../../src/index.js';
+import { StopReasons, type Ledger, type TurnOutcome, type TurnPool, type TurnRunner } from '../../src/index.js';
 import type { Fleet } from '../../src/fleet/index.js';
 import { agentTurn } from './agent.js';
 import { HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
+import { RequestGuard } from './guard.js';
 import { servePage } from './page.js';
-import type { Model } from './model.js';
+import { stopAnswer } from './stop-answer.js';
+import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { errorText, forwardRunnerEvents } from './runner-events.js';
 import { Session, Sessions } from './sessions.js';
 
@@ -36,7 +38,8 @@ export interface AgentServerOptions {
   runner: TurnRunner;
   pool: TurnPool;
   ledger: Ledger;
-  model: Model;
+  /** The model the agent streams from (model.ts: the scripted one, or a provider's). */
+  model: LanguageModelV3;
   nodeId: string;
   /** Where index.html, app.js and style.css are read from (on every request: edit and reload). */
   publicDir: string;
@@ -45,12 +48,14 @@ export interface AgentServerOptions {
    * stop sent to any instance reaches the one running the turn.
    */
   fleet?: Fleet;
+  /**
+   * `Host` names allowed besides the bound address and the loopback names (guard.ts).
+   * @default []
+   */
+  allowedHosts?: readonly string[];
+  /** When set, every API request must carry `Authorization: Bearer <token>` (guard.ts). */
+  token?: string;
 }
-
-/** The stop's answer when there is no fleet: the shape of the fleet's `StopAnswer`. */
-type LocalStopAnswer =
-  | { outcome: 'stopped'; sessionId: string; turnId: string; node: string; report: StopReport }
-  | { outcome: 'not_found'; sessionId: string };
 
 /**
  * The HTTP server over one runner (and maybe a fleet). Create it, `listen`, and call `shutdown`
@@ -64,17 +69,19 @@ export class AgentServer {
   /** Each turn this server started, until its outcome is in (shutdown waits for them). */
   readonly #running = new Map<string, Promise<void>>();
   readonly #heartbeat: NodeJS.Timeout;
+  readonly #guard: RequestGuard;
   #closing: Promise<void> | undefined;
 
   constructor(options: AgentServerOptions) {
     this.#options = options;
     this.nodeId = options.nodeId;
+    this.#guard = new RequestGuard({ allowedHosts: options.allowedHosts ?? [], token: options.token });
     this.http = createServer((req, res) => { void this.#handle(req, res); });
     this.#heartbeat = setInterval(() => this.#ping(), HEARTBEAT_MS).unref();
     forwardRunnerEvents(options.runner, this.#sessions, this.nodeId);
   }
 
-  /** Listens; resolves with the page's URL. */
+  /** Listens; resolves with the page's URL (with `#token=` when there is a token: the page reads it there). */
   listen(port: number, host: string): Promise<string> {
     return new Promise((resolve, reject) => {
       this.http.once('error', reject);
@@ -82,49 +89,48 @@ export class AgentServer {
         this.http.off('error', reject);
         const address = this.http.address();
         const actual = typeof address === 'object' && address !== null ? address.port : port;
-        resolve(`http://${host.includes(':') ? `[${host}]` : host}:${actual}/`);
+        this.#guard.listening(host, actual);
+        const token = this.#options.token === undefined ? '' : `#token=${encodeURIComponent(this.#options.token)}`;
+        resolve(`http://${host.includes(':') ? `[${host}]` : host}:${actual}/${token}`);
       });
     });
   }
 
   /** What /healthz reports. */
   stats(): Record<string, unknown> {
-    const sessions = [...this.#sessions];
     return {
       registry: this.#options.runner.registry.stats(),
       pool: this.#options.pool.stats(),
-      sessions: sessions.length,
+      sessions: this.#sessions.size,
       runningTurns: this.#running.size,
-      sseClients: sessions.reduce((n, s) => n + s.clients, 0),
+      sseClients: this.#sessions.streams.count,
+      sseClientsDropped: this.#sessions.streams.dropped,
+      eventLogBytes: this.#sessions.logBytes,
       ...(this.#options.fleet === undefined ? {} : { fleet: this.#options.fleet.stats() }),
     };
   }
 
   /**
-   * Stops accepting requests, stops every running turn (reason `shutdown`: history gets its
-   * aborted outputs, marker and flush), waits for their outcomes, then ends every connection.
-   * The pool, ledger and fleet belong to the caller, who closes them after this.
-   *
-   * Call it from the SIGTERM handler itself: the turns are cancelled before it returns. That
-   * matters because exec's exit clean-up SIGKILLs every child from its own SIGTERM listener, right
-   * after ours; a turn not yet cancelled by then would see its tool end by itself and record
-   * that as the tool's output instead of an aborted call.
+   * Stops accepting requests and shuts the runner down (`runner.shutdown()`: every running turn
+   * stopped with reason `cancel.shutdown`, its aborted outputs, marker and flush in the ledger,
+   * and `run` refusing from now on), waits for the turns' outcomes, then ends every connection.
+   * The pool, ledger and fleet belong to the caller, who closes them after this. A second call
+   * returns the first one's promise.
    */
   shutdown(): Promise<void> {
-    const { runner } = this.#options;
-    const busy = [...this.#sessions].filter((s) => s.turnId !== undefined);
-    if (this.#closing === undefined) for (const s of busy) runner.registry.markCancelled(s.id, 'shutdown');
-    this.#closing ??= (async () => {
-      clearInterval(this.#heartbeat);
-      const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
-      // Each joins the stop the cancel above began (a repeat stop never starts a second one).
-      await Promise.allSettled(busy.map((s) => runner.stop(s.id, { reason: 'shutdown' })));
-      await Promise.allSettled(this.#running.values());
-      for (const session of this.#sessions) session.endClients();
-      this.http.closeAllConnections();
-      await closed;
-    })();
+    this.#closing ??= this.#shutDown();
     return this.#closing;
+  }
+
+  async #shutDown(): Promise<void> {
+    const stopped = this.#options.runner.shutdown({ reason: StopReasons.shutdown });
+    clearInterval(this.#heartbeat);
+    const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+    await stopped;
+    await Promise.allSettled(this.#running.values());
+    this.#sessions.streams.endAll();
+    this.http.closeAllConnections();
+    await closed;
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -149,6 +155,7 @@ export class AgentServer {
   async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     const method = req.method ?? 'GET';
+    this.#guard.check(req, path);
     if (await servePage(this.#options.publicDir, method, path, res)) return;
     if (path === '/healthz') {
       only(method, 'GET', path);
@@ -175,10 +182,16 @@ export class AgentServer {
   async #startTurn(sessionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJson(req);
     const prompt = stringField(body, 'prompt', MAX_PROMPT_CHARS, true)!;
+    // The page names its turn itself, so a Stop it sends before this POST has landed can name it too.
+    const given = stringField(body, 'turnId', 100, false);
+    const turnId = given === undefined ? `turn-${randomUUID()}` : idParam('turnId', given);
     if (this.#closing !== undefined) throw new HttpError(503, 'server: shutting down');
     const session = this.#session(sessionId);
-    const { runner, fleet, model, pool } = this.#options;
+    const { runner, fleet, model, pool, ledger } = this.#options;
     refuseIfBusy(session);
+    if (this.#running.has(turnId) || ledger.hasTurn(turnId)) {
+      throw new HttpError(409, `turnId: ${JSON.stringify(turnId)} is already used; a turn id is used once`);
+    }
     if (fleet !== undefined) {
       // The session's turn may run on another instance: ask Redis (the fleet also refuses a second
       // live turn itself, but only after this answer has gone out as a 202).
@@ -193,17 +206,13 @@ export class AgentServer {
       }
       refuseIfBusy(session);
     }
-    const turnId = `turn-${randomUUID()}`;
     session.beginTurn(turnId, prompt);
-    const agent = agentTurn(model, pool, prompt, (id, callId, call) => {
-      session.publish('tool_call', { turnId: id, callId, name: call.name, args: call.args });
+    const agent = agentTurn({ model, pool, ledger }, sessionId, prompt, (callId, name, args) => {
+      this.#sessions.publish(session, 'tool_call', { turnId, callId, name, args: args as Record<string, unknown> });
     });
-    const body$ = (turn: Turn) => {
-      // A turn the fleet was still registering when shutdown began: shutdown's cancel missed it.
-      if (this.#closing !== undefined) turn.token.cancel('shutdown');
-      return agent(turn);
-    };
-    const run = fleet === undefined ? runner.run(sessionId, body$, { turnId }) : fleet.run<string>(sessionId, body$, { turnId });
+    // `input`: the ledger records the prompt on turn_started, so the next turn's history has it.
+    const options = { turnId, input: prompt };
+    const run = fleet === undefined ? runner.run(sessionId, agent, options) : fleet.run<string>(sessionId, agent, options);
     const done = run.then(
       (outcome) => this.#settled(session, turnId, outcome),
       (error: unknown) => this.#settled(session, turnId, { status: 'failed', turnId, error }),
@@ -219,9 +228,10 @@ export class AgentServer {
    */
   #settled(session: Session, turnId: string, outcome: TurnOutcome<unknown>): void {
     if (!session.endTurn(turnId)) return;
-    if (outcome.status === 'completed') session.publish('turn_completed', { turnId, value: outcome.value });
-    else if (outcome.status === 'cancelled') session.publish('turn_aborted', { turnId, report: outcome.report ?? null });
-    else session.publish('turn_failed', { turnId, error: errorText(outcome.error) });
+    const publish = this.#sessions.publish.bind(this.#sessions, session);
+    if (outcome.status === 'completed') publish('turn_completed', { turnId, value: outcome.value });
+    else if (outcome.status === 'cancelled') publish('turn_aborted', { turnId, report: outcome.report ?? null });
+    else publish('turn_failed', { turnId, error: errorText(outcome.error) });
   }
 
   #events(sessionId: string, req: IncomingMessage, res: ServerResponse): void {
@@ -233,7 +243,6 @@ export class AgentServer {
         throw new HttpError(400, `Last-Event-ID: expected an event id (an integer >= 0), got ${JSON.stringify(String(raw).slice(0, 40))}`);
       }
     }
-    const session = this.#session(sessionId);
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -242,29 +251,31 @@ export class AgentServer {
     });
     // retry: how soon a dropped EventSource reconnects (it then sends Last-Event-ID by itself).
     res.write(`retry: 1000\n: session ${sessionId} on ${this.nodeId}\n\n`);
-    session.follow(res, lastEventId);
+    // A stream takes no session slot: a thousand streams on made-up ids leave room for real turns.
+    this.#sessions.follow(sessionId, res, lastEventId);
   }
 
   async #stop(sessionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJson(req);
     const reason = stringField(body, 'reason', 100, false);
+    const given = stringField(body, 'turnId', 100, false);
+    const turnId = given === undefined ? undefined : idParam('turnId', given);
     const { fleet, runner } = this.#options;
     if (fleet !== undefined) {
       // Any instance can stop any turn of the fleet: the answer says where it ran and how it ended.
-      const answer = await fleet.stop(sessionId, { reason });
+      const answer = await fleet.stop(sessionId, { reason, turnId });
       if (answer.outcome !== 'relay_unavailable') return sendJson(res, 200, answer);
       // Redis is away, but a turn running here can still be stopped here: the local stop needs
       // no relay (and its owner would stop it anyway once its lease could not be renewed).
-      const report = this.#sessions.get(sessionId)?.turnId === undefined ? null : await runner.stop(sessionId, { reason });
+      const report = this.#sessions.get(sessionId)?.turnId === undefined ? null : await runner.stop(sessionId, { reason, turnId });
       if (report === null) return sendJson(res, 503, { ...answer, error: errorText(answer.error) });
       return sendJson(res, 200, { outcome: 'stopped', sessionId, turnId: report.turnId, node: this.nodeId, report, relay: errorText(answer.error) });
     }
-    if (this.#sessions.get(sessionId) === undefined) throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
-    const report = await runner.stop(sessionId, { reason });
-    const answer: LocalStopAnswer = report === null
-      ? { outcome: 'not_found', sessionId }
-      : { outcome: 'stopped', sessionId, turnId: report.turnId, node: this.nodeId, report };
-    sendJson(res, 200, answer);
+    if (turnId === undefined && this.#sessions.get(sessionId) === undefined) {
+      throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
+    }
+    const report = await runner.stop(sessionId, { reason, turnId });
+    sendJson(res, 200, stopAnswer(sessionId, turnId, report, this.nodeId, this.#options.ledger));
   }
 
   async #answer(questionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -288,7 +299,7 @@ export class AgentServer {
   }
 
   #ping(): void {
-    for (const session of this.#sessions) session.ping();
+    this.#sessions.streams.ping();
   }
 }
 

@@ -1,38 +1,29 @@
 /**
- * Sessions as the server keeps them: each has an event log that Server-Sent Events clients follow,
- * numbered 1, 2, 3 … so a client reconnecting with `Last-Event-ID` gets exactly what it missed.
- * The log is memory only and bounded; the ledger is the durable record (`/history`).
+ * Sessions as the server keeps them: each has its running turn (if any) and its event log
+ * (event-log.ts); their stream clients are kept apart (streams.ts). Bounded three ways: sessions
+ * in count (`MAX_SESSIONS`), each log in count and bytes, and all logs together in bytes
+ * (`MAX_TOTAL_LOG_BYTES`); the least recently used session without a running turn makes room.
+ * Only a running turn holds a session: open streams do not.
  */
 import type { ServerResponse } from 'node:http';
+import { EventLog, type EventType, type SessionEvent } from './event-log.js';
+import { Streams } from './streams.js';
 
-/** The events a session's stream carries. */
-export const EVENT_TYPES = [
-  'turn_started', 'say', 'tool_call', 'tool_output', 'question', 'turn_completed', 'turn_failed', 'turn_aborted',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+export { EVENT_TYPES, type EventType, type SessionEvent } from './event-log.js';
 
-/** One event of a session's stream; `data` always has `turnId`. */
-export interface SessionEvent {
-  id: number;
-  type: EventType;
-  data: { turnId: string } & Record<string, unknown>;
-}
+/** Sessions kept at once; the least recently used one without a running turn makes room for a new one. */
+export const MAX_SESSIONS = 1000;
+/** Bytes of every session's log together; past it the least recently used idle sessions are forgotten. */
+export const MAX_TOTAL_LOG_BYTES = 64 * 1024 * 1024;
 
-/** Events a session keeps for replay; a client further behind gets the newest this many. */
-const MAX_EVENTS = 5000;
-/** Sessions kept at once; the least recently used idle one makes room for a new one. */
-const MAX_SESSIONS = 1000;
-
-/** One session as this server keeps it: its running turn (if any), its event log and its SSE clients. */
+/** One session as this server keeps it. */
 export class Session {
   readonly id: string;
   /** The turn this instance runs for the session; `undefined` between turns. */
   turnId: string | undefined;
   /** That turn's prompt, for its `turn_started` event. */
   prompt: string | undefined;
-  readonly #events: SessionEvent[] = [];
-  readonly #clients = new Set<ServerResponse>();
-  #lastId = 0;
+  readonly log = new EventLog();
 
   constructor(id: string) {
     this.id = id;
@@ -51,48 +42,19 @@ export class Session {
     this.prompt = undefined;
     return true;
   }
-
-  get clients(): number { return this.#clients.size; }
-
-  /** Appends to the log and writes to every connected client. */
-  publish(type: EventType, data: SessionEvent['data']): SessionEvent {
-    const event = { id: ++this.#lastId, type, data };
-    this.#events.push(event);
-    if (this.#events.length > MAX_EVENTS) this.#events.splice(0, this.#events.length - MAX_EVENTS);
-    for (const client of this.#clients) client.write(frame(event));
-    return event;
-  }
-
-  /**
-   * Follows the log on `res` (already sent its SSE headers): replays every event after
-   * `lastEventId`, then streams. An id past the end (this server restarted since) replays all.
-   */
-  follow(res: ServerResponse, lastEventId: number | undefined): void {
-    const from = lastEventId === undefined || lastEventId > this.#lastId ? 0 : lastEventId;
-    for (const event of this.#events) if (event.id > from) res.write(frame(event));
-    this.#clients.add(res);
-    res.once('close', () => this.#clients.delete(res));
-  }
-
-  /** A comment line to every client: keeps an idle stream open through proxies. */
-  ping(): void {
-    for (const client of this.#clients) client.write(': ping\n\n');
-  }
-
-  /** Ends every client's stream (shutdown). */
-  endClients(): void {
-    for (const client of this.#clients) client.end();
-    this.#clients.clear();
-  }
-
-  get idle(): boolean { return this.turnId === undefined && this.#clients.size === 0; }
 }
 
-/** The sessions of this server, created on first use. */
+/** The sessions of this server, created on first use, and their stream clients. */
 export class Sessions {
   readonly #sessions = new Map<string, Session>();
+  readonly streams = new Streams();
+  /** Bytes of every log together. */
+  #bytes = 0;
 
   get size(): number { return this.#sessions.size; }
+
+  /** Bytes of every session's log together. */
+  get logBytes(): number { return this.#bytes; }
 
   get(id: string): Session | undefined {
     const session = this.#sessions.get(id);
@@ -104,25 +66,44 @@ export class Sessions {
     return session;
   }
 
-  /** The session, created when new; `undefined` when full of sessions that are all in use. */
+  /** The session, created when new; `undefined` when every slot holds a running turn. */
   getOrCreate(id: string): Session | undefined {
     const known = this.get(id);
     if (known !== undefined) return known;
-    if (this.#sessions.size >= MAX_SESSIONS) {
-      const idle = [...this.#sessions.values()].find((s) => s.idle);
-      if (idle === undefined) return undefined;
-      this.#sessions.delete(idle.id);
-    }
+    if (this.#sessions.size >= MAX_SESSIONS && !this.#evictIdle(id)) return undefined;
     const session = new Session(id);
     this.#sessions.set(id, session);
     return session;
   }
 
+  /** Appends an event to the session's log and sends it to the session's clients. */
+  publish(session: Session, type: EventType, data: SessionEvent['data']): void {
+    const { frame, grew } = session.log.append(type, data);
+    this.#bytes += grew;
+    this.streams.send(session.id, frame);
+    while (this.#bytes > MAX_TOTAL_LOG_BYTES && this.#evictIdle(session.id));
+  }
+
+  /**
+   * Follows `sessionId` on `res` (already sent its SSE headers): replays the events after
+   * `lastEventId` (all when absent), then streams. Creates no session.
+   */
+  follow(sessionId: string, res: ServerResponse, lastEventId: number | undefined): void {
+    this.streams.follow(sessionId, res, this.#sessions.get(sessionId)?.log.since(lastEventId) ?? []);
+  }
+
+  /** Forgets the least recently used session without a running turn, other than `keep`; false when there is none. */
+  #evictIdle(keep: string): boolean {
+    for (const session of this.#sessions.values()) {
+      if (session.turnId !== undefined || session.id === keep) continue;
+      this.#sessions.delete(session.id);
+      this.#bytes -= session.log.bytes;
+      return true;
+    }
+    return false;
+  }
+
   [Symbol.iterator](): IterableIterator<Session> {
     return this.#sessions.values();
   }
-}
-
-function frame(event: SessionEvent): string {
-  return `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`;
 }

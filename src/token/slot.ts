@@ -40,7 +40,7 @@
  * (`cancelSlotFromHandle`, i.e. from another thread). The main thread's bridge waits on it with
  * `Atomics.waitAsync`, never on a slot: an async waiter queued on a slot would be woken first by
  * every notify of that slot and delay the worker sleeping behind it (a measurable share of a
- * cancel's wake-up; docs/benchmarks.md, P1).
+ * cancel's wake-up, bench row P1).
  */
 
 import { describe } from '../errors.js';

@@ -30,22 +30,19 @@
  *    then hands over to `cancelFlipped`. It is `flipSlot` below, inlined (see `CancelToken.cancel`).
  */
 
-import { CancelledError, cancelledError, renderReason } from '../errors.js';
+import { abortReasonError, CancelledError, cancelledError, renderReason } from '../errors.js';
 import { unwatch, watch, type Watched } from './bridge.js';
 import type { SlabSet, SlotRef } from './slab.js';
 import { bumpControl, sealSlot, tripSlot, wakeSlot } from './slot.js';
 
-/** A unit of work registered under a token (see owners.ts); internal to the library. */
-export interface Owner {
-  /** What it is, for the StopReport's counts: 'task' | 'process' | 'question' | ... */
-  readonly kind: string;
-  /** Resolves (never rejects) once the work has settled, however it ended. */
-  readonly settled: Promise<unknown>;
-  /** Irreversibly stop what is left. Resolves once it is stopped. */
-  hardStop(): Promise<unknown> | void;
+/**
+ * Work registered under a token, as the tree sees it: told of a cancel and of the retire, nothing
+ * more. What the work is and how a stop treats it is owners.ts's (`Owner`).
+ */
+export interface TreeMember {
   /** Called right after the token (or an ancestor) is cancelled, from any thread, once. */
   onCancel?(): void;
-  /** Called when the token retires with this owner still registered. */
+  /** Called when the token retires with this member still registered. */
   onRetire?(): void;
 }
 
@@ -58,13 +55,8 @@ export interface OwnerEntry {
   ownerNext: OwnerEntry | undefined;
   /** True while it is registered. */
   ownerLinked: boolean;
-  /** The owner this entry stands for; `undefined` for an owner that is its own entry (`LinkedOwner`). */
-  readonly owner?: Owner;
-}
-
-/** An owner that is its own list entry (one per pool task: no allocation to register it). */
-export interface LinkedOwner extends Owner, OwnerEntry {
-  readonly owner?: undefined;
+  /** The member this entry stands for; `undefined` for a member that is its own entry. */
+  readonly owner?: TreeMember;
 }
 
 /** @internal Per-registry resource counts behind `stats()`. */
@@ -123,8 +115,6 @@ export class TokenState implements Watched {
   /** The owners, oldest first (`addOwner`); `undefined` when there are none. */
   #ownersHead: OwnerEntry | undefined;
   #ownersTail: OwnerEntry | undefined;
-  /** Set by a runner stop: the stop's grace governs every owner below (docs/design.md §2). */
-  #stopGoverned = false;
   #cancelled = false;
   #retired = false;
   #reason: unknown = undefined;
@@ -187,13 +177,13 @@ export class TokenState implements Watched {
     // The other thread flipped the slot and woke its sleepers: nothing for `flipSlot` to do. A leaf
     // (a token with no children, such as a turn whose task was run with the turn's own token) takes
     // `cancelFlipped`'s leaf steps right here, on a main thread the bridge has just woken: going
-    // through `cancelFlipped` (and `#reasonOnCancel`) measured slower to the signal's listeners
-    // (docs/benchmarks.md, "Where P3's time goes"). A token with children takes the general path.
+    // through `cancelFlipped` measured slower to the signal's listeners. A token with children
+    // takes the general path.
     if (this.#retired || this.#cancelled) return;
     if (this.#children !== undefined) return void this.cancelFlipped(DEFAULT_CANCEL_REASON, false);
     this.#cancelled = true;
     this.#reason = DEFAULT_CANCEL_REASON;
-    this.#controller?.abort(this.#defaultReason ?? this.abortReason()); // `#reasonOnCancel` for the default reason
+    this.#controller?.abort(this.#reasonOnCancel());
     this.#tellOwners();
   }
 
@@ -205,9 +195,9 @@ export class TokenState implements Watched {
    * no notify in between: a worker polling a descendant's slot sees its flip after a few
    * compareExchanges rather than after a notify per ancestor. A leaf's own slot is woken with its
    * flip, before this object's fields are touched: a cancel comes to a main thread gone cold, and
-   * each object fetched first is time the woken worker waits (docs/benchmarks.md, "Where P1's time
-   * goes"). A subtree's slots another thread can wait on are woken (`#wake`; no other
-   * slot can have a sleeper) once all are flipped, descendants first: the work a cancel is timed
+   * each object fetched first is time the woken worker waits (measured on bench row P1). A
+   * subtree's slots another thread can wait on are woken (`#wake`; no other slot can have a
+   * sleeper) once all are flipped, descendants first: the work a cancel is timed
    * by (a pool task, a tool) sits below the turn's root. Everything a sleeper does not need
    * (building reasons, aborting signals, telling owners) comes after the last notify, and a leaf
    * token allocates nothing on the way.
@@ -243,8 +233,8 @@ export class TokenState implements Watched {
     // The bridge keeps watching a cancelled token until it retires (a later cancel through its
     // handle finds it cancelled and changes nothing). Unwatching here would disarm the slab's
     // bridge, and its notify, which resolves an async waiter inside the engine, right after the
-    // slot's notify delays the worker that one has just woken (measured: docs/benchmarks.md,
-    // "Where P1's time goes"; most likely both take the engine's one wait-list lock).
+    // slot's notify delays the worker that one has just woken (measured on bench row P1; most
+    // likely both take the engine's one wait-list lock).
     for (const state of subtree) state.#controller?.abort(state.#reasonOnCancel());
     for (const state of subtree) state.#tellOwners();
     return true;
@@ -277,14 +267,14 @@ export class TokenState implements Watched {
   }
 
   /** Push this token's owners onto `out`, oldest first (a copy: an owner told may remove itself). */
-  #ownOwners(out: Owner[]): Owner[] {
-    for (let e = this.#ownersHead; e !== undefined; e = e.ownerNext) out.push(e.owner ?? (e as LinkedOwner));
+  #ownOwners(out: TreeMember[]): TreeMember[] {
+    for (let e = this.#ownersHead; e !== undefined; e = e.ownerNext) out.push(e.owner ?? (e as OwnerEntry & TreeMember));
     return out;
   }
 
   /** What `signal` aborts with: the reason built ahead of time when it applies, else a fresh one. */
   #reasonOnCancel(): CancelledError {
-    return this.#reason === DEFAULT_CANCEL_REASON && this.#defaultReason !== undefined ? this.#defaultReason : this.abortReason();
+    return this.#reason === DEFAULT_CANCEL_REASON && this.#defaultReason !== undefined ? this.#defaultReason : this.#buildReason(this.#reason, abortReasonError);
   }
 
   /**
@@ -295,16 +285,20 @@ export class TokenState implements Watched {
    */
   #prepareDefaultReason(): void {
     if (this.#defaultReason !== undefined || !this.#watched || this.#controller === undefined) return;
-    this.#defaultReason = this.#buildReason(DEFAULT_CANCEL_REASON);
+    this.#defaultReason = this.#buildReason(DEFAULT_CANCEL_REASON, abortReasonError);
   }
 
-  /** The `signal.reason` of a cancelled token (never throws, whatever the reason: invariant 6). */
+  /** What `throwIfCancelled()` throws (never throws itself, whatever the reason: invariant 6). */
   abortReason(): CancelledError {
-    return this.#buildReason(this.#reason);
+    return this.#buildReason(this.#reason, cancelledError);
   }
 
-  #buildReason(reason: unknown): CancelledError {
-    return cancelledError(`turn ${this.turnId ?? '(none)'} of session ${this.sessionId} was cancelled: ${renderReason(reason)}`, {
+  /**
+   * The error of a cancel, built by `make`: `cancelledError` for what the token's own checks throw,
+   * `abortReasonError` (named 'AbortError') for `signal.reason`, which other libraries read.
+   */
+  #buildReason(reason: unknown, make: typeof cancelledError): CancelledError {
+    return make(`turn ${this.turnId ?? '(none)'} of session ${this.sessionId} was cancelled: ${renderReason(reason)}`, {
       reason, sessionId: this.sessionId, turnId: this.turnId,
     });
   }
@@ -419,30 +413,10 @@ export class TokenState implements Watched {
   }
 
   /** Push every owner of this token and of its descendants onto `out`. */
-  collectOwners(out: Owner[]): Owner[] {
+  collectOwners(out: TreeMember[]): TreeMember[] {
     this.#ownOwners(out);
     if (this.#children !== undefined) for (const child of this.#children) child.collectOwners(out);
     return out;
-  }
-
-  /** From now on a runner stop's grace governs every owner of this tree (docs/design.md §2). */
-  governStop(): void {
-    this.#stopGoverned = true;
-  }
-
-  /**
-   * True when a runner stop governs this token's grace: it or an ancestor is governed *and*
-   * cancelled. A runner governs its turn's root from the start and stops the turn on any cancel
-   * of it, so a cancelled governed root means its stop is under way, whoever cancelled it; a
-   * cancel of a child alone (a tool's own timeout) keeps the owner's own grace. `isCancelled()`
-   * folds in a cancel another thread wrote into an ancestor's slot, so an owner told of its own
-   * cancel before the root has heard of it still sees the governed stop.
-   */
-  isStopGoverned(): boolean {
-    for (let s: TokenState | undefined = this; s !== undefined; s = s.#parent) {
-      if (s.#stopGoverned && s.isCancelled()) return true;
-    }
-    return false;
   }
 
   /** The one public facade of this state, made by `make` on first use. */

@@ -4,6 +4,7 @@
  * makes its first step (the slot's flip, `flipSlot` in state.ts) itself before that call.
  */
 
+import { inspect as utilInspect } from 'node:util';
 import type { SlotRef } from './slab.js';
 import type { TokenHandle } from './slot.js';
 import { DEFAULT_CANCEL_REASON, TokenState } from './state.js';
@@ -74,7 +75,7 @@ export class CancelToken {
   cancel(reason?: unknown): boolean {
     // `flipSlot` inlined, so the flip (and a leaf's wake) is the first thing this call does: on a
     // main thread gone cold, every call and object fetched before it is time the woken worker
-    // waits (measured: docs/benchmarks.md, "Where P1's time goes"). The state does the rest.
+    // waits (measured on bench row P1). The state does the rest.
     const slot = this[SLOT];
     const flipped = Atomics.compareExchange(slot.cells, slot.index, slot.runningWord, slot.cancelledWord) === slot.runningWord;
     if (flipped && slot.wakeOnFlip) Atomics.notify(slot.cells, slot.index);
@@ -104,9 +105,15 @@ export class CancelToken {
     if (reason !== undefined) fields.push(`reason: ${inspect(reason, options)}`);
     return `CancelToken { ${fields.join(', ')} }`;
   }
+
+  /** What `console.log(token)` shows, for `String(token)` and template literals. */
+  toString(): string {
+    return utilInspect(this);
+  }
 }
 
 const makeFacade = (state: TokenState) => new CancelToken(state);
+
 
 /** @internal The facade of a state (one per state, made on first use). */
 export function wrap(state: TokenState): CancelToken {

@@ -20,6 +20,7 @@ import { addOwner } from '../token/owners.js';
 import type { CancelToken } from '../token/token.js';
 import type { Ledger } from './ledger.js';
 import { turnIdsJson, type TurnEntryBody } from './ledger-entry.js';
+import { asJson } from './json.js';
 import { messageOf, renderSafely } from './render.js';
 import type { StopReport } from './report.js';
 
@@ -32,12 +33,14 @@ export interface Turn {
    * Run a tool call: `tool_call` is written before `fn` runs with a child token (a tool timeout
    * cancels only that call). A value → `tool_output` success. A `ToolError` (or any other error)
    * → `tool_output` with `success: false` and the message; the call rejects, the turn goes on.
-   * A `FatalToolError` ends the turn `failed`. A stop → the call gets an aborted output.
+   * A `FatalToolError` ends the turn `failed`. A call that had not returned when a stop's signal
+   * went out gets an aborted output (`tool_aborted`), even if it returns during the grace: what it
+   * returned or threw then is kept on that entry as `partial`.
    * `args` and the value are recorded as JSON: args JSON cannot encode are a TypeError at the call
    * (nothing is recorded); a value JSON cannot encode is recorded as a failed output and the call
-   * rejects with a TypeError.
+   * rejects with a TypeError. The `tool_call` event is emitted once the call is recorded.
    */
-  tool<R>(name: string, args: unknown, fn: (token: CancelToken) => Promise<R>): Promise<R>;
+  tool<R>(name: string, args: unknown, fn: (token: CancelToken) => Promise<R>, options?: ToolOptions): Promise<R>;
   /**
    * Emit `question`; resolves with `runner.answer(questionId, value)`; rejects with `CancelledError`
    * on a stop. A question still pending when its turn ends otherwise is withdrawn and never settles.
@@ -47,7 +50,16 @@ export interface Turn {
   say(text: string): Promise<void>;
 }
 
-/** What the turn needs from its runner. */
+/** What `Turn.tool` takes besides the call itself. */
+export interface ToolOptions {
+  /**
+   * The call's id in the history (the model's own tool-call id, so the history matches the model's
+   * calls). Unique within the turn: a repeat is a TypeError. @default `call-N`, N counting the turn's calls
+   */
+  callId?: string;
+}
+
+/** What the turn needs from its runner. @internal */
 export interface TurnHost {
   readonly ledger: Ledger | undefined;
   /** Emit an event to every listener; a throwing listener changes nothing here. */
@@ -56,8 +68,10 @@ export interface TurnHost {
   removeQuestion(questionId: string): void;
 }
 
+/** @internal */
 export interface PendingQuestion {
-  resolve(answer: unknown): void;
+  /** Settle the question with `answer`; false (nothing changes) once its turn is stopping or over. */
+  resolve(answer: unknown): boolean;
   reject(error: unknown): void;
 }
 
@@ -67,9 +81,11 @@ interface Call {
   readonly recordedAt: number;
   /** Its output is recorded (or will not be: the ledger failed); the stop writes nothing for it. */
   finished: boolean;
+  /** What the call returned or threw after the stop's signal (it is aborted all the same); `undefined` before. */
+  partial: { output: unknown; success: boolean } | undefined;
 }
 
-/** How the body ended. */
+/** How the body ended. @internal */
 export type BodyEnd<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
 /** `value instanceof type`, false instead of a throw (a Proxy's getPrototypeOf trap may throw). */
@@ -81,17 +97,7 @@ function isA(value: unknown, type: abstract new (...args: never[]) => unknown): 
   }
 }
 
-/** `value` as the JSON a reader will get back, or a TypeError naming `name` when JSON cannot encode it. */
-function asJson(name: string, value: unknown): unknown {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(value);
-  } catch (cause) {
-    throw new TypeError(`${name}: cannot be recorded as JSON (${renderSafely(cause)})`, { cause });
-  }
-  return text === undefined ? undefined : JSON.parse(text);
-}
-
+/** @internal */
 export class ActiveTurn implements Turn {
   readonly sessionId: string;
   readonly turnId: string;
@@ -119,6 +125,8 @@ export class ActiveTurn implements Turn {
   /** This turn's ids as every ledger line of it spells them, encoded once (`Ledger.appendForTurn`). */
   readonly #idsJson: string;
   #callSeq = 0;
+  /** Frees the session for its next turn (`release`); `undefined` once run, or before the runner set it. */
+  #release: (() => void) | undefined;
 
   constructor(host: TurnHost, sessionId: string, turnId: string, token: CancelToken) {
     this.#host = host;
@@ -131,6 +139,19 @@ export class ActiveTurn implements Turn {
   }
 
   get signal(): AbortSignal { return this.token.signal; }
+
+  /** What `release()` runs: the runner's clean-up that frees the session. */
+  onRelease(release: () => void): void { this.#release = release; }
+
+  /**
+   * Free the session (the runner forgets the turn, the token is retired) before the turn's
+   * terminal event, so a listener of it can start the session's next turn. Runs once.
+   */
+  release(): void {
+    const release = this.#release;
+    this.#release = undefined;
+    release?.();
+  }
 
   get stopping(): Promise<StopReport> | undefined { return this.#stopping; }
 
@@ -188,16 +209,17 @@ export class ActiveTurn implements Turn {
     });
   }
 
-  async tool<R>(name: string, args: unknown, fn: (token: CancelToken) => Promise<R>): Promise<R> {
+  async tool<R>(name: string, args: unknown, fn: (token: CancelToken) => Promise<R>, options?: ToolOptions): Promise<R> {
     checkId('name', name);
     checkFunction('fn', fn);
+    const given = this.#givenCallId(options);
     this.#refuseIfStopping(`tool ${JSON.stringify(name)}`);
     const recordedArgs = asJson('args', args);
-    const callId = `call-${++this.#callSeq}`;
-    const call: Call = { name, recordedAt: performance.now(), finished: false };
+    const callId = given ?? this.#nextCallId();
+    const call: Call = { name, recordedAt: performance.now(), finished: false, partial: undefined };
     this.calls.set(callId, call);
     try {
-      await this.write({ type: 'tool_call', callId, name, args: recordedArgs });
+      await this.write({ type: 'tool_call', callId, name, args: recordedArgs }, 'tool_call', { callId, name, args: recordedArgs });
     } catch (error) {
       // Not recorded (the ledger failed): no output may follow it, so the stop must not write one.
       call.finished = true;
@@ -233,13 +255,37 @@ export class ActiveTurn implements Turn {
     return end.value;
   }
 
+  /** `options.callId`, checked: a TypeError naming it for a bad or repeated one. */
+  #givenCallId(options: ToolOptions | undefined): string | undefined {
+    if (options === undefined) return undefined;
+    if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
+    const { callId } = options;
+    if (callId === undefined) return undefined;
+    checkId('options.callId', callId);
+    if (this.calls.has(callId)) {
+      throw new TypeError(`options.callId: ${JSON.stringify(callId)} is already a call of turn ${this.turnId}; a call id is unique within its turn`);
+    }
+    return callId;
+  }
+
+  /** The next `call-N` that no call of the turn has (a caller may have given one such id). */
+  #nextCallId(): string {
+    let callId: string;
+    do callId = `call-${++this.#callSeq}`; while (this.calls.has(callId));
+    return callId;
+  }
+
   /**
-   * Queue the call's output (synchronously) and resolve once it is written. A stop of the turn
-   * leaves the call unfinished (the stop writes its aborted output); a cancel of this call alone
-   * (its own timeout) is an ordinary failed output, and the turn goes on.
+   * Queue the call's output (synchronously) and resolve once it is written. The turn's token is
+   * looked at once, now: a call that settles after the stop's signal went out (the token of the
+   * turn is cancelled) stays unfinished, whatever it returned, and the stop records it aborted with
+   * this as `partial`; a cancel of this call alone (its own timeout) is an ordinary failed output.
    */
   #recordOutcome<R>(callId: string, name: string, call: Call, end: BodyEnd<R>): { written: Promise<void>; end: BodyEnd<R> } {
-    if (!end.ok && this.token.isCancelled() && !isA(end.error, ToolError)) return { written: Promise.resolve(), end };
+    if (this.token.isCancelled()) {
+      call.partial = partialOf(name, end);
+      return { written: Promise.resolve(), end };
+    }
     call.finished = true;
     let output: unknown;
     if (end.ok) {
@@ -272,7 +318,13 @@ export class ActiveTurn implements Turn {
       const settled = new Promise<void>((r) => { settle = r; });
       const done = () => { settle(); dispose(); this.#host.removeQuestion(questionId); };
       const pending: PendingQuestion = {
-        resolve: (answer) => { done(); resolve(answer); },
+        // Once a stop has begun the stop wins: the answer is refused and the hard stop rejects the ask.
+        resolve: (answer) => {
+          if (this.refusing) return false;
+          done();
+          resolve(answer);
+          return true;
+        },
         reject: (error) => { done(); reject(error); },
       };
       const dispose = addOwner(this.token, {
@@ -295,5 +347,15 @@ export class ActiveTurn implements Turn {
     if (typeof text !== 'string') throw new TypeError(`text: expected a string, got ${describe(text)}`);
     this.#refuseIfStopping('say');
     await this.write({ type: 'say', text }, 'say');
+  }
+}
+
+/** What a call returned or threw after the signal, as the history keeps it (`partial`). */
+function partialOf<R>(name: string, end: BodyEnd<R>): { output: unknown; success: boolean } {
+  if (!end.ok) return { output: messageOf(end.error), success: false };
+  try {
+    return { output: asJson(`tool ${JSON.stringify(name)}: its value`, end.value), success: true };
+  } catch (error) {
+    return { output: messageOf(error), success: false };
   }
 }

@@ -7,19 +7,13 @@
  * ledger assigns `seq` and `at`; the caller supplies the rest (`LedgerEntryInput`).
  */
 
+import { TERMINAL_STATUSES, TURN_STATUSES } from '../constants.js';
 import { checkId, describe } from '../errors.js';
 import { renderSafely } from './render.js';
 
-/** Every status a turn can have, in the order a turn moves through them. */
-export const TURN_STATUSES = ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'interrupted'] as const;
+export { TERMINAL_STATUSES, TURN_STATUSES };
 /** A turn's status. `cancelling` is the durable intent written before any stop signal. */
 export type TurnStatus = (typeof TURN_STATUSES)[number];
-
-/**
- * The statuses that end a turn. They are immutable: once one is recorded, nothing more of the turn
- * is written. `interrupted` means the turn was lost with no recorded intent (a crash, a restart).
- */
-export const TERMINAL_STATUSES = ['completed', 'failed', 'cancelled', 'interrupted'] as const;
 /** A status that ends a turn. */
 export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
 
@@ -46,7 +40,11 @@ export interface LedgerEntryBase {
 }
 
 /** The turn began. */
-export interface TurnStartedEntry extends LedgerEntryBase { type: 'turn_started' }
+export interface TurnStartedEntry extends LedgerEntryBase {
+  type: 'turn_started';
+  /** The user's message that started the turn (`run`'s `input`), as JSON; absent when none was given. */
+  input?: unknown;
+}
 /** A tool is about to run; written before it starts, so a crash mid-call still shows the call. */
 export interface ToolCallEntry extends LedgerEntryBase {
   type: 'tool_call'; callId: string; name: string;
@@ -57,8 +55,16 @@ export interface ToolCallEntry extends LedgerEntryBase {
 export interface ToolOutputEntry extends LedgerEntryBase {
   type: 'tool_output'; callId: string; output: unknown; success: boolean;
 }
-/** A tool call was stopped before it finished; `output` is `abortedToolText(elapsed)`. */
-export interface ToolAbortedEntry extends LedgerEntryBase { type: 'tool_aborted'; callId: string; output: string }
+/**
+ * A tool call was stopped before it finished; `output` is `abortedToolText(elapsed)`. A call that
+ * had not returned when the stop's signal went out is aborted even if it returned during the
+ * grace: what it returned (or threw) then is kept as `partial`, never as a finished output.
+ */
+export interface ToolAbortedEntry extends LedgerEntryBase {
+  type: 'tool_aborted'; callId: string; output: string;
+  /** What the call returned (`success: true`) or threw (its message) after the signal; absent when it never settled. */
+  partial?: { output: unknown; success: boolean };
+}
 /** Streamed output of the turn, kept on a stop. */
 export interface SayEntry extends LedgerEntryBase { type: 'say'; text: string }
 /** The turn's status changed; `reason` is a reason code such as `'cancel.user'` or `'restart'`. */
@@ -115,7 +121,14 @@ const FIELD_CHECKS: Record<LedgerEntryType, (e: Record<string, unknown>) => void
       throw new TypeError(`${WHERE}: entry.success: expected a boolean, got ${describe(e.success)}`);
     }
   },
-  tool_aborted: (e) => { checkId(`${WHERE}: entry.callId`, e.callId); checkString('output', e.output); },
+  tool_aborted: (e) => {
+    checkId(`${WHERE}: entry.callId`, e.callId);
+    checkString('output', e.output);
+    const partial = e.partial as { success?: unknown } | undefined;
+    if (partial !== undefined && (partial === null || typeof partial !== 'object' || typeof partial.success !== 'boolean')) {
+      throw new TypeError(`${WHERE}: entry.partial: expected { output, success: boolean }, got ${describe(e.partial)}`);
+    }
+  },
   say: (e) => checkString('text', e.text),
   status: (e) => {
     if (!(TURN_STATUSES as readonly unknown[]).includes(e.status)) {
@@ -153,7 +166,8 @@ function snapshot(entry: unknown): Record<string, unknown> {
  * `seq`/`at` in the input are refused rather than ignored: a caller that supplies them believes it
  * controls them, and silently replacing them would hide that mistake.
  */
-export function renderEntry(entry: unknown, seq: number, at: number): { line: string; turnId: string; type: LedgerEntryType } {
+export function renderEntry(entry: unknown, seq: number, at: number):
+  { line: string; sessionId: string; turnId: string; type: LedgerEntryType; status: unknown } {
   const e = snapshot(entry);
   for (const field of ['seq', 'at']) {
     if (field in e) throw new TypeError(`${WHERE}: entry.${field}: assigned by the ledger, do not supply it (got ${describe(e[field])})`);
@@ -173,7 +187,7 @@ export function renderEntry(entry: unknown, seq: number, at: number): { line: st
   }
   if (lacksArgs(type, out)) out.args = null;
   // Serialised now, so a caller mutating the object after append() cannot change the history.
-  return { line: `${stringify(out)}\n`, turnId: turnId as string, type };
+  return { line: `${stringify(out)}\n`, sessionId: sessionId as string, turnId: turnId as string, type, status: e.status };
 }
 
 /** The entry's type, after the checks of its type's fields; a TypeError naming the bad one. */
@@ -263,9 +277,10 @@ function readLine(line: string, previousSeq: number): LineResult {
  * are not JSON at all (a cut line, zeros from an unwritten block): that tail is reported as
  * `torn`. Any other bad line (a bad line before the last, or a last line that is JSON but not a
  * valid next entry) means the file was damaged, edited or shared, and throws an Error naming the
- * 1-based line number.
+ * 1-based line number. `onEntry` gets each complete entry with its line's byte range (newline included).
  */
-export function parseLedger(where: string, path: string, bytes: Buffer): ParsedLedger {
+export function parseLedger(where: string, path: string, bytes: Buffer,
+  onEntry?: (entry: LedgerEntry, start: number, end: number) => void): ParsedLedger {
   const entries: LedgerEntry[] = [];
   let start = 0;
   let line = 0;
@@ -281,6 +296,7 @@ export function parseLedger(where: string, path: string, bytes: Buffer): ParsedL
         'a ledger is never rewritten, so repair or move the file by hand');
     }
     entries.push(result.entry);
+    onEntry?.(result.entry, start, end + 1);
     previousSeq = result.entry.seq;
     start = end + 1;
   }

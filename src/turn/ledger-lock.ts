@@ -1,6 +1,7 @@
 /**
  * One writer per ledger file, across processes: an advisory lock file `<ledger>.lock` that names
- * its holder (pid, the process's start time, host). `Ledger.open` takes it before reading the file
+ * its holder (pid, the process's start time, host), next to the real file (the caller resolves
+ * symlinks first, so two paths to one file meet one lock). `Ledger.open` takes it before reading the file
  * and `close()` gives it back.
  *
  * Why not a lock library: the common ones judge a lock stale by its age (proper-lockfile: mtime
@@ -23,6 +24,7 @@
 import { randomBytes } from 'node:crypto';
 import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import { readStat } from '../exec/proc.js';
 
 /** Who holds a ledger. */
@@ -78,12 +80,13 @@ function describeHolder(holder: LockHolder): string {
 }
 
 /**
- * Take the lock of the ledger at `ledgerPath`. Rejects with an Error naming the holder when another
- * live process holds it, and with the file system's error (its `code` kept) when the lock file
- * cannot be written.
+ * Take the lock of the ledger whose real path (symlinks resolved) is `ledgerPath`, opened as
+ * `openedAs`. Rejects with an Error naming the holder when another live process holds it, and with
+ * the file system's error (its `code` kept) when the lock file cannot be written.
  */
-export async function lockLedger(ledgerPath: string): Promise<LedgerLock> {
+export async function lockLedger(ledgerPath: string, openedAs = ledgerPath): Promise<LedgerLock> {
   const lockPath = `${ledgerPath}.lock`;
+  const shown = resolve(openedAs) === ledgerPath ? `"${ledgerPath}"` : `"${openedAs}" (the file "${ledgerPath}")`;
   const mine = JSON.stringify(self());
   const temp = `${lockPath}.${process.pid}.${randomBytes(6).toString('hex')}`;
   await writeFile(temp, mine, { flag: 'wx' }).catch(async (e) => { await unlink(temp).catch(() => {}); throw e; });
@@ -99,16 +102,16 @@ export async function lockLedger(ledgerPath: string): Promise<LedgerLock> {
       if (text === undefined) continue; // released meanwhile: try again
       const holder = parseHolder(text);
       if (holder === undefined) {
-        throw new Error(`Ledger.open: "${ledgerPath}" is locked by "${lockPath}", which does not name a holder; ` +
+        throw new Error(`Ledger.open: ${shown} is locked by "${lockPath}", which does not name a holder; ` +
           'if no process has the ledger open, delete that lock file');
       }
       if (!isGone(holder)) {
-        throw new Error(`Ledger.open: "${ledgerPath}" is already open for writing by ${describeHolder(holder)} ` +
+        throw new Error(`Ledger.open: ${shown} is already open for writing by ${describeHolder(holder)} ` +
           `(lock file "${lockPath}"); one writer per ledger file, so close it there first`);
       }
       await takeOver(lockPath, text);
     }
-    throw new Error(`Ledger.open: could not lock "${ledgerPath}": its lock file "${lockPath}" kept changing; try again`);
+    throw new Error(`Ledger.open: could not lock ${shown}: its lock file "${lockPath}" kept changing; try again`);
   } finally {
     await unlink(temp).catch(() => {});
   }

@@ -3,41 +3,45 @@
  * schema and its checks live in ledger-entry.ts; this file owns the file and its one writer.
  *
  * Invariants:
- * 1. One writer. Every line reaches the file through `#writeBatch`, one batch at a time, over one
- *    handle opened in append mode, so file order is the order lines were queued: `#pump` writes
- *    in the background, and `flush` writes what is queued itself when no write or sync is in flight.
+ * 1. One writer. Every line reaches the file through the `LedgerWriter` (ledger-writer.ts), one
+ *    batch at a time, over one handle opened in append mode, so file order is the order lines were
+ *    queued; its syncs are shared by every flush under way (group commit).
  * 2. `seq` is assigned synchronously inside `append()`, in call order, and only to an entry that
  *    passed its checks. With (1): seq order = file order, with no gaps, even for un-awaited appends.
- * 3. `#lastWrite` settles once every line queued so far has been written or has failed. It never
- *    rejects, so `flush`, `entries` and `close` can wait on it and then look at `#failure`.
+ * 3. The writer's `lastWrite` settles once every line queued so far has been written or has failed.
+ *    It never rejects, so `entries` and `close` can wait on it and then look at its `failure`.
  * 4. A failed write or sync breaks the ledger for good: after a write the file may end in a torn
  *    line, and writing after it would turn that into a corrupt middle line, which `open` refuses;
  *    after a sync, lines already written may never reach the disk, and no later sync can say
- *    which. So every later append and flush rejects with `#failure` (the first failure); the next
+ *    which. So every later append and flush rejects with the first failure; the next
  *    `Ledger.open` repairs the tail.
  * 5. `open` changes a file in two ways only: it truncates a torn last line and it appends status
  *    entries. A complete entry is never rewritten or removed.
  *
  * 6. One writer per file: two `Ledger`s in one process on the same file are refused (by device and
- *    inode), and across processes the lock file of ledger-lock.ts names the holder.
+ *    inode), and across processes the lock file of ledger-lock.ts names the holder. The lock is
+ *    taken on the real file (symlinks resolved), so a path through a symlink meets the same lock.
  * 7. A turn id is used once: a `turn_started` of a turn the file already holds is refused.
  * 8. Every seq is a safe integer: an append that would pass `Number.MAX_SAFE_INTEGER` is refused
  *    rather than written as a line the reader would then refuse.
  *
- * Not guaranteed: the lock is advisory, and it is taken per path (two hard links to one file in two
- * processes are two locks).
+ * 9. The session index (ledger-index.ts) holds the byte range of every line, added as the line is
+ *    queued: lines are written in queue order at the end of the file, so its offsets are exact
+ *    while no write has failed (after one, `entries` reads the whole file instead).
+ *
+ * Not guaranteed: the lock is advisory, and two hard links to one file (two real paths) in two
+ * processes are two locks.
  */
 
-import { writeSync } from 'node:fs';
-import { open as openFile, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { open as openFile, realpath, stat as statPath, type FileHandle } from 'node:fs/promises';
 import { checkId, describe } from '../errors.js';
-import { fdatasyncFd, isDiskFull, openError, readAll, writeAll } from './ledger-file.js';
+import { openError, readAll } from './ledger-file.js';
 import {
-  closingEntries, parseLedger, renderEntry, renderTurnEntry, type LedgerEntry, type LedgerEntryInput, type TurnEntryBody,
+  closingEntries, isTerminalStatus, parseLedger, renderEntry, renderTurnEntry, type LedgerEntry, type LedgerEntryInput, type TurnEntryBody,
 } from './ledger-entry.js';
+import { readSession, SessionIndex } from './ledger-index.js';
 import { lockLedger, type LedgerLock } from './ledger-lock.js';
-import { renderSafely } from './render.js';
+import { LedgerWriter } from './ledger-writer.js';
 
 export {
   TURN_STATUSES, TERMINAL_STATUSES, isTerminalStatus, LEDGER_ENTRY_TYPES, TURN_ABORTED_MARKER, abortedToolText, INTERRUPTED_TOOL_TEXT,
@@ -52,15 +56,12 @@ export interface LedgerFilter {
   turnId?: string;
 }
 
-/** A queued line and the `append()` promise waiting for it. */
-interface PendingLine {
-  line: string;
-  resolve: () => void;
-  reject: (error: unknown) => void;
-}
 
 /** `dev:ino` of every ledger file open in this process, so a second writer is refused (see header). */
 const openFiles = new Set<string>();
+
+/** How many `appendForTurn` id strings keep their parsed session id (a running turn's is looked up, not parsed, per line). */
+const SESSION_OF_IDS_CACHE = 4096;
 
 /**
  * Append-only JSONL history. One JSON entry per line, `{ seq, at, sessionId, turnId, type, ... }`;
@@ -69,6 +70,12 @@ const openFiles = new Set<string>();
  * - `append` resolves once the line is written to the OS (`write`); `flush` resolves once
  *   everything appended before it is on disk (`fdatasync`). Appends issued while a write is in
  *   flight go out together in the next write.
+ * - Group commit: flushes under way at once share their syncs. At most one `fdatasync` is in flight
+ *   and one pending; a flush that arrives while one runs rides the next, so a storm of concurrent
+ *   stops costs a few syncs, not two a stop, and each flush still resolves only once its own
+ *   appends are on disk.
+ * - `entries({ sessionId })` reads and parses that session's lines only: the ledger keeps the byte
+ *   ranges of each session's lines (built at open, kept as it appends), not the entries.
  * - A failed write does not raise an unhandled rejection for an un-awaited append; it breaks the
  *   ledger, and every later `append`, `flush` and `close` rejects with it. (A bad entry is the
  *   caller's bug: its append rejects at once with a TypeError and the ledger stays usable.)
@@ -91,49 +98,47 @@ export class Ledger {
   readonly #handle: FileHandle;
   readonly #fileKey: string;
   readonly #lock: LedgerLock;
+  readonly #writer: LedgerWriter;
   /** Every turn id in the file (invariant 7). */
   readonly #turnIds: Set<string>;
+  /** The turns whose `cancelling` is written and whose terminal status is not: their lines are urgent. */
+  readonly #stopping = new Set<string>();
+  /** Where each session's lines are (invariant 9). */
+  readonly #index: SessionIndex;
+  /** `appendForTurn`'s id strings → their session id; the oldest goes first when it is full. */
+  readonly #sessionOfIds = new Map<string, string>();
   /** The last seq assigned (0 for an empty file). */
   #seq: number;
-  /** Lines waiting for the next write; taken whole by `#pump`. */
-  #queue: PendingLine[] = [];
-  /** True while `#pump` runs; a new line then only joins `#queue`. */
-  #pumping = false;
-  /** True while an asynchronous write of `#pump` is in flight: nothing else may write meanwhile. */
-  #writing = false;
-  /**
-   * The `fdatasync`s in flight: `#writeQueuedNow` writes nothing while one is, and `close()` waits
-   * for them before it closes their fd.
-   */
-  readonly #syncs = new Set<Promise<void>>();
-  /** Settles when every line queued so far is written or failed; never rejects (invariant 3). */
-  #lastWrite: Promise<void> = Promise.resolve();
-  /** The first write failure; `undefined` while every write has succeeded (invariant 4). */
-  #failure: Error | undefined;
+  /** The byte offset where the next queued line will be written. */
+  #end: number;
   /** `close()`'s promise; `undefined` while the ledger is open. */
   #closing: Promise<void> | undefined;
-  /** Set as the handle closes, so a flush that raced `close()` waits for it instead of syncing a closed fd. */
+  /** Set as the handle closes, so `entries` reads the path instead. */
   #handleClosed = false;
 
-  private constructor(path: string, handle: FileHandle, fileKey: string, lock: LedgerLock, entries: readonly LedgerEntry[]) {
+  private constructor(path: string, handle: FileHandle, fileKey: string, lock: LedgerLock, seq: number, end: number,
+    turnIds: Set<string>, index: SessionIndex) {
     this.path = path;
+    this.#index = index;
     this.#handle = handle;
     this.#fileKey = fileKey;
     this.#lock = lock;
-    this.#seq = entries.at(-1)?.seq ?? 0;
-    this.#turnIds = new Set(entries.map((e) => e.turnId));
+    this.#seq = seq;
+    this.#end = end;
+    this.#turnIds = turnIds;
+    this.#writer = new LedgerWriter(path, handle, seq);
   }
 
   /**
-   * Opens (or creates) the ledger at `path` and takes its lock file `<path>.lock` (so the directory
-   * must exist and be writable). Repairs a crash's leftovers (see the class), then flushes the
-   * repair before resolving.
+   * Opens (or creates) the ledger at `path` and takes its lock file `<real path>.lock`, next to the
+   * real file when `path` is a symlink (so that directory must exist and be writable). Repairs a
+   * crash's leftovers (see the class), then flushes the repair before resolving.
    *
    * Rejects with a TypeError for an empty or non-string path, and with an Error naming the path
    * and the cause when the file cannot be opened for appending, is not a regular file, is already
-   * open in this process or in another live process (the error names it), has a bad line before
-   * its last one, or cannot be repaired; on a full disk the error says so, how much is free, and
-   * what to free.
+   * open in this process or in another live process (through any symlink; the error names the
+   * holder), has a bad line before its last one, or cannot be repaired; on a full disk the error
+   * says so, how much is free, and what to free.
    */
   static async open(path: string): Promise<Ledger> {
     checkId('Ledger.open: path', path);
@@ -155,15 +160,18 @@ export class Ledger {
         throw new Error(`Ledger.open: "${path}" is already open in this process; share that Ledger (two writers would break seq order)`);
       }
       openFiles.add(fileKey);
+      const real = await realFileOf(path, fileKey);
       try {
-        lock = await lockLedger(path);
+        lock = await lockLedger(real, path);
       } catch (cause) {
         if ((cause as NodeJS.ErrnoException).code === undefined) throw cause;
         throw await openError(path, `cannot write the lock file of "${path}"`, cause);
       }
-      const parsed = parseLedger('Ledger.open', path, await readAll(handle, stat.size));
+      const index = new SessionIndex();
+      const parsed = parseLedger('Ledger.open', path, await readAll(handle, stat.size), (e, start, end) => index.add(e.sessionId, start, end));
       if (parsed.torn) await handle.truncate(parsed.completeBytes);
-      const ledger = new Ledger(path, handle, fileKey, lock, parsed.entries);
+      const turnIds = new Set(parsed.entries.map((e) => e.turnId));
+      const ledger = new Ledger(path, handle, fileKey, lock, parsed.entries.at(-1)?.seq ?? 0, parsed.completeBytes, turnIds, index);
       const repairs = closingEntries(parsed.entries);
       for (const entry of repairs) void ledger.append(entry);
       // fdatasync covers the truncation too: the new size is metadata needed to read the data.
@@ -189,6 +197,15 @@ export class Ledger {
     return this.#turnIds.has(turnId);
   }
 
+  /** @internal The highest seq known to be on disk (an `fdatasync` covered it); -1 before the first sync. */
+  get durableSeq(): number { return this.#writer.durableSeq; }
+
+  /** @internal The last seq assigned (0 for an empty file). */
+  get seq(): number { return this.#seq; }
+
+  /** @internal The `fdatasync`s this ledger has issued since it was opened. */
+  get syncs(): number { return this.#writer.syncs; }
+
   /**
    * Appends one entry; resolves once its line is written to the OS (not yet fsynced: see `flush`).
    * The entry is checked and serialised at the call, so mutating it afterwards changes nothing.
@@ -201,13 +218,13 @@ export class Ledger {
   append(entry: LedgerEntryInput): Promise<void> {
     const refused = this.#refusal();
     if (refused !== undefined) return refused;
-    let rendered: { line: string; turnId: string; type: string };
+    let rendered: { line: string; sessionId: string; turnId: string; type: string; status: unknown };
     try {
       rendered = renderEntry(entry, this.#seq + 1, Date.now());
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#enqueue(rendered.line, rendered.turnId, rendered.type);
+    return this.#enqueue(rendered.line, rendered.sessionId, rendered.turnId, rendered.type, rendered.status);
   }
 
   /**
@@ -224,7 +241,18 @@ export class Ledger {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#enqueue(line, turnId, body.type);
+    return this.#enqueue(line, this.#sessionOf(idsJson), turnId, body.type, body.type === 'status' ? body.status : undefined);
+  }
+
+  /** The session id in a `turnIdsJson` string, parsed once while the turn keeps writing. */
+  #sessionOf(idsJson: string): string {
+    let sessionId = this.#sessionOfIds.get(idsJson);
+    if (sessionId === undefined) {
+      sessionId = (JSON.parse(`{${idsJson.slice(0, -1)}}`) as { sessionId: string }).sessionId;
+      if (this.#sessionOfIds.size >= SESSION_OF_IDS_CACHE) this.#sessionOfIds.delete(this.#sessionOfIds.keys().next().value!);
+      this.#sessionOfIds.set(idsJson, sessionId);
+    }
+    return sessionId;
   }
 
   /** Why no entry can be appended now (a rejected promise), or `undefined`. */
@@ -232,7 +260,7 @@ export class Ledger {
     if (this.#closing !== undefined) {
       return Promise.reject(new Error(`Ledger.append: the ledger "${this.path}" is closed`));
     }
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (this.#writer.failure !== undefined) return Promise.reject(this.#writer.failure);
     if (this.#seq + 1 > Number.MAX_SAFE_INTEGER) {
       return Promise.reject(new RangeError(`Ledger.append: "${this.path}" has reached seq ${this.#seq} (Number.MAX_SAFE_INTEGER); ` +
         'no later seq can be read back exactly, so start a new ledger file'));
@@ -240,95 +268,57 @@ export class Ledger {
     return undefined;
   }
 
-  /** Queue a checked, rendered line under the next seq (invariants 1 and 2). */
-  #enqueue(line: string, turnId: string, type: string): Promise<void> {
+  /** Queue a checked, rendered line under the next seq (invariants 1, 2 and 9); `status`: a status entry's. */
+  #enqueue(line: string, sessionId: string, turnId: string, type: string, status: unknown): Promise<void> {
     if (type === 'turn_started' && this.#turnIds.has(turnId)) {
       return Promise.reject(new Error(`Ledger.append: turn ${JSON.stringify(turnId)} is already in "${this.path}"; ` +
         'a turn id is used once (a second turn under it could never be told apart from the first)'));
     }
     this.#turnIds.add(turnId);
     this.#seq += 1;
-    const written = new Promise<void>((resolve, reject) => this.#queue.push({ line, resolve, reject }));
-    this.#lastWrite = written.then(noop, noop);
-    if (!this.#pumping) void this.#pump();
-    return written;
+    const start = this.#end;
+    this.#end += Buffer.byteLength(line, 'utf8');
+    this.#index.add(sessionId, start, this.#end);
+    // From its `cancelling` to its terminal status, a turn's lines are a stop's: they skip the queue of
+    // other sessions' released appends (ledger-writer.ts).
+    if (status === 'cancelling') this.#stopping.add(turnId);
+    const urgent = this.#stopping.has(turnId);
+    if (isTerminalStatus(status)) this.#stopping.delete(turnId);
+    return this.#writer.enqueue(line, this.#seq, turnId, urgent);
   }
 
   /**
-   * Resolves once every entry appended before the call is on disk (`fdatasync`). After `close()`
-   * it waits for the close, which flushed everything. Rejects if a write or the sync failed.
+   * Resolves once every entry appended before the call is on disk (`fdatasync`), sharing the sync
+   * with the other flushes under way (see the class). After `close()` it waits for the close,
+   * which flushed everything. Rejects if a write or the sync failed.
    */
-  async flush(): Promise<void> {
+  flush(): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;
-    // Everything appended so far written by this very call: the sync starts in the same
-    // synchronous run, not behind whatever else the microtask queue holds by the time a wait for
-    // `#lastWrite` would resume (a stop's own listeners, say).
-    if (!this.#writeQueuedNow()) await this.#lastWrite;
-    if (this.#failure !== undefined) throw this.#failure;
-    if (this.#handleClosed) return this.#closing;
-    await this.#fdatasync();
+    return this.#writer.flush();
   }
 
   /**
-   * A failed sync breaks the ledger as a failed write does (invariant 4): the kernel reports a
-   * writeback error once, so a later sync could succeed although lines before it never reached
-   * the disk, and a flush that then resolved would promise what is not there.
-   */
-  #fdatasync(): Promise<void> {
-    const sync: Promise<void> = fdatasyncFd(this.#handle.fd).then(() => { this.#syncs.delete(sync); }, (cause: unknown) => {
-      this.#syncs.delete(sync);
-      throw this.#breakOn(`syncing "${this.path}" failed, so what was written since the last good sync may not be on disk`, cause);
-    });
-    this.#syncs.add(sync);
-    return sync;
-  }
-
-  /** Breaks the ledger for good (invariant 4) and returns the failure: the first one, if it already was. */
-  #breakOn(what: string, cause: unknown): Error {
-    if (this.#failure !== undefined) return this.#failure;
-    const then = isDiskFull(cause)
-      ? `the disk is full (${(cause as NodeJS.ErrnoException).code}): free space on the file system holding "${dirname(this.path)}", then`
-      : 'it refuses further appends, and';
-    this.#failure = new Error(`Ledger: ${what} (${renderSafely(cause)}); ${then} the next Ledger.open repairs the file`, { cause });
-    return this.#failure;
-  }
-
-  /**
-   * A flush about to sync writes the queued lines itself, synchronously, instead of waiting for
-   * the pump's asynchronous write: a small append is a copy into the page cache, far cheaper than
-   * the trip through libuv's thread pool that the durable steps of a stop would otherwise pay
-   * twice. Only when nothing is in flight: an asynchronous write would be overtaken (invariant 1),
-   * and on a file system with stable pages a write into a page an `fdatasync` is writing back
-   * waits for that I/O, which must not happen on the main thread. True when it wrote every line
-   * appended so far (nothing was in flight, and the write succeeded).
-   */
-  #writeQueuedNow(): boolean {
-    if (this.#writing || this.#syncs.size > 0 || this.#queue.length === 0 || this.#failure !== undefined) return false;
-    const batch = this.#queue;
-    this.#queue = [];
-    this.#writeBatch(batch, () => {
-      const buffer = joinLines(batch);
-      for (let offset = 0; offset < buffer.length;) offset += writeSync(this.#handle.fd, buffer, offset, buffer.length - offset, null);
-    });
-    return this.#failure === undefined;
-  }
-
-  /**
-   * The entries on disk, in seq order, optionally only those of one session and/or turn. Waits for
-   * pending appends first, so it includes every append made before the call, awaited or not.
-   * Reads the file each time (it is the record, not a cache), through the handle `open` made, so
-   * it reads the file this ledger writes even if the path now names another file. After `close()`
-   * it reads the path, and rejects if that is no longer the same file.
+   * The entries on disk, in seq order, optionally only those of one session and/or turn. Includes
+   * every append made before the call, awaited or not. Reads the file each time (it is the record,
+   * not a cache), through the handle `open` made, so it reads the file this ledger writes even if
+   * the path now names another file; with `sessionId` it reads that session's lines only (an
+   * unknown session reads nothing). After `close()` it reads the whole file at the path, and
+   * rejects if that is no longer the same file.
    *
    * Throws a TypeError when a filter value is not a non-empty string.
    */
   async entries(filter?: LedgerFilter): Promise<LedgerEntry[]> {
     const { sessionId, turnId } = checkFilter(filter);
-    await this.#lastWrite;
+    const byTurn = (e: LedgerEntry) => turnId === undefined || e.turnId === turnId;
+    const ranges = sessionId === undefined ? undefined : this.#index.snapshot(sessionId);
+    await this.#writer.lastWrite;
+    if (sessionId !== undefined && !this.#handleClosed && this.#writer.failure === undefined) {
+      if (ranges === undefined) return [];
+      return (await readSession(this.#handle, 'Ledger.entries', this.path, sessionId, ranges)).filter(byTurn);
+    }
     // A torn tail can only follow a failed write (invariant 4); it is not an entry, so it is skipped.
     const { entries } = parseLedger('Ledger.entries', this.path, await this.#readBack());
-    return entries.filter((e) => (sessionId === undefined || e.sessionId === sessionId) &&
-      (turnId === undefined || e.turnId === turnId));
+    return entries.filter((e) => (sessionId === undefined || e.sessionId === sessionId) && byTurn(e));
   }
 
   /**
@@ -347,12 +337,11 @@ export class Ledger {
 
   async #close(): Promise<void> {
     try {
-      await this.#lastWrite;
-      if (this.#failure !== undefined) throw this.#failure;
-      await this.#fdatasync();
+      await this.#writer.lastWrite;
+      await this.#writer.flush();
     } finally {
       // A flush's sync started before the close holds the fd: closing it first could sync another file.
-      await Promise.allSettled([...this.#syncs]);
+      await this.#writer.drain();
       this.#handleClosed = true;
       openFiles.delete(this.#fileKey);
       await this.#handle.close();
@@ -374,57 +363,20 @@ export class Ledger {
       await handle.close();
     }
   }
-
-  /** The background writer (invariant 1): writes whatever queued up meanwhile as one batch, until none is left. */
-  async #pump(): Promise<void> {
-    this.#pumping = true;
-    // Let the lines appended in the same synchronous run join the first batch (a stop appends
-    // its aborted outputs, marker and status back to back: one write instead of two).
-    await undefined;
-    while (this.#queue.length > 0) {
-      const batch = this.#queue;
-      this.#queue = [];
-      this.#writing = true;
-      try {
-        await this.#writeBatch(batch, () => writeAll(this.#handle, joinLines(batch)));
-      } finally {
-        this.#writing = false;
-      }
-    }
-    this.#pumping = false;
-  }
-
-  /**
-   * Write one batch with `write` and settle its appends; a failure breaks the ledger (invariant 4).
-   * Returns a promise only when `write` does (the pump's asynchronous write).
-   */
-  #writeBatch(batch: PendingLine[], write: () => Promise<void> | void): Promise<void> | void {
-    if (this.#failure !== undefined) {
-      for (const pending of batch) pending.reject(this.#failure);
-      return;
-    }
-    const fail = (cause: unknown) => {
-      const failure = this.#breakOn(`writing to "${this.path}" failed`, cause);
-      for (const pending of batch) pending.reject(failure);
-    };
-    const done = () => { for (const pending of batch) pending.resolve(); };
-    let written: Promise<void> | void;
-    try {
-      written = write();
-    } catch (cause) {
-      fail(cause);
-      return;
-    }
-    if (written === undefined) return done();
-    return written.then(done, fail);
-  }
 }
 
-function joinLines(batch: readonly PendingLine[]): Buffer {
-  return Buffer.from(batch.map((pending) => pending.line).join(''), 'utf8');
+/**
+ * The real path of the file open as `fileKey` (`dev:ino`) under `path`: the lock is taken there, so
+ * every symlink to one file meets one lock. Rejects if the path no longer names that file.
+ */
+async function realFileOf(path: string, fileKey: string): Promise<string> {
+  const real = await realpath(path);
+  const stat = await statPath(real);
+  if (`${stat.dev}:${stat.ino}` !== fileKey) {
+    throw new Error(`Ledger.open: "${path}" was replaced while it was being opened; open it again`);
+  }
+  return real;
 }
-
-function noop(): void {}
 
 function checkFilter(filter: unknown): LedgerFilter {
   if (filter === undefined) return {};

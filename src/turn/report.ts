@@ -2,6 +2,8 @@
  * What a turn ends with: the `TurnOutcome` of `TurnRunner.run` and the `StopReport` of a stop.
  */
 
+import type { CancelledError } from '../errors.js';
+
 /** Timings in ms from the stop request, in the order of the stop sequence (docs/design.md §2). */
 export interface StopReport {
   sessionId: string;
@@ -45,19 +47,41 @@ export interface StopReport {
 
 export type TurnOutcomeStatus = 'completed' | 'failed' | 'cancelled';
 
-export interface TurnOutcome<T> {
-  status: TurnOutcomeStatus;
+/**
+ * How `TurnRunner.run` ended, discriminated by `status`.
+ *
+ * @example
+ * const outcome = await runner.run(sessionId, body);
+ * if (outcome.status === 'cancelled') log(outcome.report.reason);
+ */
+export type TurnOutcome<T> = CompletedOutcome<T> | FailedOutcome | CancelledOutcome;
+
+/** The body returned `value`. */
+export interface CompletedOutcome<T> {
+  status: 'completed';
   turnId: string;
-  /** The body's value (`completed`). */
-  value?: T;
-  /** What failed the turn (`failed`), or the `CancelledError` of a stop (`cancelled`). */
-  error?: unknown;
-  /** The stop's report (`cancelled`). */
-  report?: StopReport;
+  value: T;
   /**
-   * Present when the ledger failed to record the turn's `completed`/`failed` status: the outcome
-   * stands, the event fired, and the next `Ledger.open` closes the turn as `interrupted`. (A stop's
-   * ledger failure is `report.ledgerError`.)
+   * Present when the ledger failed to record the turn's `completed` status: the outcome stands,
+   * the event fired, and the next `Ledger.open` closes the turn as `interrupted`.
    */
   ledgerError?: unknown;
+}
+
+/** The body threw `error` (or a tool threw a `FatalToolError`, which the body may have caught). */
+export interface FailedOutcome {
+  status: 'failed';
+  turnId: string;
+  error: unknown;
+  /** As `CompletedOutcome.ledgerError`, for the `failed` status. */
+  ledgerError?: unknown;
+}
+
+/** A stop ended the turn (a stop's ledger failure is `report.ledgerError`). */
+export interface CancelledOutcome {
+  status: 'cancelled';
+  turnId: string;
+  /** The stop as an error, for code that throws it on. */
+  error: CancelledError;
+  report: StopReport;
 }

@@ -4,10 +4,12 @@
  * runner), and a bad one is a TypeError or RangeError naming it, thrown before anything changes.
  */
 
+import { DEFAULT_GRACE_MS, DEFAULT_PENDING_STOP_MS, DEFAULT_SHUTDOWN_DEADLINE_MS, StopReasons } from '../constants.js';
 import { checkId, checkMs, describe } from '../errors.js';
 import { TurnPool } from '../pool/pool.js';
 import { TurnRegistry, turns } from '../token/registry.js';
 import { Ledger } from './ledger.js';
+import { asJson } from './json.js';
 
 export interface TurnRunnerOptions {
   /** @default turns (the default registry) */
@@ -18,9 +20,12 @@ export interface TurnRunnerOptions {
   ledger?: Ledger;
   /** Default grace of `stop()`, 0 to 2^31−1 ms. @default 100 */
   graceMs?: number;
+  /**
+   * How long a stop of a turn that has not started yet (`stop(sessionId, { turnId })` before
+   * `run(sessionId, body, { turnId })`) is kept for it, 0 to 2^31−1 ms. @default 60000
+   */
+  pendingStopMs?: number;
 }
-
-const DEFAULT_GRACE_MS = 100;
 
 /** `options` as an object with each named field read once; TypeError when it is not an object. */
 function fields(where: string, options: unknown, names: readonly string[]): Record<string, unknown> {
@@ -34,12 +39,14 @@ function fields(where: string, options: unknown, names: readonly string[]): Reco
 }
 
 export function checkRunnerOptions(options: unknown): Required<Omit<TurnRunnerOptions, 'pool' | 'ledger'>> & Pick<TurnRunnerOptions, 'pool' | 'ledger'> {
-  const { registry = turns, pool, ledger, graceMs = DEFAULT_GRACE_MS } = fields('options', options, ['registry', 'pool', 'ledger', 'graceMs']);
+  const { registry = turns, pool, ledger, graceMs = DEFAULT_GRACE_MS, pendingStopMs = DEFAULT_PENDING_STOP_MS } =
+    fields('options', options, ['registry', 'pool', 'ledger', 'graceMs', 'pendingStopMs']);
   if (!(registry instanceof TurnRegistry)) throw new TypeError(`options.registry: expected a TurnRegistry, got ${describe(registry)}`);
   if (pool !== undefined && !(pool instanceof TurnPool)) throw new TypeError(`options.pool: expected a TurnPool, got ${describe(pool)}`);
   if (ledger !== undefined && !(ledger instanceof Ledger)) throw new TypeError(`options.ledger: expected a Ledger, got ${describe(ledger)}`);
   checkMs('options.graceMs', graceMs);
-  return { registry, pool, ledger, graceMs: graceMs as number };
+  checkMs('options.pendingStopMs', pendingStopMs);
+  return { registry, pool, ledger, graceMs: graceMs as number, pendingStopMs: pendingStopMs as number };
 }
 
 /** What `TurnRunner.run` takes besides the session and the body. */
@@ -52,18 +59,53 @@ export interface RunOptions {
    * already aborted signal stops the turn before its body starts.
    */
   signal?: AbortSignal;
+  /**
+   * The user's message that started the turn (JSON-encodable): recorded on `turn_started` as
+   * `input` and passed to its event, so the history can be replayed to a model.
+   */
+  input?: unknown;
 }
 
 export function checkRunOptions(options: unknown): RunOptions {
-  const { turnId, signal } = fields('options', options, ['turnId', 'signal']);
+  const { turnId, signal, input } = fields('options', options, ['turnId', 'signal', 'input']);
   if (turnId !== undefined) checkId('options.turnId', turnId);
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`options.signal: expected an AbortSignal, got ${describe(signal)}`);
-  return { turnId, signal };
+  return { turnId, signal, input: input === undefined ? undefined : asJson('options.input', input) };
 }
 
-export function checkStopOptions(options: unknown): { graceMs?: number; reason?: string } {
-  const { graceMs, reason } = fields('options', options, ['graceMs', 'reason']);
+/** What `TurnRunner.stop` takes besides the session. */
+export interface StopOptions {
+  /** The grace of this stop, 0 to 2^31−1 ms. @default the runner's `graceMs` */
+  graceMs?: number;
+  /** The reason code recorded and reported (see `StopReasons`). @default 'cancel.user' */
+  reason?: string;
+  /**
+   * Stop this turn only. When it is the session's running turn, it is stopped; when it has not
+   * started and is not in the ledger, the stop is kept for it (`pendingStopMs`) and its `run`
+   * starts nothing of the body; otherwise (another session's, or already over) nothing happens.
+   */
+  turnId?: string;
+}
+
+export function checkStopOptions(options: unknown): { graceMs?: number; reason: string; turnId?: string } {
+  const { graceMs, reason = StopReasons.user, turnId } = fields('options', options, ['graceMs', 'reason', 'turnId']);
   checkMs('options.graceMs', graceMs);
-  if (reason !== undefined) checkId('options.reason', reason);
-  return { graceMs, reason };
+  checkId('options.reason', reason);
+  if (turnId !== undefined) checkId('options.turnId', turnId);
+  return { graceMs, reason, turnId };
+}
+
+/** What `TurnRunner.shutdown` takes. */
+export interface ShutdownOptions {
+  /** How long to wait for the stops, 0 to 2^31−1 ms; then it resolves with the reports finished by then. @default 10000 */
+  deadlineMs?: number;
+  /** The reason code of every stop. @default 'cancel.shutdown' */
+  reason?: string;
+}
+
+export function checkShutdownOptions(options: unknown): Required<ShutdownOptions> {
+  const { deadlineMs = DEFAULT_SHUTDOWN_DEADLINE_MS, reason = StopReasons.shutdown } = fields('options', options, ['deadlineMs', 'reason']);
+  checkMs('options.deadlineMs', deadlineMs);
+  checkId('options.reason', reason);
+  return { deadlineMs: deadlineMs as number, reason };
 }

@@ -13,26 +13,35 @@
  *    to skip the signal, the grace, the hard stop or the event.
  * 3. A listener cannot break a turn: events go through `notify`, which calls every listener and
  *    turns a throw into a process warning.
+ * 4. A terminal event (`turn_completed`, `turn_failed`, `turn_aborted`) is emitted after the turn
+ *    is released (`ActiveTurn.release`: the session forgotten, the token retired), so a listener
+ *    may start the session's next turn at once.
  */
 
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
-import { CancelledError, checkFunction, checkId } from '../errors.js';
+import { StopReasons } from '../constants.js';
+import {
+  CancelledError, checkFunction, checkId, SessionBusyError, ShuttingDownError, TurnIdUsedError,
+} from '../errors.js';
 import { runInTurn } from '../token/context.js';
 import { governStop } from '../token/owners.js';
 import type { TurnRegistry } from '../token/registry.js';
 import type { TurnPool } from '../pool/pool.js';
-import { ActiveTurn, type PendingQuestion, type Turn, type TurnHost } from './active-turn.js';
+import { ActiveTurn, type PendingQuestion, type Turn } from './active-turn.js';
 import type { Ledger } from './ledger.js';
 import type { TurnEntryBody } from './ledger-entry.js';
+import { PendingStops } from './pending-stops.js';
 import { messageOf, renderSafely } from './render.js';
 import type { StopReport, TurnOutcome } from './report.js';
+import type { TurnRunnerEventName, TurnRunnerEvents } from './runner-events.js';
 import {
-  checkRunnerOptions, checkRunOptions, checkStopOptions, type RunOptions, type TurnRunnerOptions,
+  checkRunnerOptions, checkRunOptions, checkShutdownOptions, checkStopOptions,
+  type RunOptions, type ShutdownOptions, type StopOptions, type TurnRunnerOptions,
 } from './runner-options.js';
 import { hardStopLeft, isBodyAbandoned, StopHistory, waitForGrace } from './stop-steps.js';
 
-export type { RunOptions, TurnRunnerOptions } from './runner-options.js';
+export type { RunOptions, ShutdownOptions, StopOptions, TurnRunnerOptions } from './runner-options.js';
 
 /** The `type` of the warnings a throwing event listener raises (`process.on('warning')`). */
 export const LISTENER_WARNING = 'FullstopListenerWarning';
@@ -47,7 +56,7 @@ export const LISTENER_WARNING = 'FullstopListenerWarning';
  * });
  * stopButton.onclick = () => runner.stop('s1');
  */
-export class TurnRunner extends EventEmitter implements TurnHost {
+export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   /** Where the turns' tokens come from. */
   readonly registry: TurnRegistry;
   /** The pool given to the constructor, for the turns' tools; `undefined` when none was. */
@@ -56,9 +65,16 @@ export class TurnRunner extends EventEmitter implements TurnHost {
   readonly ledger: Ledger | undefined;
   /** The default grace of a stop, in ms. */
   readonly graceMs: number;
+  /** How long a stop of a turn that has not started yet is kept for it, in ms. */
+  readonly pendingStopMs: number;
   /** The running turn of each session; no entry between turns. */
   readonly #active = new Map<string, ActiveTurn>();
   readonly #questions = new Map<string, PendingQuestion>();
+  readonly #pendingStops: PendingStops;
+  /** `shutdown()`'s promise; `undefined` until it is called (then `run` refuses). */
+  #shutdown: Promise<StopReport[]> | undefined;
+  /** Work `shutdown()` awaits after its stops (`holdShutdown`), e.g. a fleet recording them. */
+  readonly #shutdownHolds = new Set<(reports: readonly StopReport[]) => Promise<unknown>>();
 
   /** Throws a TypeError or RangeError naming the option for a bad one (see `TurnRunnerOptions`). */
   constructor(options?: TurnRunnerOptions) {
@@ -68,21 +84,30 @@ export class TurnRunner extends EventEmitter implements TurnHost {
     this.pool = checked.pool;
     this.ledger = checked.ledger;
     this.graceMs = checked.graceMs;
+    this.pendingStopMs = checked.pendingStopMs;
+    this.#pendingStops = new PendingStops(checked.pendingStopMs);
   }
 
   /**
    * Run one turn of `sessionId`. Resolves with the outcome (never rejects for the body's sake, for
    * a stop's, or for a ledger that fails once the body runs: see `ledgerError`). Rejects, starting
-   * nothing, for bad arguments, a session that already has a running turn, a `turnId` already used
-   * (running here, or in the ledger), or a ledger that cannot record `turn_started`.
+   * nothing, for bad arguments, a session that already has a running turn (`SessionBusyError`), a
+   * `turnId` already used (running here, or in the ledger: `TurnIdUsedError`), a runner shutting
+   * down (`ShuttingDownError`), or a ledger that cannot record `turn_started`. A turn whose id a
+   * stop was waiting for (`stop(sessionId, { turnId })` before it started) records `turn_started`
+   * and is stopped at once: nothing of its body runs, and it resolves `cancelled`.
    */
   async run<T>(sessionId: string, body: (turn: Turn) => Promise<T>, options?: RunOptions): Promise<TurnOutcome<T>> {
     checkId('sessionId', sessionId);
     checkFunction('body', body);
-    const { turnId: given, signal } = checkRunOptions(options);
-    if (this.#active.has(sessionId)) throw new Error(`TurnRunner.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`);
+    const { turnId: given, signal, input } = checkRunOptions(options);
+    if (this.#shutdown !== undefined) throw new ShuttingDownError('TurnRunner.run: the runner is shutting down; it starts no turn');
+    if (this.#active.has(sessionId)) {
+      throw new SessionBusyError(`TurnRunner.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`, sessionId);
+    }
     const turnId = given ?? `turn-${randomUUID()}`;
     this.#refuseUsedTurnId(turnId);
+    const pending = given === undefined ? undefined : this.#pendingStops.take(sessionId, turnId);
     const token = this.registry.beginTurn(sessionId, turnId);
     // Rule 1: governed from its first moment; owners defer to this runner once the root is cancelled.
     governStop(token);
@@ -94,11 +119,22 @@ export class TurnRunner extends EventEmitter implements TurnHost {
     };
     token.signal.addEventListener('abort', onAbort, { once: true });
     const onCallerAbort = () => this.#cancelFor(turn, signal!.reason);
+    turn.onRelease(() => {
+      turn.closed = true;
+      token.signal.removeEventListener('abort', onAbort);
+      signal?.removeEventListener('abort', onCallerAbort);
+      if (this.#active.get(sessionId) === turn) this.#active.delete(sessionId);
+      this.registry.endTurn(sessionId, token);
+    });
+    // `turn_started` is queued first, so a stop that begins right below records its intent after it.
+    const started = turn.write(input === undefined ? { type: 'turn_started' } : { type: 'turn_started', input },
+      'turn_started', input === undefined ? {} : { input });
+    if (pending !== undefined) void this.#beginStop(turn, this.graceMs, pending.reason);
     if (signal?.aborted) onCallerAbort();
     else signal?.addEventListener('abort', onCallerAbort, { once: true });
     try {
       try {
-        await turn.write({ type: 'turn_started' }, 'turn_started', {});
+        await started;
       } catch (error) {
         if (turn.stopping === undefined) throw error; // a stop under way reports it as ledgerError
       }
@@ -117,33 +153,52 @@ export class TurnRunner extends EventEmitter implements TurnHost {
       const ledgerError = await this.#end(turn, { type: 'status', status: 'completed' }, 'turn_completed', { value: ended.value });
       return { status: 'completed', turnId, value: ended.value, ...(ledgerError === undefined ? {} : { ledgerError }) };
     } finally {
-      turn.closed = true;
-      token.signal.removeEventListener('abort', onAbort);
-      signal?.removeEventListener('abort', onCallerAbort);
-      this.#active.delete(sessionId);
-      this.registry.endTurn(sessionId, token);
+      turn.release();
     }
   }
 
   /**
-   * Stop the session's running turn; `null` between turns. A repeat stop joins the first. Throws a
-   * TypeError or RangeError naming the option for a bad one, and then starts nothing.
+   * Stop the session's running turn; `null` between turns. A repeat stop joins the first. With
+   * `turnId`, only that turn: the running one if it is that turn; a turn that has not started and
+   * is not in the ledger gets the stop when it starts (kept `pendingStopMs`; `null` now), also while
+   * another turn of the session runs, which is not touched. Throws a TypeError or RangeError
+   * naming the option for a bad one, and then starts nothing.
    */
-  stop(sessionId: string, options?: { graceMs?: number; reason?: string }): Promise<StopReport | null> {
+  stop(sessionId: string, options?: StopOptions): Promise<StopReport | null> {
     checkId('sessionId', sessionId);
-    const { graceMs = this.graceMs, reason = 'cancel.user' } = checkStopOptions(options);
+    const { graceMs = this.graceMs, reason, turnId } = checkStopOptions(options);
     const turn = this.#active.get(sessionId);
-    if (turn === undefined || turn.finishing) return Promise.resolve(null);
-    return this.#beginStop(turn, graceMs, reason);
+    if (turnId === undefined || turn?.turnId === turnId) {
+      if (turn === undefined || turn.finishing) return Promise.resolve(null);
+      return this.#beginStop(turn, graceMs, reason);
+    }
+    if (this.#usedBy(turnId) === undefined) this.#pendingStops.add(sessionId, turnId, { reason });
+    return Promise.resolve(null);
   }
 
-  /** Answer a pending question, once: false if it is unknown, answered or cancelled. */
+  /**
+   * Stop every running turn with `reason` and refuse new ones (a deploy, SIGTERM): from this call on
+   * `run` rejects with `ShuttingDownError`. Resolves with the stops' reports once each has emitted
+   * `turn_aborted`, or at `deadlineMs` with the reports finished by then (the other stops run on
+   * to their end). A second call returns the first call's promise. A turn that was already ending
+   * by itself ends as it would have, and has no report here.
+   *
+   * @example
+   * process.once('SIGTERM', async () => { await runner.shutdown(); await pool.close(); await ledger.close(); });
+   */
+  shutdown(options?: ShutdownOptions): Promise<StopReport[]> {
+    if (this.#shutdown !== undefined) return this.#shutdown;
+    const { deadlineMs, reason } = checkShutdownOptions(options);
+    this.#shutdown = this.#shutDown(deadlineMs, reason);
+    return this.#shutdown;
+  }
+
+  /** Answer a pending question, once: false if it is unknown, answered or withdrawn, or its turn is stopping. */
   answer(questionId: string, answer: unknown): boolean {
     checkId('questionId', questionId);
     const pending = this.#questions.get(questionId);
     if (pending === undefined) return false;
-    pending.resolve(answer);
-    return true;
+    return pending.resolve(answer);
   }
 
   /** Pause every `checkpoint()` of the registry's tokens (a stop still wakes them): `registry.pause()`. */
@@ -159,7 +214,7 @@ export class TurnRunner extends EventEmitter implements TurnHost {
    * is reported with `process.emitWarning` (type `LISTENER_WARNING`).
    */
   notify(event: string, payload: object): void {
-    for (const listener of this.rawListeners(event)) {
+    for (const listener of this.rawListeners(event as TurnRunnerEventName) as Array<(payload: object) => unknown>) {
       try {
         const result: unknown = listener.call(this, payload);
         if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') {
@@ -176,24 +231,53 @@ export class TurnRunner extends EventEmitter implements TurnHost {
   /** @internal TurnHost */
   removeQuestion(questionId: string): void { this.#questions.delete(questionId); }
 
+  /**
+   * @internal Have `shutdown()` await `hold(reports)` after its stops, within its deadline (a
+   * fleet makes its stopped turns' records final there). Returns the function that removes it.
+   */
+  holdShutdown(hold: (reports: readonly StopReport[]) => Promise<unknown>): () => void {
+    checkFunction('hold', hold);
+    this.#shutdownHolds.add(hold);
+    return () => { this.#shutdownHolds.delete(hold); };
+  }
+
+  /** Where `turnId` is used: by a running turn, in the ledger, or `undefined` when nowhere. */
+  #usedBy(turnId: string): 'running' | 'ledger' | undefined {
+    for (const turn of this.#active.values()) if (turn.turnId === turnId) return 'running';
+    return this.ledger?.hasTurn(turnId) ? 'ledger' : undefined;
+  }
+
   #refuseUsedTurnId(turnId: string): void {
-    const running = [...this.#active.values()].some((t) => t.turnId === turnId);
-    if (running || this.ledger?.hasTurn(turnId)) {
-      throw new Error(`TurnRunner.run: turn id ${JSON.stringify(turnId)} is already used ${running ? 'by a running turn' : `in the ledger "${this.ledger!.path}"`}; a turn id is used once`);
+    const used = this.#usedBy(turnId);
+    if (used !== undefined) {
+      throw new TurnIdUsedError(`TurnRunner.run: turn id ${JSON.stringify(turnId)} is already used ${used === 'running' ? 'by a running turn' : `in the ledger "${this.ledger!.path}"`}; a turn id is used once`, turnId);
     }
   }
 
+  async #shutDown(deadlineMs: number, reason: string): Promise<StopReport[]> {
+    const reports: StopReport[] = [];
+    const stops = [...this.#active.values()].filter((turn) => !turn.finishing)
+      .map((turn) => this.#beginStop(turn, this.graceMs, reason).then((report) => { reports.push(report); }));
+    const done = Promise.all(stops).then(() => Promise.allSettled([...this.#shutdownHolds].map((hold) => hold(reports))));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([done, new Promise<void>((resolve) => { timer = setTimeout(resolve, deadlineMs); })]);
+    clearTimeout(timer);
+    return [...reports];
+  }
+
   /**
-   * Record the turn's terminal status and emit its event. The body's outcome stands whatever the
-   * ledger does: a failed write is returned (for `TurnOutcome.ledgerError`), and the event fires.
+   * Record the turn's terminal status, release the turn (rule 4) and emit its event. The body's
+   * outcome stands whatever the ledger does: a failed write is returned (for
+   * `TurnOutcome.ledgerError`), and the event fires.
    */
-  async #end(turn: ActiveTurn, entry: TurnEntryBody, event: string, payload: object): Promise<unknown> {
+  async #end(turn: ActiveTurn, entry: TurnEntryBody, event: TurnRunnerEventName, payload: object): Promise<unknown> {
     let ledgerError: unknown;
     try {
       await turn.write(entry);
     } catch (error) {
       ledgerError = error;
     }
+    turn.release();
     this.notify(event, { sessionId: turn.sessionId, turnId: turn.turnId, ...payload });
     return ledgerError;
   }
@@ -201,7 +285,7 @@ export class TurnRunner extends EventEmitter implements TurnHost {
   /** A caller's signal aborted: cancel the token with its reason (rule 1 makes that the stop). */
   #cancelFor(turn: ActiveTurn, reason: unknown): void {
     try {
-      turn.token.cancel(reason ?? 'cancel.user');
+      turn.token.cancel(reason ?? StopReasons.user);
     } catch {
       // A reason the token could not take still stops the turn.
     }
@@ -252,6 +336,7 @@ export class TurnRunner extends EventEmitter implements TurnHost {
       sessionId, turnId, reason, graceMs, settledCooperatively, bodyAbandoned,
       signalledAt, settledAt, hardStopAt, markerAt, flushedAt, emittedAt: since(), hardStopped, ledgerError: history.error,
     };
+    turn.release(); // rule 4
     this.notify('turn_aborted', { sessionId, turnId, report });
     return report;
   }

@@ -5,12 +5,9 @@
  * place, `TurnRunner.#stopSequence`.
  */
 
-import { ownersOf, type Owner } from '../token/owners.js';
+import { ownersOf, settlesByItself, type Owner } from '../token/owners.js';
 import type { ActiveTurn } from './active-turn.js';
 import { abortedToolText, TURN_ABORTED_MARKER, type Ledger } from './ledger.js';
-
-/** Owner kinds the grace window waits for; questions only end by an answer or the hard stop. */
-const SETTLING_KINDS = new Set(['task', 'process', 'call']);
 
 /** What the grace window saw. */
 export interface Grace {
@@ -32,7 +29,7 @@ export interface Grace {
 export async function waitForGrace(turn: ActiveTurn, graceMs: number): Promise<Grace> {
   const owners = ownersOf(turn.token);
   const waitsOnUser = owners.some((o) => o.kind === 'question');
-  const awaited: Promise<unknown>[] = owners.filter((o) => SETTLING_KINDS.has(o.kind)).map((o) => o.settled);
+  const awaited: Promise<unknown>[] = owners.filter((o) => settlesByItself(o.kind)).map((o) => o.settled);
   if (!waitsOnUser) awaited.push(turn.bodySettled);
   let timer: NodeJS.Timeout | undefined;
   const inTime = await Promise.race([
@@ -54,20 +51,15 @@ export async function isBodyAbandoned(turn: ActiveTurn, grace: Grace): Promise<b
   return !turn.bodyOver;
 }
 
-/** Set by an owner that was hard-stopped, by whoever did it (a pool task's own grace timer, say). */
-function wasHardStopped(owner: Owner): boolean {
-  return (owner as { hard?: unknown }).hard === true;
-}
-
 /**
  * Step 5: hard-stop what is left (terminate workers, kill process groups, reject questions) and
  * count it, together with what an owner's own timer hard-stopped during the grace.
  */
 export async function hardStopLeft(turn: ActiveTurn, grace: Grace): Promise<{ workers: number; processGroups: number; questions: number }> {
   const left = ownersOf(turn.token);
-  const byOwnTimer = grace.owners.filter((o) => !left.includes(o) && wasHardStopped(o));
+  const byOwnTimer = grace.owners.filter((o) => !left.includes(o) && o.hard === true);
   const counted = [...left, ...byOwnTimer];
-  const count = (kind: string) => counted.filter((o) => o.kind === kind).length;
+  const count = (kind: Owner['kind']) => counted.filter((o) => o.kind === kind).length;
   const hardStopped = { workers: count('task'), processGroups: count('process'), questions: count('question') };
   await Promise.allSettled(left.map(async (o) => o.hardStop()));
   return hardStopped;
@@ -113,7 +105,8 @@ export class StopHistory {
     const writes: Promise<void>[] = [];
     for (const [callId, call] of turn.calls) {
       if (call.finished) continue;
-      writes.push(turn.write({ type: 'tool_aborted', callId, output: abortedToolText(performance.now() - call.recordedAt) }));
+      const output = abortedToolText(performance.now() - call.recordedAt);
+      writes.push(turn.write(call.partial === undefined ? { type: 'tool_aborted', callId, output } : { type: 'tool_aborted', callId, output, partial: call.partial }));
     }
     writes.push(turn.write({ type: 'turn_aborted', text: TURN_ABORTED_MARKER }));
     writes.push(turn.write({ type: 'status', status: 'cancelled', reason }));

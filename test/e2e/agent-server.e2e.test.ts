@@ -21,7 +21,9 @@ let browser: Browser;
 const data = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'fullstop-e2e-ledger-'));
 
 beforeAll(async () => {
-  [server, browser] = await Promise.all([ServerProcess.start(['--data', data]), launch()]);
+  // 127.0.0.1 on any port: the reconnect test reaches the server through a TCP proxy on its own
+  // port, and the page's Host then names the proxy's.
+  [server, browser] = await Promise.all([ServerProcess.start(['--data', data, '--allowed-hosts', '127.0.0.1']), launch()]);
 });
 afterAll(async () => {
   await browser?.close();
@@ -131,6 +133,62 @@ describe('the agent page', () => {
     expect(await page.getByTestId('answer').count()).toBe(0);
     expect(await text(page, 'report')).toMatch(/1 questions/);
     await page.close();
+  });
+
+  it('Stop pressed before the Send has reached the server: the turn starts cancelled and nothing of it runs', async () => {
+    const page = await browser.context.newPage();
+    // Hold the page's POST /turns until the Stop has been answered.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    let posted!: (turnId: string) => void;
+    const sent = new Promise<string>((resolve) => { posted = resolve; });
+    await page.route('**/api/sessions/*/turns', async (route) => {
+      posted(JSON.parse(route.request().postData()!).turnId);
+      await held;
+      await route.continue();
+    });
+    try {
+      await page.goto(`${server.url}?session=e2e-early-stop`);
+      await page.getByTestId('prompt').fill('shell');
+      await page.getByTestId('send').click();
+      const turnId = await sent;
+      expect(turnId).toMatch(/^turn-[0-9a-f]{32}$/);
+      expect(await page.getByTestId('stop').isEnabled()).toBe(true);
+      const stopAnswer = page.waitForResponse((r) => r.url().endsWith('/stop'));
+      await page.getByTestId('stop').click();
+      expect(await (await stopAnswer).json()).toMatchObject({ outcome: 'pending', turnId });
+      expect(await text(page, 'status')).toBe('cancelling');
+      release();
+      await waitForStatus(page, 'cancelled', 5000);
+      const entries = (await server.get('/api/sessions/e2e-early-stop/history')).body.entries;
+      expect(entries.map((e: any) => e.type)).not.toContain('tool_call');
+      expect(entries.filter((e: any) => e.type === 'status').at(-1)).toMatchObject({ turnId, status: 'cancelled', reason: 'cancel.user' });
+      expect(toolTree(server.pid)).toEqual([]);
+    } finally {
+      release();
+      await page.close();
+    }
+  });
+
+  it('with a token: the page takes it from the printed URL, hides it, and sends it on every request', async () => {
+    const secured = await ServerProcess.start(['--token', 'e2e-token-0123456789abcdef']);
+    const page = await browser.context.newPage();
+    try {
+      expect(secured.url).toMatch(/#token=e2e-token-0123456789abcdef$/);
+      await page.goto(`${secured.url.replace('/#', '/?session=e2e-secured#')}`);
+      expect(page.url()).toBe(secured.url.replace(/\/#.*$/, '/?session=e2e-secured'));
+      await page.getByTestId('prompt').fill('hello with a token');
+      await page.getByTestId('send').click();
+      await waitForStatus(page, 'completed', 20_000);
+      // A reload (no token in the URL any more) keeps working: the tab kept it.
+      await page.reload();
+      await waitForStatus(page, 'completed', 5000);
+      expect(await text(page, 'transcript')).toContain('hello with a token');
+      expect(await page.locator('#error').isHidden()).toBe(true);
+    } finally {
+      await page.close();
+      expect((await secured.terminate()).code).toBe(0);
+    }
   });
 
   it('a dropped event stream reconnects with Last-Event-ID: the reply arrives whole, no token twice', async () => {

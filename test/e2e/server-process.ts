@@ -24,13 +24,18 @@ export class ServerProcess {
     this.exited = exited;
   }
 
-  /** Starts the server with `--port 0` and `args`; resolves once it printed its URL. */
-  static start(args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+  /**
+   * Starts the server with `--port 0` and `args`; resolves once it printed its URL. `fdLimit`
+   * raises its open-file limit (through the shell's `ulimit`, which keeps the pid) for tests that
+   * hold thousands of connections.
+   */
+  static start(args: string[] = [], env: NodeJS.ProcessEnv = {}, fdLimit?: number): Promise<ServerProcess> {
     // A ledger folder of its own unless the test brings one; removed once the server has exited.
     const data = args.includes('--data') ? undefined : mkdtempSync(join(tmpdir(), 'fullstop-server-test-'));
-    const child = spawn(process.execPath, [MAIN, '--port', '0', ...(data === undefined ? [] : ['--data', data]), ...args], {
-      env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const argv = [MAIN, '--port', '0', ...(data === undefined ? [] : ['--data', data]), ...args];
+    const child = fdLimit === undefined
+      ? spawn(process.execPath, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn('sh', ['-c', `ulimit -n ${fdLimit} && exec "$0" "$@"`, process.execPath, ...argv], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
       child.once('exit', (code, signal) => {
         if (data !== undefined) rmSync(data, { recursive: true, force: true });
@@ -57,8 +62,18 @@ export class ServerProcess {
 
   get pid(): number { return this.child.pid!; }
 
+  /** The bearer token the server printed in its URL (`#token=`), if any. */
+  get token(): string | undefined {
+    return new URLSearchParams(new URL(this.url).hash.slice(1)).get('token') ?? undefined;
+  }
+
+  /** The `authorization` header for the printed token (none without one). */
+  get authorization(): Record<string, string> {
+    return this.token === undefined ? {} : { authorization: `Bearer ${this.token}` };
+  }
+
   async get(path: string): Promise<{ status: number; body: any }> {
-    const res = await fetch(new URL(path, this.url));
+    const res = await fetch(new URL(path, this.url), { headers: this.authorization });
     return { status: res.status, body: await res.json() };
   }
 
@@ -66,7 +81,7 @@ export class ServerProcess {
   async post(path: string, body?: unknown): Promise<{ status: number; body: any }> {
     const res = await fetch(new URL(path, this.url), {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { ...this.authorization, 'content-type': 'application/json' },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
     return { status: res.status, body: await res.json() };
@@ -74,7 +89,7 @@ export class ServerProcess {
 
   /** Follows a session's event stream. */
   events(sessionId: string, lastEventId?: number): Promise<EventStream> {
-    return EventStream.open(new URL(`/api/sessions/${sessionId}/events`, this.url), lastEventId);
+    return EventStream.open(new URL(`/api/sessions/${sessionId}/events`, this.url), lastEventId, this.authorization);
   }
 
   /** SIGTERM, then waits for the exit. */
@@ -97,10 +112,10 @@ export class EventStream {
   #waiters: (() => void)[] = [];
   #ended = false;
 
-  static async open(url: URL, lastEventId?: number): Promise<EventStream> {
+  static async open(url: URL, lastEventId?: number, headers: Record<string, string> = {}): Promise<EventStream> {
     const stream = new EventStream();
     const res = await fetch(url, {
-      headers: lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) },
+      headers: lastEventId === undefined ? headers : { ...headers, 'last-event-id': String(lastEventId) },
       signal: stream.#abort.signal,
     });
     if (res.status !== 200) throw new Error(`events: HTTP ${res.status} ${await res.text()}`);

@@ -11,24 +11,44 @@ const el = (tag, className, text) => {
   return node;
 };
 
+/** A random id: getRandomValues works on plain http too (randomUUID needs a secure context). */
+const randomId = (prefix, bytes) => prefix + Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, '0')).join('');
+
 const sessionId = (() => {
   const params = new URLSearchParams(location.search);
   let id = params.get('session');
   if (!id || !/^[\w.:-]{1,100}$/.test(id)) {
-    // getRandomValues works on plain http too (randomUUID needs a secure context).
-    id = 's-' + Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, '0')).join('');
+    id = randomId('s-', 6);
     params.set('session', id);
     history.replaceState(null, '', `${location.pathname}?${params}`);
   }
   return id;
 })();
 const api = `/api/sessions/${encodeURIComponent(sessionId)}`;
+
+// The bearer token, when the server has one: its printed URL carries it as `#token=…` (a fragment
+// never reaches a server or a log). Kept for this tab and taken out of the address bar.
+const token = (() => {
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const given = fragment.get('token');
+  if (given) {
+    sessionStorage.setItem('fullstop-token', given);
+    fragment.delete('token');
+    const rest = fragment.toString();
+    history.replaceState(null, '', `${location.pathname}${location.search}${rest ? `#${rest}` : ''}`);
+  }
+  return sessionStorage.getItem('fullstop-token');
+})();
+/** Headers every API request carries. */
+const authHeaders = token ? { authorization: `Bearer ${token}` } : {};
 $('session').textContent = sessionId;
 
 /** Per turn: its DOM container, the text span being streamed into, its tool rows and questions. */
 const turns = new Map();
 /** Turns whose end has been seen (a late 202 must not set `running` again). */
 const ended = new Set();
+/** Turns this page asked to stop (their turn_started must not say `running` again). */
+const stopping = new Set();
 let current; // turnId of the turn shown as running, if any
 
 function setStatus(status) {
@@ -69,7 +89,7 @@ const handlers = {
     if (node) $('node').textContent = node;
     current = turnId;
     $('report').hidden = true;
-    if (!ended.has(turnId)) setStatus('running');
+    if (!ended.has(turnId)) setStatus(stopping.has(turnId) ? 'cancelling' : 'running');
   },
   say({ turnId, text }) {
     const view = turnView(turnId);
@@ -195,7 +215,7 @@ function ms(value) {
 
 async function post(path, body) {
   try {
-    const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(path, { method: 'POST', headers: { ...authHeaders, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const data = await res.json();
     if (!res.ok) throw new Error(data.error || `HTTP ${res.status}`);
     showError('');
@@ -210,14 +230,13 @@ $('composer').addEventListener('submit', async (event) => {
   event.preventDefault();
   const prompt = $('prompt').value.trim();
   if (!prompt || $('send').disabled) return;
-  $('send').disabled = true;
-  const reply = await post(`${api}/turns`, { prompt });
-  if (reply && !ended.has(reply.turnId)) {
-    current = reply.turnId;
-    setStatus('running');
-  } else if (!reply) {
-    $('send').disabled = false;
-  }
+  // The page names the turn, and Stop works from this moment on: a Stop pressed before this POST
+  // lands names the turn too, and the server keeps it until the turn starts (it starts cancelled).
+  const turnId = randomId('turn-', 16);
+  current = turnId;
+  setStatus('running');
+  const reply = await post(`${api}/turns`, { prompt, turnId });
+  if (!reply && current === turnId && !ended.has(turnId)) setStatus('idle');
 });
 
 $('prompt').addEventListener('keydown', (event) => {
@@ -228,22 +247,72 @@ $('prompt').addEventListener('keydown', (event) => {
 });
 
 $('stop').addEventListener('click', async () => {
+  const turnId = current;
+  stopping.add(turnId);
   setStatus('cancelling');
-  const answer = await post(`${api}/stop`, {});
+  const answer = await post(`${api}/stop`, { turnId });
   // A stop that failed, or found nothing to stop (the turn ended by itself meanwhile), leaves the
-  // status to the turn's own events; only a stop under way keeps `cancelling` until turn_aborted.
-  const underWay = answer && (answer.outcome === 'stopped' || answer.outcome === 'cancelling');
-  if (!underWay && !ended.has(current)) setStatus('running');
+  // status to the turn's own events; a stop under way, or kept for a turn that has not started
+  // yet (`pending`), keeps `cancelling` until turn_aborted.
+  const underWay = answer && ['stopped', 'cancelling', 'pending'].includes(answer.outcome);
+  if (!underWay) {
+    stopping.delete(turnId);
+    if (!ended.has(turnId) && current === turnId) setStatus('running');
+  }
 });
 
-const source = new EventSource(`${api}/events`);
-for (const [type, handle] of Object.entries(handlers)) {
-  source.addEventListener(type, (event) => {
-    handle(JSON.parse(event.data));
-    scrollDown();
-  });
+/**
+ * Follows the session's Server-Sent Events over fetch (EventSource cannot send the token): on a
+ * dropped connection it reconnects after the server's `retry` with `Last-Event-ID`, as
+ * EventSource would, so nothing is missed and nothing arrives twice.
+ */
+async function follow() {
+  let lastEventId;
+  let retryMs = 1000;
+  for (;;) {
+    try {
+      const headers = { ...authHeaders, accept: 'text/event-stream' };
+      if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
+      const res = await fetch(`${api}/events`, { headers, cache: 'no-store' });
+      if (!res.ok) {
+        const data = await res.json().catch(() => ({}));
+        showError(data.error || `event stream: HTTP ${res.status}`);
+        if (res.status === 401) return; // a wrong token stays wrong
+      } else {
+        showError('');
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value;
+          let end;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            const frame = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const event = {};
+            for (const line of frame.split('\n')) {
+              if (line.startsWith(':')) continue;
+              const colon = line.indexOf(':');
+              event[line.slice(0, colon)] = line.slice(colon + 1).replace(/^ /, '');
+            }
+            if (event.retry) retryMs = Number(event.retry) || retryMs;
+            if (event.id !== undefined) lastEventId = event.id;
+            const handle = handlers[event.event];
+            if (handle && event.data !== undefined) {
+              handle(JSON.parse(event.data));
+              scrollDown();
+            }
+          }
+        }
+      }
+    } catch {
+      // The connection dropped: reconnect below.
+    }
+    showError('connection lost; reconnecting…');
+    await new Promise((resolve) => setTimeout(resolve, retryMs));
+  }
 }
-source.addEventListener('open', () => showError(''));
-source.addEventListener('error', () => showError('connection lost; reconnecting…'));
+void follow();
 
-fetch('/healthz').then((r) => r.json()).then((h) => { if ($('node').textContent === '…') $('node').textContent = h.nodeId; }, () => {});
+fetch('/healthz', { headers: authHeaders }).then((r) => r.json()).then((h) => { if ($('node').textContent === '…') $('node').textContent = h.nodeId; }, () => {});

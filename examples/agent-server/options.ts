@@ -1,0 +1,98 @@
+/**
+ * The agent server's command line, parsed and checked in one place. Each bad flag is a
+ * `RangeError` naming the flag and the value, which main.ts prints with the usage and exit code 2.
+ */
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+
+/** The usage line main.ts prints under a refused flag. */
+export const USAGE = 'usage: npm run serve -- [--port 3000] [--host 127.0.0.1] [--allowed-hosts NAME[:PORT],...] [--token TOKEN]\n' +
+  '  [--redis redis://127.0.0.1:6379 | --redis-cluster HOST:PORT,HOST:PORT,...] [--fleet-prefix P] [--node-id ID] [--data DIR] [--grace MS]';
+
+/** The environment variable read for the bearer token when `--token` is not given. */
+export const TOKEN_ENV = 'AGENT_SERVER_TOKEN';
+
+/** The server's settings, as the flags give them. */
+export interface ServerOptions {
+  port: number;
+  host: string;
+  /** `Host` names allowed besides the bound address and the loopback names (see guard.ts). */
+  allowedHosts: string[];
+  /** The bearer token every API request must carry; `undefined`: none (bind to loopback). */
+  token?: string;
+  /** `--redis`: one Redis server's URL. */
+  redis?: string;
+  /** `--redis-cluster`: the cluster's root nodes as `redis://host:port` URLs. */
+  redisCluster?: string[];
+  prefix?: string;
+  nodeId: string;
+  data?: string;
+  grace: number;
+}
+
+const ID = /^[\w.:-]{1,64}$/;
+/** A `Host` header value: a DNS name, an IPv4 address or a bracketed IPv6 one, maybe with a port. */
+const HOST = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i;
+/** A cluster node: `host:port`. */
+const NODE = /^(?:[a-z0-9](?:[a-z0-9.-]{0,253}[a-z0-9])?|\[[0-9a-f:.]+\]):\d{1,5}$/i;
+/** A token: 16-512 characters of the RFC 6750 `b64token` set. */
+const TOKEN = /^[A-Za-z0-9\-._~+/]{16,512}=*$/;
+
+/** Parses `argv` (without node and the script) and `env`; throws `RangeError` naming the bad flag. */
+export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ServerOptions {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      port: { type: 'string', default: '3000' },
+      host: { type: 'string', default: '127.0.0.1' },
+      'allowed-hosts': { type: 'string' },
+      token: { type: 'string' },
+      redis: { type: 'string' },
+      'redis-cluster': { type: 'string' },
+      'fleet-prefix': { type: 'string' },
+      'node-id': { type: 'string' },
+      data: { type: 'string' },
+      grace: { type: 'string', default: '100' },
+    },
+  });
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`--port: expected 0-65535, got ${values.port}`);
+  const grace = Number(values.grace);
+  if (!Number.isFinite(grace) || grace < 0) throw new RangeError(`--grace: expected milliseconds >= 0, got ${values.grace}`);
+  const nodeId = values['node-id'] ?? `${hostname()}:${process.pid}`;
+  if (!ID.test(nodeId)) throw new RangeError(`--node-id: expected 1-64 letters, digits, '-', '_', '.' or ':', got ${JSON.stringify(nodeId)}`);
+  const allowedHosts = list(values['allowed-hosts']);
+  for (const host of allowedHosts) {
+    if (!HOST.test(host)) throw new RangeError(`--allowed-hosts: expected host names, each NAME or NAME:PORT, got ${JSON.stringify(host)}`);
+  }
+  const token = values.token ?? (env[TOKEN_ENV] === '' ? undefined : env[TOKEN_ENV]);
+  if (token !== undefined && !TOKEN.test(token)) {
+    throw new RangeError(`--token (or ${TOKEN_ENV}): expected 16-512 characters of A-Z a-z 0-9 - . _ ~ + /, got ${token.length} characters`);
+  }
+  return { port, host: values.host!, allowedHosts, token, ...redisOptions(values), nodeId, data: values.data, grace };
+}
+
+/** `--redis` / `--redis-cluster` (one or the other) and `--fleet-prefix`. */
+function redisOptions(values: { redis?: string; 'redis-cluster'?: string; 'fleet-prefix'?: string }): Pick<ServerOptions, 'redis' | 'redisCluster' | 'prefix'> {
+  const { redis, 'fleet-prefix': prefix } = values;
+  if (redis !== undefined && values['redis-cluster'] !== undefined) throw new RangeError('--redis-cluster: give --redis or --redis-cluster, not both');
+  if (redis !== undefined && !/^rediss?:\/\/\S+$/.test(redis)) throw new RangeError(`--redis: expected a redis:// or rediss:// URL, got ${JSON.stringify(redis)}`);
+  let redisCluster: string[] | undefined;
+  if (values['redis-cluster'] !== undefined) {
+    const nodes = list(values['redis-cluster']);
+    if (nodes.length === 0) throw new RangeError('--redis-cluster: expected HOST:PORT,HOST:PORT,..., got nothing');
+    for (const node of nodes) {
+      const port = Number(node.slice(node.lastIndexOf(':') + 1));
+      if (!NODE.test(node) || port < 1 || port > 65535) throw new RangeError(`--redis-cluster: expected HOST:PORT for each node, got ${JSON.stringify(node)}`);
+    }
+    redisCluster = nodes.map((node) => `redis://${node}`);
+  }
+  if (prefix !== undefined && redis === undefined && redisCluster === undefined) throw new RangeError('--fleet-prefix: only with --redis or --redis-cluster');
+  if (prefix !== undefined && !ID.test(prefix)) throw new RangeError(`--fleet-prefix: expected 1-64 letters, digits, '-', '_', '.' or ':', got ${JSON.stringify(prefix)}`);
+  return { redis, redisCluster, prefix };
+}
+
+/** A comma-separated flag as its non-empty items. */
+function list(value: string | undefined): string[] {
+  return value === undefined ? [] : value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+}

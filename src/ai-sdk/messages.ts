@@ -1,0 +1,151 @@
+/**
+ * `toModelMessages(entries)`: a session's ledger history as the AI SDK's `ModelMessage[]`, shaped
+ * so the request after a stop is accepted (every tool call answered by exactly one result).
+ *
+ * The message types below are the subset of the AI SDK's `ModelMessage` (ai 5 and later) this
+ * produces, declared here so the module needs nothing of `ai` at run time or in its types; each is
+ * assignable to the SDK's own.
+ */
+
+import { describe } from '../errors.js';
+import { INTERRUPTED_TOOL_TEXT } from '../turn/ledger-entry.js';
+import type { LedgerEntry } from '../turn/ledger-entry.js';
+
+/** A JSON value, as the SDK's `JSONValue`. */
+export type JsonValue = null | string | number | boolean | JsonValue[] | { [key: string]: JsonValue };
+
+/** The user's message of a turn (`run(..., { input })`), or a stopped turn's marker. */
+export interface UserModelMessage { role: 'user'; content: string }
+/** A text part of an assistant message. */
+export interface TextPart { type: 'text'; text: string }
+/** A tool call the model made. */
+export interface ToolCallPart { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
+/** What a turn said and the tools it called, one model step. */
+export interface AssistantModelMessage { role: 'assistant'; content: Array<TextPart | ToolCallPart> }
+/** The result of one tool call: its output, or an error text (a failure, a stop, an interruption). */
+export interface ToolResultPart {
+  type: 'tool-result'; toolCallId: string; toolName: string;
+  output: { type: 'text'; value: string } | { type: 'json'; value: JsonValue } | { type: 'error-text'; value: string };
+}
+/** The results of one step's tool calls, in the order they were called. */
+export interface ToolModelMessage { role: 'tool'; content: ToolResultPart[] }
+/** One message of the array `toModelMessages` returns; assignable to the AI SDK's `ModelMessage`. */
+export type ModelMessage = UserModelMessage | AssistantModelMessage | ToolModelMessage;
+
+interface Call { readonly id: string; readonly callId: string; readonly name: string; readonly args: unknown }
+type Output = ToolResultPart['output'];
+
+/**
+ * The ledger entries of a session (any number of turns, in ledger order) as model messages:
+ * - each turn's `input` (from `turn_started`) as a `user` message: a string as it is, any other
+ *   JSON value as its JSON text;
+ * - its `say` texts, concatenated as they were streamed, as assistant text; a `say` after the
+ *   step's tool calls begins the next step;
+ * - every `tool_call` as a tool-call part, answered in a `tool` message right after its step by
+ *   exactly one tool-result: its output (`text` for a string, else `json`), a failed output or a
+ *   `tool_aborted` text as `error-text`, and `INTERRUPTED_TOOL_TEXT` for a call with neither (a
+ *   turn still running, or a ledger not yet repaired by `Ledger.open`);
+ * - each `turn_aborted` marker as a `user` message right after the stopped turn.
+ * Tool-call ids are the ledger's `callId` (the model's own id where `aiTools` recorded one); an id
+ * already used earlier in the array (the default `call-N` repeats across turns) gets the turn's
+ * position as a suffix, so every id is unique within the array. `status` entries add nothing.
+ *
+ * @throws TypeError naming `entries` (or the entry) when it is not an array of ledger entries.
+ * @example
+ * // Inside a turn run with { input: text }: the entries already end with that input.
+ * streamText({ model, abortSignal: turn.signal, messages: toModelMessages(await ledger.entries({ sessionId })) });
+ */
+export function toModelMessages(entries: readonly LedgerEntry[]): ModelMessage[] {
+  if (!Array.isArray(entries)) throw new TypeError(`entries: expected an array of ledger entries, got ${describe(entries)}`);
+  entries.forEach(checkEntry);
+  const results = resultsByCall(entries);
+  const out: ModelMessage[] = [];
+  const usedIds = new Set<string>();
+  let turnId: string | undefined;
+  let turnIndex = 0;
+  let text = '';
+  let calls: Call[] = [];
+
+  // Ends the current step: its assistant message, then exactly one result for each of its calls.
+  const endStep = () => {
+    const content: Array<TextPart | ToolCallPart> = [];
+    if (text !== '') content.push({ type: 'text', text });
+    for (const c of calls) content.push({ type: 'tool-call', toolCallId: c.id, toolName: c.name, input: c.args });
+    if (content.length > 0) out.push({ role: 'assistant', content });
+    if (calls.length > 0) {
+      out.push({
+        role: 'tool',
+        content: calls.map((c) => ({
+          type: 'tool-result', toolCallId: c.id, toolName: c.name,
+          output: results.get(callKey(turnId!, c.callId)) ?? { type: 'error-text', value: INTERRUPTED_TOOL_TEXT },
+        })),
+      });
+    }
+    text = '';
+    calls = [];
+  };
+
+  for (const entry of entries) {
+    if (entry.turnId !== turnId) {
+      endStep();
+      turnId = entry.turnId;
+      turnIndex++;
+    }
+    switch (entry.type) {
+      case 'turn_started': {
+        const input = (entry as { input?: unknown }).input;
+        if (input !== undefined) out.push({ role: 'user', content: typeof input === 'string' ? input : JSON.stringify(input) });
+        break;
+      }
+      case 'say':
+        if (calls.length > 0) endStep();
+        text += entry.text;
+        break;
+      case 'tool_call': {
+        let id = entry.callId;
+        for (let n = turnIndex; usedIds.has(id); n++) id = `${entry.callId}-t${n}`;
+        usedIds.add(id);
+        calls.push({ id, callId: entry.callId, name: entry.name, args: entry.args ?? null });
+        break;
+      }
+      case 'turn_aborted':
+        endStep();
+        out.push({ role: 'user', content: entry.text });
+        break;
+      default:
+        break; // tool_output/tool_aborted are read through `results`; status adds nothing
+    }
+  }
+  endStep();
+  return out;
+}
+
+/** Each call's one result, keyed by turn and call: the first output or aborted text recorded wins. */
+function resultsByCall(entries: readonly LedgerEntry[]): Map<string, Output> {
+  const results = new Map<string, Output>();
+  for (const entry of entries) {
+    let output: Output;
+    if (entry.type === 'tool_output') output = outputOf(entry.output, entry.success);
+    else if (entry.type === 'tool_aborted') output = { type: 'error-text', value: entry.output };
+    else continue;
+    const k = callKey(entry.turnId, entry.callId);
+    if (!results.has(k)) results.set(k, output);
+  }
+  return results;
+}
+
+function outputOf(output: unknown, success: boolean): Output {
+  if (!success) return { type: 'error-text', value: typeof output === 'string' ? output : JSON.stringify(output ?? null) };
+  return typeof output === 'string' ? { type: 'text', value: output } : { type: 'json', value: (output ?? null) as JsonValue };
+}
+
+function callKey(turnId: string, callId: string): string {
+  return `${turnId}\n${callId}`;
+}
+
+function checkEntry(entry: unknown, index: number): void {
+  const e = entry as Partial<LedgerEntry> | null;
+  if (e === null || typeof e !== 'object' || typeof e.type !== 'string' || typeof e.turnId !== 'string') {
+    throw new TypeError(`entries[${index}]: expected a ledger entry (an object with type and turnId), got ${describe(entry)}`);
+  }
+}

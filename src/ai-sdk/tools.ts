@@ -1,0 +1,137 @@
+/**
+ * `aiTools(turn, tools)`: an AI SDK tool set whose every `execute` runs as one tool call of a turn,
+ * so the ledger records it under the model's own `toolCallId` and a stop of the turn reaches it.
+ *
+ * The AI SDK is not imported: a tool is any object, and only its `execute` is replaced (the
+ * `execute(input, { toolCallId, abortSignal })` shape of ai 5 and later), so this works with every
+ * major that keeps that shape and never loads the framework itself.
+ */
+
+import { checkId, describe } from '../errors.js';
+import type { Turn } from '../turn/active-turn.js';
+import type { CancelToken } from '../token/token.js';
+
+/** What the AI SDK passes as `execute`'s second argument (the fields read here; others pass through). */
+export interface ToolExecutionOptions {
+  /** The model's id of this call; becomes the ledger's `callId`. */
+  toolCallId: string;
+  /** The SDK call's own `abortSignal`, when it was given one. */
+  abortSignal?: AbortSignal;
+  [key: string]: unknown;
+}
+
+/** A tool that `aiTools` wraps: anything with an `execute` (tools without one pass through unchanged). */
+type Executable = { execute: (input: never, options: ToolExecutionOptions) => unknown };
+
+/**
+ * The same tools with each `execute(input, options)` run through
+ * `turn.tool(name, input, fn, { callId: options.toolCallId })`:
+ * - the call's child token is ambient inside `execute`, so `pool.run`/`exec` need no token argument;
+ * - `options.abortSignal` is replaced by the call's token's signal, which aborts when the turn is
+ *   stopped whether or not the SDK call was given an `abortSignal`; an `abortSignal` the SDK call
+ *   was given cancels this call's token when it aborts, so the work inside stops too;
+ * - an `execute` that is an `async function*` (the SDK's preliminary results) stays a generator:
+ *   each value is passed on as it comes and the last one is recorded; any other `execute` that
+ *   returns an async iterable is drained inside the call and its last value is the result.
+ * Tools without `execute` (provider-executed or client-side tools) are returned as they are.
+ *
+ * @param turn the running turn (the body's argument of `runner.run`).
+ * @param tools the `tools` object given to `streamText`/`generateText`.
+ * @returns a new object with the same keys; the given one is not changed.
+ * @throws TypeError naming `turn` or `tools` when either is not what it should be.
+ * @example
+ * await runner.run(sessionId, (turn) => {
+ *   const result = streamText({ model, tools: aiTools(turn, { crunch }), abortSignal: turn.signal, prompt });
+ *   return result.text;
+ * });
+ */
+export function aiTools<T extends Record<string, object>>(turn: Turn, tools: T): T {
+  if (typeof (turn as Partial<Turn> | null)?.tool !== 'function' || !((turn as Partial<Turn>).signal instanceof AbortSignal)) {
+    throw new TypeError(`turn: expected the Turn a runner's body receives, got ${describe(turn)}`);
+  }
+  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) {
+    throw new TypeError(`tools: expected an object of AI SDK tools, got ${describe(tools)}`);
+  }
+  const wrapped: Record<string, object> = {};
+  for (const [name, tool] of Object.entries(tools)) {
+    if (tool === null || typeof tool !== 'object') {
+      throw new TypeError(`tools.${name}: expected an AI SDK tool (an object), got ${describe(tool)}`);
+    }
+    const execute = (tool as Partial<Executable>).execute;
+    if (execute === undefined) wrapped[name] = tool;
+    else if (typeof execute !== 'function') throw new TypeError(`tools.${name}.execute: expected a function, got ${describe(execute)}`);
+    else wrapped[name] = { ...tool, execute: wrapExecute(turn, name, execute) };
+  }
+  return wrapped as T;
+}
+
+type Execute = Executable['execute'];
+
+function wrapExecute(turn: Turn, name: string, execute: Execute): (input: unknown, options: ToolExecutionOptions) => unknown {
+  const run = (token: CancelToken, input: unknown, options: ToolExecutionOptions): unknown =>
+    (execute as (input: unknown, options: ToolExecutionOptions) => unknown)(input, { ...options, abortSignal: token.signal });
+  if (isAsyncGeneratorFunction(execute)) {
+    return (input, options) => streamCall(turn, name, input, options, run);
+  }
+  return (input, options) => call(turn, name, input, options, async (token) => {
+    const result = run(token, input, options);
+    return isAsyncIterable(result) ? lastOf(result) : result;
+  });
+}
+
+/** One `turn.tool` call under the model's id, with the SDK call's own signal tied to the call's token. */
+function call<R>(turn: Turn, name: string, input: unknown, options: ToolExecutionOptions, fn: (token: CancelToken) => Promise<R>): Promise<R> {
+  checkId('options.toolCallId', options?.toolCallId);
+  const outer = options.abortSignal;
+  return turn.tool(name, input, (token) => {
+    if (outer === undefined || outer === turn.signal) return fn(token);
+    // An abort of the SDK call's own signal is a cancel of this call only: its tool_output
+    // records the failure, and the turn goes on unless the turn itself is stopped.
+    const onAbort = () => { token.cancel(outer.reason); };
+    if (outer.aborted) onAbort();
+    else outer.addEventListener('abort', onAbort, { once: true });
+    return fn(token).finally(() => outer.removeEventListener('abort', onAbort));
+  }, { callId: options.toolCallId });
+}
+
+/** An `async function*` tool: its values are yielded as they come, the call records the last. */
+async function* streamCall(
+  turn: Turn, name: string, input: unknown, options: ToolExecutionOptions,
+  run: (token: CancelToken, input: unknown, options: ToolExecutionOptions) => unknown,
+): AsyncGenerator<unknown, void, undefined> {
+  const values: unknown[] = [];
+  let wake: (() => void) | undefined;
+  let ended = false;
+  const done = call(turn, name, input, options, async (token) => {
+    let last: unknown;
+    for await (const value of run(token, input, options) as AsyncIterable<unknown>) {
+      last = value;
+      values.push(value);
+      wake?.();
+    }
+    return last;
+  }).finally(() => { ended = true; wake?.(); });
+  // The call's failure is rethrown below once its values are passed on; never unhandled meanwhile.
+  done.catch(() => {});
+  for (;;) {
+    while (values.length > 0) yield values.shift();
+    if (ended) break;
+    await new Promise<void>((resolve) => { wake = resolve; });
+    wake = undefined;
+  }
+  await done;
+}
+
+async function lastOf(values: AsyncIterable<unknown>): Promise<unknown> {
+  let last: unknown;
+  for await (const value of values) last = value;
+  return last;
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return value != null && typeof (value as Partial<AsyncIterable<unknown>>)[Symbol.asyncIterator] === 'function';
+}
+
+function isAsyncGeneratorFunction(fn: Function): boolean {
+  return Object.prototype.toString.call(fn) === '[object AsyncGeneratorFunction]';
+}

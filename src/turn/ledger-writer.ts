@@ -1,0 +1,263 @@
+/**
+ * The one writer of a ledger file (ledger.ts, invariants 1, 3 and 4): the queue of rendered lines,
+ * the background pump that writes them, and group commit of the `fdatasync`s that make them durable.
+ *
+ * Group commit: at most one sync is in flight and at most one is pending. A flush whose lines the
+ * sync in flight already covers waits for it; any other joins the pending sync, which starts when
+ * the one in flight ends and covers every line written by then. So N flushes under way at once cost
+ * a number of syncs that grows with how long they keep coming, not with N: a storm of 1,000 stops
+ * shares a handful of syncs instead of issuing 2,000.
+ *
+ * A stop is never kept behind other sessions' work: a sync waiting for a write in flight is started
+ * by that write's completion itself (which also writes what queued up meanwhile), before the
+ * appends the write answers go on; those appends, like the flushes a sync answers, are released a
+ * slice per turn of the event loop (ledger-release.ts), the lines of a turn being stopped first.
+ */
+
+import { writeSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { fdatasyncFd, isDiskFull, writeAll } from './ledger-file.js';
+import { ReleaseQueue, releaseSliced } from './ledger-release.js';
+import { renderSafely } from './render.js';
+
+/** A promise's settlers. */
+interface Waiter {
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/** A queued line, its seq and turn, and the `append()` promise waiting for it. */
+interface PendingLine extends Waiter {
+  line: string;
+  seq: number;
+  turnId: string;
+  /** A line of a turn being stopped: released ahead of the others (ledger-release.ts). */
+  urgent: boolean;
+  released: boolean;
+}
+
+/** A sync in flight: the seq it covers (every line queued before it began), its end, and the flushes it answers. */
+interface Sync {
+  covers: number;
+  done: Promise<void>;
+  waiters: Waiter[];
+}
+
+/** Writes and syncs one ledger file's lines in seq order; a failure breaks it for good. */
+export class LedgerWriter {
+  readonly #path: string;
+  readonly #handle: FileHandle;
+  /** Lines waiting for the next write; taken whole by `#pump` or `#writeQueuedNow`. */
+  #queue: PendingLine[] = [];
+  /** True while `#pump` runs; a new line then only joins `#queue`. */
+  #pumping = false;
+  /** True while an asynchronous write of `#pump` is in flight: nothing else may write meanwhile. */
+  #writing = false;
+  /** Settles when every line queued so far is written (and released) or failed; never rejects (ledger.ts, invariant 3). */
+  #lastWrite: Promise<void> = Promise.resolve();
+  /** The highest seq appended (queued) so far. */
+  #queuedSeq: number;
+  /** The highest seq whose line the OS has (`write` returned). */
+  #writtenSeq: number;
+  /** The highest seq an `fdatasync` has covered; -1 until the first, as lines found at open may not be on disk yet. */
+  #durableSeq = -1;
+  /** The sync in flight, if any. */
+  #syncing: Sync | undefined;
+  /** The flushes waiting for the sync that starts when `#syncing` ends (the pending sync), if any. */
+  #pending: Waiter[] | undefined;
+  /** Set while a starting sync waits for the pump's write in flight: that write's completion calls it. */
+  #afterWrite: (() => void) | undefined;
+  /** Written lines whose appends are not released yet (ledger-release.ts). */
+  readonly #releases = new ReleaseQueue();
+  /** `fdatasync`s issued, for the ledger's statistics. */
+  #syncs = 0;
+  /** The first write or sync failure; `undefined` while every one has succeeded (ledger.ts, invariant 4). */
+  failure: Error | undefined;
+
+  constructor(path: string, handle: FileHandle, seq: number) {
+    this.#path = path;
+    this.#handle = handle;
+    this.#queuedSeq = seq;
+    this.#writtenSeq = seq;
+  }
+
+  /** The highest seq known to be on disk (-1 before the first sync). */
+  get durableSeq(): number { return this.#durableSeq; }
+  /** `fdatasync`s issued so far. */
+  get syncs(): number { return this.#syncs; }
+  /** Settles once every line queued so far is written or failed; never rejects. */
+  get lastWrite(): Promise<void> { return this.#lastWrite; }
+
+  /**
+   * Queue `line` under `seq` (the next one); resolves once it is written to the OS. `urgent`: a line
+   * of a turn being stopped, released ahead of other sessions' lines (after its turn's earlier ones).
+   */
+  enqueue(line: string, seq: number, turnId: string, urgent: boolean): Promise<void> {
+    this.#queuedSeq = seq;
+    const written = new Promise<void>((resolve, reject) => this.#queue.push({ line, seq, turnId, urgent, released: false, resolve, reject }));
+    this.#lastWrite = written.then(noop, noop);
+    if (!this.#pumping) void this.#pump();
+    return written;
+  }
+
+  /**
+   * Resolves once every line queued before the call is on disk, sharing the sync with every other
+   * flush under way (see the header). Rejects with the failure once a write or sync failed.
+   */
+  flush(): Promise<void> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    const target = this.#queuedSeq;
+    if (this.#durableSeq >= target) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const waiter = { resolve, reject };
+      if (this.#syncing === undefined) this.#startSync([waiter]);
+      else if (this.#syncing.covers >= target) this.#syncing.waiters.push(waiter);
+      else (this.#pending ??= []).push(waiter);
+    });
+  }
+
+  /** Resolves once no sync is in flight or pending (their fd must stay open until then); never rejects. */
+  async drain(): Promise<void> {
+    while (this.#syncing !== undefined) await this.#syncing.done.catch(noop);
+  }
+
+  /**
+   * Start a sync now (none is in flight) covering every line queued so far, for `waiters`. When it
+   * ends, the pending sync (if a flush joined one meanwhile) starts, in the same synchronous run;
+   * then the lines it covered and its waiters are released.
+   */
+  #startSync(waiters: Waiter[]): void {
+    const sync: Sync = { covers: this.#queuedSeq, done: Promise.resolve(), waiters };
+    this.#syncing = sync;
+    sync.done = this.#sync();
+    const end = (failure: unknown) => {
+      if (this.#syncing === sync) this.#syncing = undefined;
+      const pending = this.#pending;
+      this.#pending = undefined;
+      if (pending !== undefined) this.#startSync(pending);
+      if (failure !== undefined) {
+        for (const waiter of sync.waiters) waiter.reject(failure);
+        return;
+      }
+      releaseSliced(sync.waiters);
+    };
+    sync.done.then(() => end(undefined), end);
+  }
+
+  async #sync(): Promise<void> {
+    // The lines queued so far written by this very call when nothing is in flight: the sync then
+    // starts in the same synchronous run, not behind whatever else the microtask queue holds.
+    // Else the write in flight, as it completes, writes the rest and lets the sync go on.
+    if (!this.#writeQueuedNow() && this.#writing) await new Promise<void>((resolve) => { this.#afterWrite = resolve; });
+    if (this.failure !== undefined) throw this.failure;
+    const covers = this.#writtenSeq;
+    this.#syncs += 1;
+    try {
+      await fdatasyncFd(this.#handle.fd);
+    } catch (cause) {
+      // A failed sync breaks the ledger as a failed write does: the kernel reports a writeback error
+      // once, so a later sync could succeed although lines before it never reached the disk.
+      throw this.breakOn(`syncing "${this.#path}" failed, so what was written since the last good sync may not be on disk`, cause);
+    }
+    if (covers > this.#durableSeq) this.#durableSeq = covers;
+  }
+
+  /** Breaks the ledger for good (invariant 4) and returns the failure: the first one, if it already was. */
+  breakOn(what: string, cause: unknown): Error {
+    if (this.failure !== undefined) return this.failure;
+    const then = isDiskFull(cause)
+      ? `the disk is full (${(cause as NodeJS.ErrnoException).code}): free space on the file system holding "${dirname(this.#path)}", then`
+      : 'it refuses further appends, and';
+    this.failure = new Error(`Ledger: ${what} (${renderSafely(cause)}); ${then} the next Ledger.open repairs the file`, { cause });
+    return this.failure;
+  }
+
+  /**
+   * A sync about to start writes the queued lines itself, synchronously, instead of waiting for
+   * the pump's asynchronous write: a small append is a copy into the page cache, far cheaper than
+   * the trip through libuv's thread pool. Only when no write is in flight (it would be overtaken:
+   * invariant 1), and only as a sync starts, so never while an `fdatasync` runs: on a file system
+   * with stable pages a write into a page being written back waits for that I/O, which must not
+   * happen on the main thread. True when it wrote every line queued so far.
+   */
+  #writeQueuedNow(): boolean {
+    if (this.#writing || this.#queue.length === 0 || this.failure !== undefined) return false;
+    const batch = this.#queue;
+    this.#queue = [];
+    this.#writeBatch(batch, () => {
+      const buffer = joinLines(batch);
+      for (let offset = 0; offset < buffer.length;) offset += writeSync(this.#handle.fd, buffer, offset, buffer.length - offset, null);
+    });
+    return this.failure === undefined;
+  }
+
+  /** The background writer (invariant 1): writes whatever queued up meanwhile as one batch, until none is left. */
+  async #pump(): Promise<void> {
+    this.#pumping = true;
+    // Let the lines appended in the same synchronous run join the first batch (a stop appends
+    // its aborted outputs, marker and status back to back: one write instead of two).
+    await undefined;
+    while (this.#queue.length > 0) {
+      const batch = this.#queue;
+      this.#queue = [];
+      this.#writing = true;
+      await this.#writeBatch(batch, () => writeAll(this.#handle, joinLines(batch)));
+    }
+    this.#pumping = false;
+  }
+
+  /**
+   * Write one batch with `write` and settle its appends; a failure breaks the ledger (invariant 4).
+   * Returns a promise only when `write` does (the pump's asynchronous write), whose completion
+   * also lets a sync waiting for it go on first (see the header).
+   */
+  #writeBatch(batch: PendingLine[], write: () => Promise<void> | void): Promise<void> | void {
+    if (this.failure !== undefined) {
+      this.#writing = false;
+      for (const pending of batch) pending.reject(this.failure);
+      return;
+    }
+    const fail = (cause: unknown) => {
+      this.#writing = false;
+      const failure = this.breakOn(`writing to "${this.#path}" failed`, cause);
+      for (const pending of batch) pending.reject(failure);
+      this.#resumeSync();
+    };
+    const done = () => {
+      this.#writing = false;
+      this.#writtenSeq = batch.at(-1)!.seq;
+      this.#releases.push(batch);
+      this.#resumeSync();
+      this.#releases.kick();
+    };
+    let written: Promise<void> | void;
+    try {
+      written = write();
+    } catch (cause) {
+      fail(cause);
+      return;
+    }
+    if (written === undefined) return done();
+    return written.then(done, fail);
+  }
+
+  /**
+   * After a write: a sync that waited for it goes on (its continuation queued before any append's),
+   * and what queued up meanwhile is written now, before that continuation runs.
+   */
+  #resumeSync(): void {
+    const resume = this.#afterWrite;
+    if (resume === undefined) return;
+    this.#afterWrite = undefined;
+    resume();
+    this.#writeQueuedNow();
+  }
+
+}
+
+function joinLines(batch: readonly PendingLine[]): Buffer {
+  return Buffer.from(batch.map((pending) => pending.line).join(''), 'utf8');
+}
+
+function noop(): void {}

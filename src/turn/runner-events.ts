@@ -1,0 +1,35 @@
+/**
+ * The events of a `TurnRunner`, by name, with their payloads: `runner.on(name, listener)` is
+ * type-checked against this map (an unknown name or a wrong payload does not compile).
+ */
+
+import type { StopReport } from './report.js';
+
+/** Every event's payload names its turn. (A type, not an interface, so a payload is a `Record<string, unknown>` too.) */
+export type TurnEvent = {
+  sessionId: string;
+  turnId: string;
+};
+
+/** The events a `TurnRunner` emits, in the order a turn emits them. */
+export interface TurnRunnerEvents {
+  /** The turn began (`turn_started` is recorded); `input` is `run`'s, when given. */
+  turn_started: [TurnEvent & { input?: unknown }];
+  /** A tool call starts: its `tool_call` entry is recorded and its function is about to run. */
+  tool_call: [TurnEvent & { callId: string; name: string; args: unknown }];
+  /** A tool call finished before any stop (its `tool_output` is recorded). */
+  tool_output: [TurnEvent & { callId: string; name: string; output: unknown; success: boolean }];
+  /** Streamed output (`turn.say`) is recorded. */
+  say: [TurnEvent & { text: string }];
+  /** `turn.ask`: answer it with `runner.answer(questionId, answer)`. */
+  question: [TurnEvent & { questionId: string; question: unknown }];
+  /** The body returned; the session is free for its next turn. */
+  turn_completed: [TurnEvent & { value: unknown }];
+  /** The body threw (or a tool threw `FatalToolError`); the session is free for its next turn. */
+  turn_failed: [TurnEvent & { error: unknown }];
+  /** A stop ended the turn; its history is flushed and the session is free for its next turn. */
+  turn_aborted: [TurnEvent & { report: StopReport }];
+}
+
+/** The name of a `TurnRunner` event. */
+export type TurnRunnerEventName = keyof TurnRunnerEvents;

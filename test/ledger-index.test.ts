@@ -1,0 +1,150 @@
+/**
+ * The session index (docs/runner.md, "Reading one session reads one session"): `entries({ sessionId })`
+ * parses that session's lines and no other's, reads nothing for an unknown session, and returns
+ * exactly what a full scan filtered by session returns, for ledgers built at open and kept as it appends.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Ledger, type LedgerEntry, type LedgerEntryInput } from '../dist/src/turn/ledger.js';
+
+let dir: string;
+let file: string;
+const opened: Ledger[] = [];
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'fullstop-ledger-index-'));
+  file = join(dir, 'history.jsonl');
+});
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await Promise.all(opened.splice(0).map((l) => l.close().catch(() => {})));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function openLedger(path = file): Promise<Ledger> {
+  const ledger = await Ledger.open(path);
+  opened.push(ledger);
+  return ledger;
+}
+
+/** The ledger lines JSON.parse is given while `fn` runs (other parses, of anything not a ledger line, are ignored). */
+async function linesParsedDuring<T>(fn: () => Promise<T>): Promise<{ result: T; lines: string[] }> {
+  const lines: string[] = [];
+  const real = JSON.parse;
+  const spy = vi.spyOn(JSON, 'parse').mockImplementation(((text: string, reviver?: never) => {
+    if (typeof text === 'string' && text.startsWith('{"seq":')) lines.push(text);
+    return real(text, reviver);
+  }) as typeof JSON.parse);
+  try {
+    return { result: await fn(), lines };
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+/** The prototype every FileHandle shares, so a spy on it sees the Ledger's private handle. */
+async function fileHandlePrototype(): Promise<FileHandle> {
+  const handle = await open(join(dir, 'probe'), 'w');
+  await handle.close();
+  return Object.getPrototypeOf(handle) as FileHandle;
+}
+
+describe('entries({ sessionId }) through the index', () => {
+  it('on a 20 MB ledger of 500 sessions, parses only that session\'s lines (written before open and after), same as a full scan', async () => {
+    // Written directly (as a previous process would have), every turn finished, so open repairs nothing.
+    const SESSIONS = 500;
+    const padding = 'x'.repeat(150);
+    const parts: string[] = [];
+    let seq = 0;
+    let bytes = 0;
+    for (let turn = 0; bytes < 20 * 1024 * 1024; turn++) {
+      const sessionId = `session-${turn % SESSIONS}`;
+      const turnId = `turn-${turn}`;
+      for (const body of [{ type: 'turn_started' }, { type: 'say', text: `${padding} ${turn}` }, { type: 'status', status: 'completed' }]) {
+        const line = `${JSON.stringify({ seq: ++seq, at: 1, sessionId, turnId, ...body })}\n`;
+        parts.push(line);
+        bytes += line.length;
+      }
+    }
+    writeFileSync(file, parts.join(''));
+    const ledger = await openLedger();
+    // Kept as it appends: a new turn of the session, interleaved with another session's.
+    for (const sessionId of ['session-7', 'session-8', 'session-7']) {
+      void ledger.append({ sessionId, turnId: `late-${seq++}`, type: 'turn_started' });
+    }
+    const full = await ledger.entries();
+    const { result, lines } = await linesParsedDuring(() => ledger.entries({ sessionId: 'session-7' }));
+    const expected = full.filter((e) => e.sessionId === 'session-7');
+    expect(result).toEqual(expected);
+    expect(expected.length).toBeGreaterThan(200);
+    expect(lines.length).toBe(expected.length);
+    expect(lines.every((l) => l.includes('"sessionId":"session-7"'))).toBe(true);
+    // With a turn as well: still only that session's lines.
+    const { result: one, lines: oneLines } = await linesParsedDuring(() => ledger.entries({ sessionId: 'session-7', turnId: 'turn-7' }));
+    expect(one).toEqual(full.filter((e) => e.turnId === 'turn-7'));
+    expect(oneLines.length).toBe(expected.length);
+  });
+
+  it('reads nothing for an unknown session', async () => {
+    const ledger = await openLedger();
+    await ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
+    const read = vi.spyOn(await fileHandlePrototype(), 'read');
+    const { result, lines } = await linesParsedDuring(() => ledger.entries({ sessionId: 'nobody' }));
+    expect(result).toEqual([]);
+    expect(lines).toEqual([]);
+    expect(read).not.toHaveBeenCalled();
+  });
+
+  it('after close, reads the file at the path, as before', async () => {
+    const ledger = await openLedger();
+    await ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
+    await ledger.append({ sessionId: 'u', turnId: 'v', type: 'turn_started' });
+    await ledger.close();
+    expect((await ledger.entries({ sessionId: 's' })).map((e) => e.turnId)).toEqual(['t']);
+  });
+
+  it('equals a full scan filtered by session, for random ledgers with reopens (property)', async () => {
+    const sessionIds = fc.constantFrom('a', 'b', 'c', 'ü-😀', 'd e', '"q"');
+    const step = fc.oneof(
+      fc.record({ kind: fc.constant('append' as const), sessionId: sessionIds, text: fc.string({ maxLength: 40 }), awaited: fc.boolean() }),
+      fc.record({ kind: fc.constant('reopen' as const) }),
+      fc.record({ kind: fc.constant('read' as const), sessionId: sessionIds }),
+    );
+    let run = 0;
+    await fc.assert(fc.asyncProperty(fc.array(step, { maxLength: 40 }), async (steps) => {
+      const path = join(dir, `property-${run++}.jsonl`);
+      let ledger = await Ledger.open(path);
+      try {
+        let turns = 0;
+        const check = async (sessionId: string) => {
+          const full = await ledger.entries();
+          const mine = await ledger.entries({ sessionId });
+          expect(mine).toEqual(full.filter((e: LedgerEntry) => e.sessionId === sessionId));
+        };
+        for (const s of steps) {
+          if (s.kind === 'append') {
+            const entry: LedgerEntryInput = turns % 3 === 0
+              ? { sessionId: s.sessionId, turnId: `t${turns}`, type: 'turn_started' }
+              : { sessionId: s.sessionId, turnId: `t${turns - 1}`, type: 'say', text: s.text };
+            turns += 1;
+            const written = ledger.append(entry);
+            if (s.awaited) await written;
+          } else if (s.kind === 'reopen') {
+            await ledger.close();
+            ledger = await Ledger.open(path); // the index is rebuilt from the file (and the repair appended)
+          } else {
+            await check(s.sessionId);
+          }
+        }
+        for (const sessionId of ['a', 'b', 'c', 'ü-😀', 'd e', '"q"']) await check(sessionId);
+      } finally {
+        await ledger.close();
+      }
+    }), { numRuns: 60 });
+  });
+});

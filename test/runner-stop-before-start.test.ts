@@ -1,0 +1,131 @@
+/**
+ * Stop before start: a Stop pressed in the gap between Send and the server opening the turn still
+ * stops that turn, and only it.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Ledger, TurnRegistry, TurnRunner, type LedgerEntry } from '../dist/src/index.js';
+
+const registry = new TurnRegistry();
+let dir: string;
+let ledger: Ledger;
+let runner: TurnRunner;
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'fullstop-stop-before-start-'));
+  ledger = await Ledger.open(join(dir, 'history.jsonl'));
+  runner = new TurnRunner({ registry, ledger, graceMs: 100 });
+});
+
+afterEach(async () => {
+  await ledger.close();
+  rmSync(dir, { recursive: true, force: true });
+  expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
+});
+
+function onDisk(turnId?: string): LedgerEntry[] {
+  const all = readFileSync(ledger.path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as LedgerEntry);
+  return turnId === undefined ? all : all.filter((e) => e.turnId === turnId);
+}
+
+const typeOf = (e: LedgerEntry) => (e.type === 'status' ? `status:${e.status}` : e.type);
+
+describe('a stop of a turn id that has not started', () => {
+  it('returns null, and that turn then runs nothing of its body and ends cancelled with the stop\'s reason', async () => {
+    expect(await runner.stop('s', { turnId: 't1', reason: 'cancel.client' })).toBeNull();
+    let ran = false;
+    const aborted: unknown[] = [];
+    runner.on('turn_aborted', (p) => aborted.push(p.report.reason));
+    const outcome = await runner.run('s', async () => { ran = true; }, { turnId: 't1', input: 'hello' });
+    expect(ran).toBe(false);
+    expect(outcome.status).toBe('cancelled');
+    expect(outcome.status === 'cancelled' && outcome.report.reason).toBe('cancel.client');
+    expect(aborted).toEqual(['cancel.client']);
+    expect(onDisk('t1').map(typeOf)).toEqual(['turn_started', 'status:cancelling', 'turn_aborted', 'status:cancelled']);
+    expect(onDisk('t1')[0]).toMatchObject({ type: 'turn_started', input: 'hello' });
+    expect(onDisk('t1').at(-1)).toMatchObject({ reason: 'cancel.client' });
+  });
+
+  it('is kept while another turn of the session runs, which it leaves untouched', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => { release = r; });
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => { entered = r; });
+    const first = runner.run('s', async (turn) => { entered(); await gate; return turn.signal.aborted; }, { turnId: 'running' });
+    await inside;
+    expect(await runner.stop('s', { turnId: 'next' })).toBeNull();
+    release();
+    expect(await first).toMatchObject({ status: 'completed', value: false });
+    let ran = false;
+    expect((await runner.run('s', async () => { ran = true; }, { turnId: 'next' })).status).toBe('cancelled');
+    expect(ran).toBe(false);
+  });
+
+  it('is for its session only, and taken once', async () => {
+    await runner.stop('a', { turnId: 't' });
+    expect((await runner.run('b', async () => 1, { turnId: 'other' })).status).toBe('completed');
+    expect((await runner.run('b', async () => 2, { turnId: 't' })).status).toBe('completed'); // session b: not the stopped pair
+    const other = new TurnRunner({ registry, graceMs: 100 }); // no ledger: a turn id can run twice
+    await other.stop('a', { turnId: 'x' });
+    expect((await other.run('a', async () => 1, { turnId: 'x' })).status).toBe('cancelled');
+    expect((await other.run('a', async () => 1, { turnId: 'x' })).status).toBe('completed');
+  });
+
+  it('expires after pendingStopMs', async () => {
+    const quick = new TurnRunner({ registry, graceMs: 100, pendingStopMs: 0 });
+    expect(quick.pendingStopMs).toBe(0);
+    await quick.stop('s', { turnId: 't' });
+    expect((await quick.run('s', async () => 'ran', { turnId: 't' }))).toMatchObject({ status: 'completed', value: 'ran' });
+    expect(new TurnRunner({ registry }).pendingStopMs).toBe(60_000);
+  });
+
+  it('keeps at most 10,000, dropping the oldest first', async () => {
+    const quiet = new TurnRunner({ registry, graceMs: 100 });
+    await quiet.stop('s', { turnId: 'oldest' });
+    await quiet.stop('s', { turnId: 'kept' });
+    for (let i = 0; i < 9_999; i++) await quiet.stop('s', { turnId: `flood-${i}` });
+    expect((await quiet.run('s', async () => 'ran', { turnId: 'oldest' })).status).toBe('completed');
+    expect((await quiet.run('s', async () => 'ran', { turnId: 'kept' })).status).toBe('cancelled');
+  });
+
+  it('is not recorded for a turn id already in the ledger', async () => {
+    await runner.run('s', async () => 1, { turnId: 'done' });
+    expect(await runner.stop('s', { turnId: 'done' })).toBeNull();
+    expect(onDisk('done').map(typeOf)).toEqual(['turn_started', 'status:completed']);
+  });
+});
+
+describe('a stop without a turn id between turns', () => {
+  it('stays a no-op: the next turn runs', async () => {
+    expect(await runner.stop('s')).toBeNull();
+    expect((await runner.run('s', async () => 'ran')).status).toBe('completed');
+  });
+});
+
+describe('a stop with the running turn\'s id', () => {
+  it('stops it; with another turn id it does not', async () => {
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => { entered = r; });
+    const run = runner.run('s', async (turn) => {
+      entered();
+      await new Promise((r) => turn.signal.addEventListener('abort', r));
+    }, { turnId: 'live' });
+    await inside;
+    expect(await runner.stop('s', { turnId: 'not-this-one' })).toBeNull();
+    const report = await runner.stop('s', { turnId: 'live' });
+    expect(report).toMatchObject({ turnId: 'live', reason: 'cancel.user', settledCooperatively: true });
+    expect((await run).status).toBe('cancelled');
+  });
+});
+
+describe('bad arguments', () => {
+  it('are refused naming the option, and nothing is kept', async () => {
+    expect(() => runner.stop('s', { turnId: '' })).toThrow(/options\.turnId/);
+    expect(() => runner.stop('s', { turnId: 5 as unknown as string })).toThrow(TypeError);
+    expect(() => new TurnRunner({ registry, pendingStopMs: -1 })).toThrow(RangeError);
+    expect(() => new TurnRunner({ registry, pendingStopMs: -1 })).toThrow(/options\.pendingStopMs/);
+    expect((await runner.run('s', async () => 1, { turnId: '5' })).status).toBe('completed');
+  });
+});
