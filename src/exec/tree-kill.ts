@@ -15,10 +15,18 @@
  */
 
 import { accessSync, constants } from 'node:fs';
+import { createRequire } from 'node:module';
 import { delimiter, join } from 'node:path';
+import type treeKillFn from 'tree-kill';
 import { readStat } from './proc.js';
 import { GONE_BOUND_MS, until } from './sweep.js';
 import type { Tree } from './tree.js';
+
+/**
+ * tree-kill, loaded by the first tree of this mode (at its spawn, not at the stop): a host that never
+ * uses this mode (Linux with /proc) never loads it.
+ */
+let treeKill: typeof treeKillFn | undefined;
 
 /** The command tree-kill runs to list children, by platform (Windows: taskkill, whose failure it reports). */
 const WALKERS: Partial<Record<NodeJS.Platform, string>> = { linux: 'ps', darwin: 'pgrep' };
@@ -35,6 +43,7 @@ export class TreeKillTree implements Tree {
     if (!Number.isInteger(pid) || pid <= 1) throw new RangeError(`pid: expected a child pid > 1, got ${pid}`);
     this.pid = pid;
     this.#start = process.platform === 'linux' ? readStat(pid)?.start : undefined;
+    treeKill ??= createRequire(import.meta.url)('tree-kill') as typeof treeKillFn;
   }
 
   /** The reaper verifies a leader by its start time in /proc; with none (0) it leaves the group alone. */
@@ -95,12 +104,10 @@ export class TreeKillTree implements Tree {
 }
 
 /** SIGKILL `pid` and every descendant tree-kill finds; resolves when it is done (never rejects). */
-async function killTree(pid: number): Promise<void> {
+function killTree(pid: number): Promise<void> {
   // tree-kill spawns its walker with no 'error' listener: a missing `ps` would crash the host.
-  if (!hasWalker()) return;
-  // Loaded here, by the one mode that uses it, so `import 'fullstop'` does not load it elsewhere.
-  const { default: treeKill } = await import('tree-kill');
-  await new Promise<void>((resolve) => treeKill(pid, 'SIGKILL', () => resolve()));
+  if (!hasWalker()) return Promise.resolve();
+  return new Promise((resolve) => treeKill!(pid, 'SIGKILL', () => resolve()));
 }
 
 /** `undefined` until looked up; then whether tree-kill can list children here. */
