@@ -55,7 +55,7 @@ async function session(): Promise<LedgerEntry[]> {
   await runner.run(SESSION, async (turn) => {
     const result = await ai6.generateText({ model: one.model, tools: aiTools(turn, tools), stopWhen: ai6.stepCountIs(2), prompt: 'sum to 10' });
     await turn.say(result.text);
-  }, { input: 'sum to 10' } as any);
+  }, { input: 'sum to 10' });
 
   const flags = new Int32Array(new SharedArrayBuffer(12));
   const two = scriptedModel(6, [{ calls: [{ id: 'call_b', name: 'crunch', input: { flags: null } }] }]);
@@ -63,7 +63,7 @@ async function session(): Promise<LedgerEntry[]> {
   const stopped = runner.run(SESSION, async (turn) => {
     await turn.say('Crunching.');
     return ai6.generateText({ model: two.model, tools: aiTools(turn, crunch), prompt: 'crunch' });
-  }, { input: 'crunch forever' } as any);
+  }, { input: 'crunch forever' });
   await started(flags);
   await runner.stop(SESSION);
   expect((await stopped).status).toBe('cancelled');
@@ -71,7 +71,7 @@ async function session(): Promise<LedgerEntry[]> {
   for (const input of [{ note: 'first' }, { note: 'second' }]) {
     await runner.run(SESSION, async (turn) => {
       await turn.tool('note', input, async () => 'noted');
-    }, { input } as any);
+    }, { input });
   }
   return ledger.entries({ sessionId: SESSION });
 }
@@ -122,6 +122,19 @@ describe('toModelMessages', () => {
       .rejects.toThrow(/call_b/);
   });
 
+  it("inside a turn, the session's entries already end with this turn's input: the next request's messages, as they are", async () => {
+    await session();
+    const next = scriptedModel(6, [{ text: 'fine' }]);
+    const outcome = await runner.run(SESSION, async (turn) => {
+      const messages = toModelMessages(await ledger.entries({ sessionId: SESSION }));
+      return (await ai6.generateText({ model: next.model, tools: aiTools(turn, tools), messages })).text;
+    }, { input: 'and now?' });
+    expect(outcome).toMatchObject({ status: 'completed', value: 'fine' });
+    const prompt = next.prompts[0];
+    expect(prompt.filter((m: any) => m.role === 'user' && m.content[0]?.text === 'and now?')).toHaveLength(1);
+    expect(prompt.at(-1)).toMatchObject({ role: 'user', content: [{ type: 'text', text: 'and now?' }] });
+  });
+
   it('answers a call that has neither output nor aborted text (a turn still running) with the interrupted text', async () => {
     let during: LedgerEntry[] = [];
     await runner.run(SESSION, async (turn) => {
@@ -130,7 +143,7 @@ describe('toModelMessages', () => {
         during = await ledger.entries({ sessionId: SESSION });
         return 'seen';
       });
-    }, { input: 'look' } as any);
+    }, { input: 'look' });
     expect(toModelMessages(during)).toEqual([
       { role: 'user', content: 'look' },
       { role: 'assistant', content: [{ type: 'text', text: 'Checking. ' }, { type: 'tool-call', toolCallId: 'call-1', toolName: 'look', input: { at: 1 } }] },

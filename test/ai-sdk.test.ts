@@ -135,6 +135,32 @@ describe.each(SDKS)('aiTools with ai@$version', ({ version, sdk }) => {
     expect((second as any).value.output).toEqual({ total: 6, threadId: Atomics.load(f, 2) });
   });
 
+  it('with streamText and abortSignal: turn.signal, a stop mid-tool ends the stream with its abort part, stops the loop cooperatively and settles the run', async () => {
+    const f = flags();
+    const { model } = scriptedModel(version, [{ text: 'Crunching. ', calls: [{ id: 'call_stream', name: 'crunch', input: {} }] }, { text: 'late' }]);
+    const crunch = sdk.tool({ inputSchema: z.object({}), execute: async () => pool.run({ flags: f }, { name: 'crunchUntilStopped' }) });
+    const parts: string[] = [];
+    let aborts = 0;
+    const before = pool.stats();
+    const run = runner.run('s', async (turn) => {
+      const result = sdk.streamText({
+        model, tools: aiTools(turn, { crunch }), stopWhen: sdk.stepCountIs(3), prompt: 'crunch', abortSignal: turn.signal, onAbort: () => { aborts++; },
+      });
+      for await (const part of result.fullStream) parts.push(part.type);
+    });
+    await started(f);
+    const report = await runner.stop('s');
+    const outcome = await run;
+    expect(outcome.status).toBe('cancelled');
+    expect(report).toMatchObject({ settledCooperatively: true, bodyAbandoned: false });
+    expect(parts).toContain('tool-call');
+    expect(parts.at(-1)).toBe('abort');
+    expect(aborts).toBe(1);
+    expect(pool.stats()).toMatchObject({ cooperativeStops: before.cooperativeStops + 1, hardStops: before.hardStops });
+    const aborted = (await entriesOf(outcome.turnId)).filter((e) => e.type === 'tool_aborted');
+    expect(aborted).toEqual([expect.objectContaining({ callId: 'call_stream' })]);
+  });
+
   it('a stop mid-tool reaches an exec child started without a token: the tree is gone and the run settles', async () => {
     const { model } = scriptedModel(version, [{ calls: [{ id: 'call_sh', name: 'shell', input: {} }] }]);
     const shell = sdk.tool({
@@ -142,7 +168,7 @@ describe.each(SDKS)('aiTools with ai@$version', ({ version, sdk }) => {
       execute: async () => exec('sh', ['-c', 'sleep 30 & sleep 30; wait']),
     });
     const run = runner.run('s', (turn) => sdk.generateText({ model, tools: aiTools(turn, { shell }), prompt: 'sh' }));
-    await eventually(() => toolTree().length >= 3, 5000, 'sh and its two sleeps');
+    await eventually(() => toolTree().length >= 3, 10_000, 'sh and its two sleeps');
     const tree = toolTree();
     await runner.stop('s');
     expect((await run).status).toBe('cancelled');
@@ -232,10 +258,11 @@ function packagesLoaded(code: string): string[] {
   return [...new Set(names)].sort();
 }
 
-describe('the fullstop/ai-sdk subpath', () => {
-  it("resolves through the package's exports, and neither it nor 'fullstop' loads a framework package", () => {
+describe('the fullstop/ai-sdk and fullstop/mcp subpaths', () => {
+  it("resolve through the package's exports, and neither they nor 'fullstop' load a framework package", () => {
     expect(packagesLoaded("await import('fullstop');")).toEqual(['piscina']);
     expect(packagesLoaded("const m = await import('fullstop/ai-sdk'); if (typeof m.aiTools !== 'function' || typeof m.toModelMessages !== 'function') process.exit(3);")).toEqual([]);
+    expect(packagesLoaded("const m = await import('fullstop/mcp'); if (typeof m.mcpTurns !== 'function') process.exit(3);")).toEqual(['piscina']);
     // The check can see a framework: importing `ai` itself lists it.
     expect(packagesLoaded("await import('ai');")).toContain('ai');
   });

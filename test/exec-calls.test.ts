@@ -81,6 +81,14 @@ for (const mode of MODES) {
         expect(result.stdout).toBe(`from stdin\n${dir}\nfrom env\n`);
       });
 
+      it('the command sees exactly the environment given, names that are not shell identifiers included', async () => {
+        // A cgroup's join runs through sh, which drops such names from what it passes on.
+        const env = { 'spring.profiles.active': 'dev', 'FOO-BAR': 'a b\nc', '1X': '$(touch x)', plain_name: 'p' };
+        const result = await execIn(process.execPath, ['-e', 'process.stdout.write(JSON.stringify(process.env))'], { env });
+        expect(JSON.parse(result.stdout)).toEqual({ ...process.env, ...env });
+        expect(result.containment).toBe(mode.name);
+      });
+
       it('stdin is /dev/null without input, so a reader ends at once', async () => {
         expect(await execIn('cat')).toMatchObject({ exitCode: 0, stdout: '' });
       });

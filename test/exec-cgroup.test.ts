@@ -40,7 +40,7 @@ const available = MODES.some((m) => m.name === 'cgroup');
 describe('execContainment()', () => {
   it('names the mode every result reports, and the option forces the fallback', async () => {
     const mode = execContainment();
-    expect(['cgroup', 'process-group']).toContain(mode);
+    expect(['cgroup', 'process-group', 'tree-kill']).toContain(mode);
     expect((await exec('true')).containment).toBe(mode);
     expect((await exec('true', [], { containment: 'process-group' })).containment).toBe('process-group');
   });
@@ -56,8 +56,12 @@ describe('execContainment()', () => {
     expect(JSON.parse(stdout.trim())).toEqual({ probe: 'process-group', containment: 'process-group', cancelled: true, uid: 65534 });
   });
 
-  it('an unknown containment option is a TypeError naming it', async () => {
-    await expect(exec('true', [], { containment: 'jail' as never })).rejects.toThrow(/options\.containment: expected 'auto' or 'process-group', got "jail"/);
+  it('an unknown containment option is a TypeError naming it, and nothing is spawned', async () => {
+    const marker = join(scene.dir, 'touched');
+    const refused = exec('touch', [marker], { containment: 'jail' as never });
+    await expect(refused).rejects.toThrow(TypeError);
+    await expect(refused).rejects.toThrow(/options\.containment: expected 'auto', 'process-group' or 'tree-kill', got "jail"/);
+    expect(existsSync(marker)).toBe(false);
   });
 });
 

@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { TurnRegistry, TurnRunner, type Turn } from '../src/index.js';
+import { SessionBusyError, TurnIdUsedError, TurnRegistry, TurnRunner, type Turn } from '../src/index.js';
 import { Fleet, FleetTurnRefusedError, FleetUnavailableError, type StopAnswer } from '../src/fleet/index.js';
 import { client, clientIdByName, dropKeys, keysUnder, RedisProxy, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
 
@@ -107,7 +107,7 @@ describe.skipIf(!up)('fleet on one Redis', () => {
 
     seen.length = 0;
     expect(await b.fleet.stop('nobody')).toEqual({ outcome: 'not_found', sessionId: 'nobody' });
-    expect(await b.fleet.stop('s1', { turnId: 'never' })).toEqual({ outcome: 'not_found', sessionId: 's1', turnId: 'never' });
+    expect(await b.fleet.stop('s1', { turnId: 'never' })).toEqual({ outcome: 'pending', sessionId: 's1', turnId: 'never' });
     expect(await b.fleet.stop('s1')).toEqual({ outcome: 'already_finished', sessionId: 's1', turnId: 't1', status: 'cancelled' });
     // A sentinel published after them arrives after anything they published: nothing but it arrives.
     await raw.publish(`${prefix}:node:sentinel`, 'sentinel');
@@ -284,11 +284,52 @@ describe.skipIf(!up)('fleet on one Redis', () => {
     const run = a.fleet.run('s1', h.body, { turnId: 't1' });
     await h.started;
     await expect(b.fleet.run('s1', async () => 1)).rejects.toThrow(FleetTurnRefusedError);
+    await expect(b.fleet.run('s1', async () => 1)).rejects.toMatchObject({ code: 'ERR_FULLSTOP_SESSION_BUSY', sessionId: 's1' });
+    await expect(b.fleet.run('s1', async () => 1)).rejects.toThrow(SessionBusyError);
     expect(b.registry.currentToken('s1')).toBeUndefined();
     await expect(a.fleet.run('s1', async () => 1)).rejects.toThrow(/already has a running turn/);
     h.release();
     await run;
     await expect(b.fleet.run('s1', async () => 1, { turnId: 't1' })).rejects.toThrow(/already recorded/);
+    await expect(b.fleet.run('s1', async () => 1, { turnId: 't1' })).rejects.toThrow(TurnIdUsedError);
+  });
+
+  it('two runs of one session at once on one node: exactly one runs, the other is refused starting nothing, and the running one stays stoppable from another instance', async () => {
+    const a = await instance('A');
+    const b = await instance('B');
+    const first = held();
+    const second = held();
+    let secondCalled = false;
+    const runs = [
+      a.fleet.run('s1', first.body, { turnId: 't1' }),
+      a.fleet.run('s1', (turn) => { secondCalled = true; return second.body(turn); }, { turnId: 't2' }),
+    ];
+    const settled = await Promise.race([runs[1]!.then(() => 'resolved', (e: unknown) => e), first.started.then(() => 'first started')]);
+    const refusal = settled === 'first started' ? await runs[1]!.catch((e: unknown) => e) : settled;
+    expect(refusal).toBeInstanceOf(FleetTurnRefusedError);
+    expect(secondCalled).toBe(false);
+    const turn = await first.started;
+    expect(await b.fleet.turn('s1')).toMatchObject({ turnId: 't1', node: a.fleet.nodeId, status: 'running' });
+    // The running turn is still owned by A: a stop from B reaches it and is acknowledged.
+    const answer = await b.fleet.stop('s1', { timeoutMs: 5000 });
+    expect(answer).toMatchObject({ outcome: 'stopped', turnId: 't1', node: a.fleet.nodeId });
+    expect(turn.signal.aborted).toBe(true);
+    expect(await runs[0]).toMatchObject({ status: 'cancelled', turnId: 't1' });
+    expect(await b.fleet.turn('s1')).toMatchObject({ turnId: 't1', status: 'cancelled' });
+  });
+
+  it('two runs of one turn id at once on one node: one runs, the other is refused, and a stop from another instance reaches the one', async () => {
+    const a = await instance('A');
+    const b = await instance('B');
+    const h = held();
+    let calls = 0;
+    const body = (turn: Turn) => { calls++; return h.body(turn); };
+    const runs = [a.fleet.run('s1', body, { turnId: 't1' }), a.fleet.run('s1', body, { turnId: 't1' })];
+    await expect(runs[1]).rejects.toThrow(TurnIdUsedError);
+    await h.started;
+    expect(await b.fleet.stop('s1', { timeoutMs: 5000 })).toMatchObject({ outcome: 'stopped', turnId: 't1' });
+    expect(await runs[0]).toMatchObject({ status: 'cancelled', turnId: 't1' });
+    expect(calls).toBe(1);
   });
 
   it('rejects bad arguments with TypeError/RangeError naming them, changing nothing', async () => {

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { relative } from 'node:path';
+import { MessagePort } from 'node:worker_threads';
 import { TurnPool, TurnRegistry, isCancelledError, runInTurn } from '../dist/src/index.js';
 import { flags, started } from './support/handshake.js';
 import { rejection } from './support/rejection.js';
@@ -83,8 +84,25 @@ describe('errors name their cause when a worker module cannot serve a task', () 
     const e = await rejection(p.run(null, { name: 'fn', token }));
     expect(e.message).toMatch(/the task's result cannot be sent to the main thread \(DataCloneError: .*could not be cloned/);
     await expect(p.run(null, { name: 'throwsFn' })).rejects.toThrow(/the error the task threw cannot be sent to the main thread/);
+    await expect(p.run(null, { name: 'rejectsFn', token })).rejects.toThrow(/the error the task threw cannot be sent to the main thread/);
     const after = await p.run({ value: 0 }, { filename: tasks, name: 'echo' }) as { threadId: number };
     expect(after.threadId).toBe(before.threadId);
+  });
+
+  it('a moved result whose wrapper and value could not be cloned is transferred, with a token or without', async () => {
+    const p = pool({ filename: fixture('uncloneable.mjs') });
+    const token = registry.beginTurn('s');
+    for (const options of [{ name: 'movesPort', token }, { name: 'movesPort' }]) {
+      const port = await p.run(null, options);
+      expect(port).toBeInstanceOf(MessagePort);
+      (port as MessagePort).close();
+    }
+  });
+
+  it("the worker's MessagePort is Node's own: a task's own post of an uncloneable message throws, even shaped like piscina's response", async () => {
+    const p = pool({ filename: fixture('uncloneable.mjs') });
+    const token = registry.beginTurn('s');
+    await expect(p.run(null, { name: 'postsOwnMessage', token })).resolves.toEqual({ outcome: 'threw DataCloneError', native: true });
   });
 
   it('a worker that exits while loading its module fails that task, and the next task does not hang', async () => {

@@ -5,7 +5,9 @@ import {
   TurnPool, TurnRegistry, isCancelledError, CancelledError, move, isWorkerThread, workerData, transferableSymbol,
   valueSymbol, queueOptionsSymbol, FixedQueue, ArrayTaskQueue,
 } from '../dist/src/index.js';
+import { governStop, ownersOf } from '../dist/src/token/owners.js';
 import { flags, started } from './support/handshake.js';
+import { eventually } from './support/leaks.js';
 import { rejection } from './support/rejection.js';
 
 const fixture = (name: string) => new URL(`./fixtures/pool/${name}`, import.meta.url).href;
@@ -224,6 +226,34 @@ describe('concurrentTasksPerWorker > 1', () => {
     expect(b).toBe(worker.threadId);
     await exited;
     expect(await next).not.toBe(worker.threadId);
+  });
+
+  it('an abandoned task whose code then ends by itself gives its worker back: its neighbour finishes there and the worker lives on', async () => {
+    const p = pool({ filename: shares, concurrentTasksPerWorker: 4, maxThreads: 2, graceMs: 10_000 });
+    const stopped = registry.beginTurn('a');
+    const f = flags();
+    const own = new Int32Array(new SharedArrayBuffer(4));
+    const runaway = p.run({ flags: f, own }, { name: 'ignoresStopUntilReleased', token: stopped });
+    const neighbour = p.run({ flags: f }, { name: 'waitsForRelease' });
+    await startedCount(f, 2);
+    expect(p.threads).toHaveLength(1);
+    const worker = p.threads[0]!;
+    // The hard stop at once (a runner stop's end of grace): the pool's own 10 s timer stays out of it.
+    governStop(stopped);
+    stopped.cancel();
+    await ownersOf(stopped)[0]!.hardStop();
+    expect((await rejection(runaway)).hard).toBe(true);
+    Atomics.store(own, 0, 1);
+    Atomics.notify(own, 0);
+    await eventually(() => p.stats().running === 1, 5000, "the abandoned task's code to end");
+    // Any settle reaps condemned workers: this one would end the first worker if it were still
+    // counted as running an abandoned task besides its neighbour.
+    await p.run(null, { name: 'where' });
+    Atomics.store(f, 1, 1);
+    Atomics.notify(f, 1);
+    expect(await neighbour).toBe(worker.threadId);
+    expect(p.threads.map((t) => t.threadId)).toContain(worker.threadId);
+    expect(p.stats()).toMatchObject({ hardStops: 1, running: 0 });
   });
 
   it('a task that blocks its shared worker past the grace: its neighbours get one more grace window, then the worker ends and they reject', async () => {

@@ -9,6 +9,11 @@ import { rejection } from './support/rejection.js';
 import { notifiesDuring } from './support/notify-spy.js';
 
 const tasks = new URL('./fixtures/pool/tasks.mjs', import.meta.url).href;
+/**
+ * A liveness bound, not a figure: far below what a task that was not stopped would take (it sleeps
+ * 60 s or loops for ever), far above any stall of a loaded machine. Figures are the bench's.
+ */
+const LIVENESS_MS = 10_000;
 const registry = new TurnRegistry();
 const pools: TurnPool[] = [];
 
@@ -38,7 +43,7 @@ describe('a running task that is cancelled', () => {
     const t0 = performance.now();
     token.cancel();
     const e = await rejection(p);
-    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(performance.now() - t0).toBeLessThan(LIVENESS_MS);
     expect(e).toBeInstanceOf(CancelledError);
     expect(e.hard).toBe(false);
     expect(e.sessionId).toBe('s');
@@ -74,8 +79,8 @@ describe('a running task that is cancelled', () => {
     const waited = performance.now() - t0;
     expect(isCancelledError(e)).toBe(true);
     expect(e.hard).toBe(true);
-    expect(waited).toBeGreaterThanOrEqual(145);
-    expect(waited).toBeLessThan(2150);
+    expect(waited).toBeGreaterThanOrEqual(145); // the grace is honoured, never cut short
+    expect(waited).toBeLessThan(LIVENESS_MS);
     const next = await pool.run<{ threadId: number }>({ value: 1 }, { name: 'echo' });
     expect(next.threadId).not.toBe(first.threadId);
     expect(pool.stats()).toMatchObject({ hardStops: 1, running: 0 });
@@ -105,18 +110,26 @@ describe('a running task that is cancelled', () => {
 
   it('is not hard-stopped on its own timer while a runner stop governs the grace', async () => {
     const pool = onePool({ graceMs: 20 });
+    const other = onePool({ graceMs: 20 });
     const token = registry.beginTurn('s');
+    const otherToken = registry.beginTurn('a');
     const f = flags();
+    const g = flags();
     const p = pool.run({ flags: f }, { token, name: 'neverChecks' });
-    await started(f);
+    const q = other.run({ flags: g }, { token: otherToken, name: 'neverChecks' });
+    await Promise.all([started(f), started(g)]);
     governStop(token);
     token.cancel();
-    const before = Atomics.load(f, 1);
-    // Well past the pool's own 20 ms grace: the task must still be running.
-    await new Promise((r) => setTimeout(r, 200));
-    expect(Atomics.load(f, 1)).toBeGreaterThan(before);
+    otherToken.cancel();
+    // The clock of the handshake: the same 20 ms grace, armed after the governed task's would have
+    // been (timers of one duration fire in the order they were set), so once it has fired and
+    // hard-stopped its own task, a timer of the governed task's would have fired too.
+    expect((await rejection(q)).hard).toBe(true);
     const owners = ownersOf(token);
     expect(owners.map((o) => o.kind)).toEqual(['task']);
+    expect((owners[0] as unknown as { hard: boolean }).hard).toBe(false);
+    const before = Atomics.load(f, 1);
+    await eventually(() => Atomics.load(f, 1) > before, LIVENESS_MS, 'the governed task to keep running');
     await owners[0]!.hardStop();
     const e = await rejection(p);
     expect(e.hard).toBe(true);
@@ -127,7 +140,7 @@ describe('hostile task bodies end and leave the pool healthy', () => {
   // How each body ends: only `polls` listens; the others must be hard-stopped once the 100 ms grace is over.
   const hardByBody: Record<string, boolean> = { polls: false, neverChecks: true, swallows: true, blocksElsewhere: true, awaitsTimer: true };
   for (const [name, hard] of Object.entries(hardByBody)) {
-    it(`${name}: ends ${hard ? 'hard, after the 100 ms grace and within 1 s of it' : 'cooperatively, within the grace'}, and the next task runs`, async () => {
+    it(`${name}: ends ${hard ? 'hard, once the 100 ms grace is over' : 'cooperatively, within the grace'}, and the next task runs`, async () => {
       const pool = onePool({ graceMs: 100 });
       const token = registry.beginTurn('s');
       const f = flags();
@@ -140,10 +153,10 @@ describe('hostile task bodies end and leave the pool healthy', () => {
       expect(isCancelledError(e)).toBe(true);
       expect(e.hard).toBe(hard);
       expect(pool.stats()).toMatchObject({ hardStops: hard ? 1 : 0, cooperativeStops: hard ? 0 : 1, running: 0 });
-      // The grace is honoured (never cut short), and the hard stop follows it closely. A cooperative
-      // end is within the grace by construction (else it would be hard).
+      // The grace is honoured (never cut short), and the stop does come. A cooperative end is
+      // within the grace by construction (else it would be hard).
       if (hard) expect(elapsed).toBeGreaterThanOrEqual(99);
-      expect(elapsed).toBeLessThan(100 + 1000);
+      expect(elapsed).toBeLessThan(LIVENESS_MS);
       await expect(pool.run({ value: 7 }, { name: 'echo' })).resolves.toMatchObject({ value: 7 });
     });
   }
@@ -286,7 +299,9 @@ describe('pause and resume', () => {
     try {
       await blockedInCheckpoint(token);
       const c1 = Atomics.load(f, 1);
-      await new Promise((r) => setTimeout(r, 100));
+      // Woken by that notify, the task found the registry still paused and blocked again, with no
+      // step in between (a second notify finds it waiting).
+      await blockedInCheckpoint(token);
       expect(Atomics.load(f, 1)).toBe(c1);
       registry.resume();
       await eventually(() => Atomics.load(f, 1) > c1, 2000, 'progress after resume');

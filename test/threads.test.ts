@@ -464,4 +464,20 @@ describe('tokenFromHandle', () => {
     expect(token.isCancelled()).toBe(false);
     registry.endTurn('s');
   });
+
+  it('sleepUnlessCancelled() of a WorkerToken returns true when the time ran out, false at once once cancelled or retired', () => {
+    const registry = fresh();
+    const token = registry.beginTurn('s');
+    const worker = tokenFromHandle(token.handle);
+    expect(worker.sleepUnlessCancelled(1)).toBe(true);
+    expect(() => worker.sleepUnlessCancelled(-1)).toThrow(RangeError);
+    token.cancel();
+    // A 60 s wait that returns: the slot no longer reads running, so it does not wait at all.
+    expect(worker.sleepUnlessCancelled(60_000)).toBe(false);
+    registry.endTurn('s');
+    const retired = registry.beginTurn('s');
+    const late = tokenFromHandle(retired.handle);
+    registry.endTurn('s');
+    expect(late.sleepUnlessCancelled(60_000)).toBe(false);
+  });
 });

@@ -41,7 +41,7 @@ const storage = new AsyncLocalStorage<TaskBinding>();
  * handler runs it is the store `storage` holds, so the checks read it instead of asking
  * AsyncLocalStorage, whose lookup touches several objects: on a worker just woken (a task that
  * slept, then calls `cancelTurn()`) that lookup was a large share of the call's way to its notify
- * (docs/benchmarks.md, "Where P3's time goes", has the figures). Each function below reads it
+ * (the bench's P3 row). Each function below reads it
  * itself (`running ?? outsideHandler(…)`): an expression as short as a call to a helper, and one
  * call fewer on the checks' hot path and on a thread just woken. What a task leaves behind runs
  * later, outside any handler, and finds its own task's binding through `storage`. One reading

@@ -8,17 +8,16 @@
 
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
-import { MessagePort } from 'node:worker_threads';
-import {
-  buffersAt, decodeTarget, hasRootPlaces, P_GENERATION, P_INDEX, P_ROOT_GENERATION, P_ROOT_INDEX, P_ROOT_SLAB, P_SLAB, P_TASK,
-  type Target,
-} from '../src/pool/protocol.js';
+import { decodePayload, DecodedPlaces, decodeTarget, type Target } from '../src/pool/protocol.js';
 import { callBound, TaskBinding } from './current.js';
+import { sendableError, sendableResult } from './sendable.js';
 import { SlotToken } from './worker-token.js';
 
 type Handler = (task: unknown) => unknown;
 type Payload = unknown[];
 
+/** The places of the task being bound: one object for every task of this worker (protocol.ts). */
+const places = new DecodedPlaces();
 /** Every slab buffer this worker has been sent, by slab id. */
 const slabs = new Map<number, Int32Array>();
 const requireHere = createRequire(import.meta.url);
@@ -53,11 +52,14 @@ async function loadHandler(target: Target): Promise<Handler> {
 }
 
 /**
- * Piscina's lookup (worker.ts `getHandler`), with the causes kept: `require` first (CommonJS, and a
- * module whose export is a promise of the handler), then `import()` for what `require` cannot load
- * (ESM, top-level await). The export is the module itself if it is a function, else `name`
- * (awaited: an async-initialised module exports a promise). Rejects only if the module fails to
- * load; what the export is, the caller checks (the probe, workers/probe-task.ts, reports both its own way).
+ * The user's module is loaded here, not by piscina: piscina loads the pool's entry (pool-entry.cts),
+ * which must wrap each call, and it has no public loader to hand the user's filename to. So this
+ * follows the rules piscina documents for `filename` and `name` (its own suite checks them against
+ * a TurnPool), with the causes kept: `require` first (CommonJS, and a module whose export is a
+ * promise of the handler), then `import()` for what `require` cannot load (ESM, top-level await).
+ * The export is the module itself if it is a function, else `name` (awaited: an async-initialised
+ * module exports a promise). Rejects only if the module fails to load; what the export is, the
+ * caller checks (the probe, workers/probe-task.ts, reports both its own way).
  */
 export async function loadExport({ filename, name }: Pick<Target, 'filename' | 'name'>): Promise<unknown> {
   let mod: unknown;
@@ -105,7 +107,8 @@ function loadError(importError: unknown, requireError: unknown): unknown {
  * handler settles (leftovers then see a retired token, current.ts).
  */
 function runTask(user: Handler, payload: Payload): unknown {
-  return runWith(user, bindingOf(payload), payload[P_TASK]);
+  const task = decodePayload(payload, places);
+  return runWith(user, bindingOf(places), task);
 }
 
 /** A task run without a token: the checks pass, `sleep` sleeps (current.ts). */
@@ -113,68 +116,42 @@ function runPlainTask(user: Handler, task: unknown): unknown {
   return runWith(user, new TaskBinding(undefined), task);
 }
 
+/** Also turns an outcome piscina could not post back into an error the task rejects with (sendable.ts). */
 function runWith(user: Handler, binding: TaskBinding, task: unknown): unknown {
   let result: unknown;
   try {
     result = callBound(binding, user, task);
   } catch (e) {
     binding.over = true;
-    throw e;
+    throw sendableError(e);
   }
   if (!isThenable(result)) {
     binding.over = true;
-    return result;
+    return sendableResult(result);
   }
-  return Promise.resolve(result).finally(() => { binding.over = true; });
+  return Promise.resolve(result).then(
+    (value) => { binding.over = true; return sendableResult(value); },
+    (error: unknown) => { binding.over = true; throw sendableError(error); },
+  );
 }
 
-function bindingOf(payload: Payload): TaskBinding {
-  const hasRoot = hasRootPlaces(payload);
-  const buffers = payload[buffersAt(payload)] as [number, SharedArrayBuffer][] | undefined;
-  if (buffers !== undefined) for (const [id, buffer] of buffers) slabs.set(id, new Int32Array(buffer));
-  const cells = slabs.get(payload[P_SLAB] as number);
-  const rootCells = hasRoot ? slabs.get(payload[P_ROOT_SLAB] as number) : cells;
+/** The binding of the task whose places were just decoded. */
+function bindingOf(p: DecodedPlaces): TaskBinding {
+  if (p.buffers !== undefined) for (const [id, buffer] of p.buffers) slabs.set(id, new Int32Array(buffer));
+  const cells = slabs.get(p.slab);
+  const rootCells = p.hasRoot ? slabs.get(p.rootSlab) : cells;
   if (cells === undefined || rootCells === undefined) {
     // The pool sends every slab with the first task that needs it on this thread (protocol.ts).
-    throw new Error(`fullstop: internal error: this worker was never sent slab ${cells === undefined ? String(payload[P_SLAB]) : String(payload[P_ROOT_SLAB])}`);
+    throw new Error(`fullstop: internal error: this worker was never sent slab ${cells === undefined ? p.slab : p.rootSlab}`);
   }
-  const token = new SlotToken(cells, payload[P_INDEX] as number, payload[P_GENERATION] as number);
+  const token = new SlotToken(cells, p.index, p.generation);
   // A task dropped from the queue on cancel may still be posted to a worker: it must not run
   // (task-run.ts). One load decides it, before any user code.
   if (token.isCancelled()) throw token.error();
-  if (hasRoot) {
-    token.root = new SlotToken(rootCells, payload[P_ROOT_INDEX] as number, payload[P_ROOT_GENERATION] as number);
-  }
+  if (p.hasRoot) token.root = new SlotToken(rootCells, p.rootIndex, p.rootGeneration);
   return new TaskBinding(token);
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
-
-/**
- * A result (or a thrown value) that structured cloning refuses: piscina's worker would throw from
- * `postMessage` in a microtask, the worker would die and the task would reject with an empty
- * object. Instead the task rejects with an error that says so, and the worker lives on. Only
- * piscina's response shape (`taskId`, `result`, `error`, `time`) is touched; any other message
- * throws as it always did.
- */
-function keepResponsesCloneable(): void {
-  const post = MessagePort.prototype.postMessage;
-  MessagePort.prototype.postMessage = function postMessage(this: MessagePort, message: unknown, transfer?: never) {
-    try {
-      return post.call(this, message, transfer);
-    } catch (e) {
-      if (!isResponse(message)) throw e;
-      const what = message.error === null ? "the task's result" : 'the error the task threw';
-      const why = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
-      return post.call(this, { ...message, result: null, error: new TypeError(`${what} cannot be sent to the main thread (${why})`) });
-    }
-  };
-}
-
-function isResponse(message: unknown): message is { error: unknown } {
-  return message !== null && typeof message === 'object' && 'taskId' in message && 'result' in message && 'error' in message && 'time' in message;
-}
-
-keepResponsesCloneable();

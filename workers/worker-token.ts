@@ -8,6 +8,7 @@
  * the turn is over either way (slot.ts, invariant 3).
  */
 
+import { StopReasons } from '../src/constants.js';
 import { cancelledError, checkRequiredMs, type CancelledError } from '../src/errors.js';
 import {
   cancelSlotFromHandle, cellsOfHandle, pack, sleepOnSlot, STATE_CANCELLED, STATE_RUNNING, waitWhilePaused,
@@ -77,7 +78,7 @@ export class SlotToken implements WorkerToken {
     if (word === this.#running) {
       // Built while the token runs, so the check that finds it cancelled only has to throw:
       // building an Error is most of the time between a cancel and its throw on a thread
-      // whose caches have gone cold (docs/benchmarks.md, P2). One build a token, at its first check.
+      // whose caches have gone cold (the bench's P2 row). One build a token, at its first check.
       if (this.#ready === undefined) this.#ready = this.error(true);
       return undefined;
     }
@@ -107,7 +108,7 @@ export class SlotToken implements WorkerToken {
    */
   sleepOrError(ms: number): CancelledError | undefined {
     // Built before blocking, returned after waking: work done on a thread that has just been woken
-    // is slow, and building it here takes that work off the wake path (docs/benchmarks.md, P1).
+    // is slow, and building it here takes that work off the wake path (the bench's P1 row).
     // A sleep blocks, so building one error that may go unused is never a hot cost.
     const cancelled = this.error(true);
     const word = sleepOnSlot(this.cells, this.index, this.#running, ms);
@@ -137,7 +138,7 @@ export class SlotToken implements WorkerToken {
   /** The error of a check that found the token not running (`cancelled`: which way it ended). */
   error(cancelled = Atomics.load(this.cells, this.index) === this.#cancelled): CancelledError {
     return cancelled
-      ? cancelledError('the turn is cancelled', { reason: 'cancel.user' })
+      ? cancelledError('the turn is cancelled', { reason: StopReasons.user })
       : cancelledError('the turn is over (token retired)', { reason: 'retired' });
   }
 }

@@ -52,8 +52,8 @@ type Output = ToolResultPart['output'];
  *
  * @throws TypeError naming `entries` (or the entry) when it is not an array of ledger entries.
  * @example
- * const history = toModelMessages(await ledger.entries({ sessionId }));
- * streamText({ model, messages: [...history, { role: 'user', content: text }] });
+ * // Inside a turn run with { input: text }: the entries already end with that input.
+ * streamText({ model, abortSignal: turn.signal, messages: toModelMessages(await ledger.entries({ sessionId })) });
  */
 export function toModelMessages(entries: readonly LedgerEntry[]): ModelMessage[] {
   if (!Array.isArray(entries)) throw new TypeError(`entries: expected an array of ledger entries, got ${describe(entries)}`);

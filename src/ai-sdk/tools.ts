@@ -67,11 +67,6 @@ export function aiTools<T extends Record<string, object>>(turn: Turn, tools: T):
 
 type Execute = Executable['execute'];
 
-/** `Turn.tool` with its `callId` option (docs/design.md, session 3). */
-interface CallIdTurn {
-  tool<R>(name: string, args: unknown, fn: (token: CancelToken) => Promise<R>, options: { callId: string }): Promise<R>;
-}
-
 function wrapExecute(turn: Turn, name: string, execute: Execute): (input: unknown, options: ToolExecutionOptions) => unknown {
   const run = (token: CancelToken, input: unknown, options: ToolExecutionOptions): unknown =>
     (execute as (input: unknown, options: ToolExecutionOptions) => unknown)(input, { ...options, abortSignal: token.signal });
@@ -88,7 +83,7 @@ function wrapExecute(turn: Turn, name: string, execute: Execute): (input: unknow
 function call<R>(turn: Turn, name: string, input: unknown, options: ToolExecutionOptions, fn: (token: CancelToken) => Promise<R>): Promise<R> {
   checkId('options.toolCallId', options?.toolCallId);
   const outer = options.abortSignal;
-  return (turn as CallIdTurn).tool(name, input, (token) => {
+  return turn.tool(name, input, (token) => {
     if (outer === undefined || outer === turn.signal) return fn(token);
     // An abort of the SDK call's own signal is a cancel of this call only: its tool_output
     // records the failure, and the turn goes on unless the turn itself is stopped.

@@ -6,6 +6,7 @@
  * tree that is still alive afterwards (a `TreeWatch`).
  */
 
+import { StopReasons } from '../constants.js';
 import { ToolError } from '../errors.js';
 import { exec } from '../exec/exec.js';
 import type { ExecResult } from '../exec/result.js';
@@ -42,7 +43,7 @@ export async function probeExec(o: ExecProbeOptions, progress: Progress, interru
   const registry = new TurnRegistry();
   const live = new Set<CancelToken>();
   // A stop like any other: SIGTERM, the grace, SIGKILL; the run then settles and the loop ends.
-  const onInterrupt = () => { for (const token of live) token.cancel('cancel.user'); };
+  const onInterrupt = () => { for (const token of live) token.cancel(StopReasons.user); };
   interrupt.addEventListener('abort', onInterrupt, { once: true });
   let seq = 0;
   const survivors = new Map<number, Survivor>();
@@ -62,7 +63,7 @@ export async function probeExec(o: ExecProbeOptions, progress: Progress, interru
         // draining). A cancel now stops nothing, so no stop is measured.
         const alive = watch.walk() > 0;
         const t0 = performance.now();
-        token.cancel('cancel.user');
+        token.cancel(StopReasons.user);
         r = await result;
         if (alive) latencyMs = performance.now() - t0;
       } else {

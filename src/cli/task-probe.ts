@@ -6,6 +6,7 @@
  */
 
 import { fileURLToPath } from 'node:url';
+import { StopReasons } from '../constants.js';
 import { isCancelledError } from '../errors.js';
 import { TurnPool } from '../pool/pool.js';
 import { TurnRegistry } from '../token/registry.js';
@@ -61,7 +62,7 @@ export async function probeTask(o: TaskProbeOptions, progress: Progress, interru
       // From here the user's checks are counted before and after the cancel.
       const checksBefore = checksOf(record);
       const t0 = performance.now();
-      token.cancel('cancel.user');
+      token.cancel(StopReasons.user);
       const result = await settled;
       const latencyMs = performance.now() - t0;
       // It returned without one more look at its token: it was not stopped, it finished.

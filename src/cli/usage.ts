@@ -6,6 +6,7 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { DEFAULT_GRACE_MS } from '../constants.js';
 import { MAX_TIMER_MS } from '../errors.js';
 
 /** Bad input: one line for the user, exit code 2, never a stack trace. */
@@ -15,9 +16,9 @@ export class UsageError extends Error {
 
 /** `fullstop probe --help`. */
 export const HELP = `usage:
-  fullstop probe <module> [--name N] [--task JSON] [--runs 50] [--grace 100] [--threads 1]
+  fullstop probe <module> [--name N] [--task JSON] [--runs 50] [--grace ${DEFAULT_GRACE_MS}] [--threads 1]
                           [--span MS] [--json FILE] [--svg FILE]
-  fullstop probe --exec "<command>" [--runs 20] [--grace 100] [--span MS] [--json FILE] [--svg FILE]
+  fullstop probe --exec "<command>" [--runs 20] [--grace ${DEFAULT_GRACE_MS}] [--span MS] [--json FILE] [--svg FILE]
 
 Runs the task (an export of <module>, run in a TurnPool worker) or the shell command once
 uncancelled, then --runs times, each cancelled at a random moment over the measured run time
@@ -79,7 +80,7 @@ export function parseProbeArgs(argv: readonly string[]): ProbeOptions | 'help' {
   if (positionals.length > 1) throw new UsageError(`expected one module, got ${positionals.length}: ${positionals.join(' ')}`);
   const common = (defaultRuns: number): Common => ({
     runs: integer('--runs', v.runs, defaultRuns, 1, 100_000),
-    graceMs: ms('--grace', v.grace, 100, 0),
+    graceMs: ms('--grace', v.grace, DEFAULT_GRACE_MS, 0),
     spanMs: v.span === undefined ? undefined : ms('--span', v.span, 0, Number.MIN_VALUE),
     json: path('--json', v.json),
     svg: path('--svg', v.svg),

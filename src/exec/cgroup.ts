@@ -4,22 +4,24 @@
  * The kernel tracks cgroup membership exactly and for ever: whatever a process does (setsid,
  * double fork, its parent's death), it and everything it forks stay in the cgroup, and nothing else
  * is ever in it. So the hard stop is one write of "1" to `cgroup.kill` (SIGKILL to every member,
- * descendant cgroups included), it can never reach a stranger, and `cgroup.events` saying
+ * descendant cgroups included), through a descriptor opened at the spawn (a process out of
+ * descriptors can still write it), it can never reach a stranger, and `cgroup.events` saying
  * `populated 0` is proof that the tree is gone, without reading /proc. This is how systemd's
  * `KillMode=control-group` contains a service.
  *
  * Joining: Node cannot move a child into a cgroup between fork and exec, so the child starts as
  * `/bin/sh -c 'echo $$ > <cgroup>/cgroup.procs && exec "$0" "$@"' file args...`: the shell joins
  * (a builtin, no fork), then execs the command in the same process, so the pid, argv[0], exit code
- * and signal are the command's own. Node also writes the pid right after the spawn returns, so the
+ * and signal are the command's own (and so is the environment: see `joinArgv`). Node also writes the pid right after the spawn returns, so the
  * child is a member before any stop can run.
  */
 
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmdirSync, watch, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmdirSync, watch, writeSync } from 'node:fs';
 import { readdir, readFile, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDead, readStatOffThread } from './proc.js';
+import { holdReserve, withReserve } from './reserve.js';
 import { GONE_BOUND_MS, until } from './sweep.js';
 import type { Tree } from './tree.js';
 
@@ -33,14 +35,31 @@ const REMOVE_RETRY_MS = 10_000;
 const OUTSIDERS_AFTER_MS = 5;
 /** `cgroup.events` is two short lines ("populated N", "frozen N"). */
 const EVENTS_BYTES = 64;
+/** How often the hard stop kills again while the cgroup is still populated. */
+const KILL_RETRY_MS = 50;
+
+/** Names a POSIX shell passes on to what it execs; dash drops every other one from the environment. */
+const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Sets the variables the shell would drop, then execs the command. */
+const ENV = '/usr/bin/env';
 
 /**
- * The `sh -c` script that joins `cgroup`, then becomes the command (`$0` and `$@`). A join that
- * fails (it passed the probe, so it should not) exits 125 with a message rather than run the
- * command uncontained.
+ * The argv of `/bin/sh` that joins `cgroup`, then becomes `file args...` (`exec "$0" "$@"`). A join
+ * that fails (it passed the probe, so it should not) exits 125 with a message rather than run the
+ * command uncontained. Variables whose names are not shell identifiers (`spring.profiles.active`,
+ * `FOO-BAR`), which the shell would drop, are handed to `env` as `NAME=VALUE` arguments instead: it
+ * sets them back and execs the command, so the command sees the environment it would see uncontained.
+ * `undefined` when that cannot be exact: `env` would take a command containing `=` for one more
+ * variable (or there is no `/usr/bin/env`).
  */
-export function joinScript(cgroup: string): string {
-  return `${joinLine(cgroup)}; exec "$0" "$@"`;
+export function joinArgv(cgroup: string, file: string, args: readonly string[], env: NodeJS.ProcessEnv): string[] | undefined {
+  const dropped: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined && !SHELL_NAME.test(name)) dropped.push(`${name}=${value}`);
+  }
+  if (dropped.length === 0) return ['-c', `${joinLine(cgroup)}; exec "$0" "$@"`, file, ...args];
+  if (file.includes('=') || !existsSync(ENV)) return undefined;
+  return ['-c', `${joinLine(cgroup)}; exec ${ENV} "$@"`, 'sh', ...dropped, file, ...args];
 }
 
 function joinLine(cgroup: string): string {
@@ -143,12 +162,20 @@ export class CgroupTree implements Tree {
   /** `cgroup.events`, open from the first look until dispose; `undefined` before, `null` once closed. */
   #events: number | null | undefined;
   readonly #eventsBuffer = Buffer.alloc(EVENTS_BYTES);
+  /**
+   * `cgroup.kill`, open from the spawn until dispose (`undefined`: the open failed, `null`: closed),
+   * so that the hard stop opens nothing: a process out of descriptors (EMFILE) can still kill.
+   */
+  #kill: number | null | undefined;
+  /** Releases the reserve descriptor the fallback's read of `cgroup.procs` uses. */
+  readonly #releaseReserve = holdReserve();
 
   constructor(pid: number, path: string) {
     this.pid = pid;
     this.path = path;
-    // Opened now, at the spawn, so that no stop ever pays for the open.
+    // Opened now, at the spawn, so that no stop ever pays for the open, nor fails for want of a descriptor.
     try { this.#events = openSync(join(path, 'cgroup.events'), 'r'); } catch { /* opened (or found gone) at the first look */ }
+    try { this.#kill = openSync(join(path, 'cgroup.kill'), constants.O_WRONLY); } catch { /* the hard stop opens it, or falls back */ }
   }
 
   get reaperEntry(): string {
@@ -233,21 +260,53 @@ export class CgroupTree implements Tree {
     }
   }
 
+  /** `killNow`, then again every KILL_RETRY_MS while the cgroup is populated, up to GONE_BOUND_MS. */
   async kill(): Promise<boolean> {
     const forced = !this.isEmpty();
     this.killNow();
-    await until(() => this.isEmpty(), GONE_BOUND_MS);
+    let killedAt = performance.now();
+    await until(() => {
+      if (this.isEmpty()) return true;
+      if (performance.now() - killedAt >= KILL_RETRY_MS) {
+        this.killNow();
+        killedAt = performance.now();
+      }
+      return false;
+    }, GONE_BOUND_MS);
     return forced;
   }
 
+  /**
+   * One write of "1" to `cgroup.kill` through the descriptor opened at the spawn. Should it fail
+   * (never opened, or the child made its cgroup threaded, where `cgroup.kill` refuses), SIGKILL the
+   * group while the leader is unreaped and every pid the cgroup lists (read through the reserve).
+   */
   killNow(): void {
-    try { writeFileSync(join(this.path, 'cgroup.kill'), '1'); } catch { /* removed: nothing to kill */ }
+    if (this.#writeKill()) return;
+    if (!this.#reaped) try { process.kill(-this.pid, 'SIGKILL'); } catch { /* already gone */ }
+    for (const pid of procsOf(this.path)) {
+      if (pid > 1) try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
+    }
+  }
+
+  #writeKill(): boolean {
+    if (this.#kill === null) return false;
+    try {
+      this.#kill ??= openSync(join(this.path, 'cgroup.kill'), constants.O_WRONLY);
+      writeSync(this.#kill, '1', 0);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Resolves once the cgroup is removed, or found busy (then retried in the background). */
   async dispose(): Promise<void> {
     if (typeof this.#events === 'number') closeSync(this.#events);
+    if (typeof this.#kill === 'number') closeSync(this.#kill);
     this.#events = null;
+    this.#kill = null;
+    this.#releaseReserve();
     // Off the main thread: removing a cgroup can take the kernel a while.
     if (await removeCgroupOffThread(this.path)) return;
     // A member still in uninterruptible sleep keeps the cgroup busy: retry, without holding the host.
@@ -279,7 +338,7 @@ async function removeCgroupOffThread(path: string): Promise<boolean> {
 /** The pids `dir`'s own cgroup.procs lists now (none when it is gone). */
 function procsOf(dir: string): number[] {
   try {
-    return parseProcs(readFileSync(join(dir, 'cgroup.procs'), 'latin1'));
+    return parseProcs(withReserve(() => readFileSync(join(dir, 'cgroup.procs'), 'latin1')));
   } catch {
     return [];
   }

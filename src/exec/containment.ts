@@ -1,40 +1,46 @@
 /**
  * Which containment a child gets, decided once per process: a cgroup of its own where this process
- * can create one (cgroup.ts), else its process group with the identity rule (group.ts).
+ * can create one (cgroup.ts), else its process group with the identity rule (group.ts); where there
+ * is no /proc (macOS, Windows), its group and the tree tree-kill finds (tree-kill.ts).
  */
 
+import { existsSync } from 'node:fs';
 import { cgroupBase, cgroupsWork } from './cgroup.js';
 import type { Containment } from './tree.js';
 
 export type { Containment };
 
-/** Environment variable that forces the fallback for every child of the process. */
+/** Environment variable that forces a mode for every child of the process: `process-group` or `tree-kill`. */
 const CONTAINMENT_ENV = 'FULLSTOP_CONTAINMENT';
 
-/** `undefined` until probed; then the cgroup base directory, or `null` for no cgroups. */
-let probed: string | null | undefined;
+/** `undefined` until probed; then the mode, and the cgroup base directory in cgroup mode. */
+let probed: { readonly mode: Containment; readonly base?: string } | undefined;
 
 /**
  * The containment `exec` and `spawnBackground` use on this host: `'cgroup'` where this process can
  * create a cgroup v2 with `cgroup.kill` (Linux 5.14+, a writable cgroup2 hierarchy: root, or a
- * delegated subtree), else `'process-group'`. `FULLSTOP_CONTAINMENT=process-group` in the
- * environment forces the fallback. Probed once (a mkdir, one short `sh` run, an rmdir), then cached.
+ * delegated subtree); else `'process-group'` on Linux; `'tree-kill'` where there is no /proc
+ * (macOS, Windows). `FULLSTOP_CONTAINMENT=process-group` (or `=tree-kill`) in the environment
+ * forces that mode. Probed once (a mkdir, one short `sh` run, an rmdir), then cached.
  *
  * @example
  * if (execContainment() !== 'cgroup') console.warn('a double-forked daemon can outlive a stop here');
  */
 export function execContainment(): Containment {
-  return cgroupDirectory() === undefined ? 'process-group' : 'cgroup';
+  probed ??= probe();
+  return probed.mode;
 }
 
-/** Where to create a child's cgroup, or `undefined` in process-group mode. */
+/** Where to create a child's cgroup, or `undefined` when this host's mode is not cgroup. */
 export function cgroupDirectory(): string | undefined {
-  if (probed === undefined) probed = probe();
-  return probed ?? undefined;
+  probed ??= probe();
+  return probed.base;
 }
 
-function probe(): string | null {
-  if (process.platform !== 'linux' || process.env[CONTAINMENT_ENV] === 'process-group') return null;
+function probe(): { mode: Containment; base?: string } {
+  const forced = process.env[CONTAINMENT_ENV];
+  if (forced === 'tree-kill' || process.platform !== 'linux' || !existsSync('/proc/self/stat')) return { mode: 'tree-kill' };
+  if (forced === 'process-group') return { mode: 'process-group' };
   const base = cgroupBase();
-  return base !== undefined && cgroupsWork(base) ? base : null;
+  return base !== undefined && cgroupsWork(base) ? { mode: 'cgroup', base } : { mode: 'process-group' };
 }

@@ -17,8 +17,9 @@ import { spawn } from './spawn.js';
  *   the command (ENOENT, EACCES), and an output overflow, with a `ToolError` naming the limit
  *   (`maxBuffer`, or the longest string V8 holds) and carrying the output read so far.
  * - A cancel (`token`, `signal`) or `timeoutMs` stops the tree: SIGTERM to all of it; up to
- *   `graceMs` for it to end; then SIGKILL of all of it (`cgroup.kill`, or the group and every
- *   recorded descendant); then a bounded drain of the pipes. The result keeps the output written
+ *   `graceMs` for it to end; then SIGKILL of all of it (`cgroup.kill`; or the group and every
+ *   recorded descendant; or, without /proc, the tree tree-kill finds and the group); then a bounded
+ *   drain of the pipes. The result keeps the output written
  *   before it. A stop never signals a process the library did not start (docs/exec.md, "Safety").
  * - Without `token`, the ambient `activeToken()` (if any) binds the child. With a `signal` too, the
  *   child gets a child token of the ambient one: a stop of the turn still reaches it, and the
@@ -31,7 +32,8 @@ import { spawn } from './spawn.js';
  * Containment (`result.containment`, `execContainment()`): a cgroup of its own where the host allows
  * it, which a stop empties whatever its processes did; else the process group plus the descendants
  * found by walking /proc, where a double-forked daemon whose parent died before the stop is not
- * found and survives (docs/exec.md).
+ * found and survives; where there is no /proc, the group and, at the hard stop, the tree
+ * tree-kill finds (docs/exec.md).
  *
  * @example
  * const token = turns.beginTurn('s1');

@@ -30,6 +30,7 @@
  */
 
 import { childrenOf, isDead, nowTicks, readStat, scanSession, type ProcStat } from './proc.js';
+import { holdReserve } from './reserve.js';
 import type { Tree } from './tree.js';
 import { sweep } from './sweep.js';
 
@@ -46,10 +47,13 @@ export class ProcessGroupTree implements Tree {
   #reapedAt: number | undefined;
   /** The session scan of rule 3c; `undefined` when none runs. */
   #scan: Promise<void> | undefined;
+  /** Releases the reserve descriptor the walk falls back on when the process has none left. */
+  readonly #releaseReserve: () => void;
 
   constructor(pid: number) {
     if (!Number.isInteger(pid) || pid <= 1) throw new RangeError(`pid: expected a child pid > 1, got ${pid}`);
     this.pid = pid;
+    this.#releaseReserve = holdReserve();
     // The leader is not reaped before the event loop runs again, so it is readable here.
     const stat = readStat(pid);
     this.#leaderStart = stat?.start;
@@ -110,6 +114,7 @@ export class ProcessGroupTree implements Tree {
   }
 
   dispose(): Promise<void> {
+    this.#releaseReserve();
     return Promise.resolve();
   }
 

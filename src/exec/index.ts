@@ -1,18 +1,20 @@
 /**
  * `exec`: subprocess trees that really die. Each child is contained in a cgroup of its own where
- * the host allows it, else in its own process group with the identity rule; a stop sends SIGTERM,
- * SIGKILL after the grace window, then drains the pipes with a bound. See docs/exec.md.
+ * the host allows it, else in its own process group with the identity rule, else (no /proc) in its
+ * group plus the tree tree-kill finds; a stop sends SIGTERM, SIGKILL after the grace window, then
+ * drains the pipes with a bound. See docs/exec.md.
  *
  * Files, one concern each: tree.ts (what a stop needs of a containment), containment.ts (which
- * one), cgroup.ts and group.ts (the two, and every signal each sends), proc.ts (/proc), sweep.ts
- * (the process-group hard stop), grace.ts, drain.ts, cleanup.ts (host exit) and reaper.ts (host
- * death), abort.ts and timeout.ts (causes), child.ts (the stop sequence), spawn.ts (node:child_process), exec.ts
- * and background.ts (the public calls).
+ * one), cgroup.ts, group.ts and tree-kill.ts (the three, and every signal each sends), proc.ts
+ * (/proc), reserve.ts (a descriptor for /proc reads when the process has none left), sweep.ts (the
+ * process-group hard stop), grace.ts, drain.ts, cleanup.ts (host exit) and reaper.ts (host death),
+ * abort.ts and timeout.ts (causes), child.ts (the stop sequence), spawn.ts (node:child_process),
+ * exec.ts and background.ts (the public calls).
  */
 
 export { exec } from './exec.js';
 export { spawnBackground, killAllBackground, type BackgroundProcess } from './background.js';
 export { execContainment, type Containment } from './containment.js';
-export type { ExecOptions } from './options.js';
+export type { ContainmentOption, ExecOptions } from './options.js';
 export type { ExecResult } from './result.js';
 export type { OutputError } from './drain.js';

@@ -55,13 +55,19 @@ export interface ExecOptions {
    */
   maxBuffer?: number;
   /**
-   * `'auto'`: a cgroup of its own where this host allows it, else the process group
-   * (`execContainment()` says which). `'process-group'`: the process group even where cgroups work.
-   * `FULLSTOP_CONTAINMENT=process-group` in the environment makes `'auto'` mean the same.
+   * `'auto'`: the host's containment (`execContainment()`): a cgroup of its own where this host
+   * allows it, else the process group on Linux, else tree-kill. `'process-group'` or `'tree-kill'`:
+   * that mode for this call, even where a stronger one works (`'tree-kill'` is what hosts without
+   * /proc get: the group's SIGTERM, then the child's whole tree killed with tree-kill).
+   * `FULLSTOP_CONTAINMENT=process-group` (or `=tree-kill`) in the environment makes `'auto'` mean that.
    * @default 'auto'
    */
-  containment?: 'auto' | 'process-group';
+  containment?: ContainmentOption;
 }
+
+/** The values of `ExecOptions.containment`. */
+export type ContainmentOption = 'auto' | 'process-group' | 'tree-kill';
+const CONTAINMENT_OPTIONS: readonly ContainmentOption[] = ['auto', 'process-group', 'tree-kill'];
 
 export const DEFAULT_GRACE_MS = 100;
 const DEFAULT_MAX_BUFFER = 100_000_000;
@@ -78,7 +84,7 @@ export interface Checked {
   readonly cwd: string | undefined;
   readonly env: Record<string, string> | undefined;
   readonly input: string | undefined;
-  readonly containment: 'auto' | 'process-group';
+  readonly containment: ContainmentOption;
 }
 
 /** Validate every argument; throws `TypeError`/`RangeError` before anything happens. */
@@ -100,8 +106,8 @@ export function check(file: unknown, args: unknown, options: unknown): Checked {
   checkMaxBuffer(o.maxBuffer);
   checkOptionalString('options.cwd', o.cwd);
   if (typeof o.cwd === 'string' && o.cwd.includes('\0')) throw new TypeError(`options.cwd: expected a path without NUL bytes, got ${describe(o.cwd)}`);
-  if (o.containment !== undefined && o.containment !== 'auto' && o.containment !== 'process-group') {
-    throw new TypeError(`options.containment: expected 'auto' or 'process-group', got ${describe(o.containment)}`);
+  if (o.containment !== undefined && !CONTAINMENT_OPTIONS.includes(o.containment as ContainmentOption)) {
+    throw new TypeError(`options.containment: expected 'auto', 'process-group' or 'tree-kill', got ${describe(o.containment)}`);
   }
   checkOptionalString('options.input', o.input);
   checkEnv(o.env);
@@ -115,7 +121,7 @@ export function check(file: unknown, args: unknown, options: unknown): Checked {
     cwd: o.cwd as string | undefined,
     env: o.env as Record<string, string> | undefined,
     input: o.input as string | undefined,
-    containment: (o.containment as 'auto' | 'process-group' | undefined) ?? 'auto',
+    containment: (o.containment as ContainmentOption | undefined) ?? 'auto',
   };
 }
 

@@ -6,6 +6,9 @@
  * (pid, start time) pair does, so every pid the library records is kept with its start time and
  * re-checked before it is signalled.
  *
+ * The synchronous reads go through the reserve descriptor (reserve.ts): a stop must be able to walk
+ * the tree when the process has run out of descriptors.
+ *
  * Cost: `readStat` and `childrenOf` touch one process each, so a walk costs O(the tree). Only
  * `scanSession` reads every process, and it reads them off the main thread (libuv's pool): the
  * stat read of a busy stranger can block for long (the kernel may wait on that process's memory map lock;
@@ -14,6 +17,7 @@
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
+import { withReserve } from './reserve.js';
 
 /** The fields of /proc/<pid>/stat the library uses. */
 export interface ProcStat {
@@ -39,7 +43,7 @@ const SCAN_CONCURRENCY = 4;
 export function readStat(pid: number): ProcStat | undefined {
   let line: string;
   try {
-    line = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    line = withReserve(() => readFileSync(`/proc/${pid}/stat`, 'latin1'));
   } catch {
     return undefined;
   }
@@ -71,7 +75,7 @@ export function isDead(stat: ProcStat | undefined): boolean {
 /** Now, in the ticks of `ProcStat.start`, rounded up; undefined without /proc. */
 export function nowTicks(): number | undefined {
   try {
-    return Math.ceil(Number(readFileSync('/proc/uptime', 'latin1').split(' ')[0]) * USER_HZ);
+    return Math.ceil(Number(withReserve(() => readFileSync('/proc/uptime', 'latin1')).split(' ')[0]) * USER_HZ);
   } catch {
     return undefined;
   }
@@ -84,7 +88,7 @@ export function nowTicks(): number | undefined {
 export function childrenOf(pid: number): number[] {
   let tids: string[];
   try {
-    tids = readdirSync(`/proc/${pid}/task`);
+    tids = withReserve(() => readdirSync(`/proc/${pid}/task`));
   } catch {
     return [];
   }
@@ -92,7 +96,7 @@ export function childrenOf(pid: number): number[] {
   for (const tid of tids) {
     let text: string;
     try {
-      text = readFileSync(`/proc/${pid}/task/${tid}/children`, 'latin1');
+      text = withReserve(() => readFileSync(`/proc/${pid}/task/${tid}/children`, 'latin1'));
     } catch {
       continue;
     }

@@ -34,8 +34,9 @@ export interface ExecResult {
   pid: number;
   /**
    * How the child's tree was contained: `'cgroup'` (a cgroup v2 of its own: a stop reaches every
-   * descendant, daemons included) or `'process-group'` (its group plus the descendants found by
-   * walking /proc). See `execContainment()` and docs/exec.md.
+   * descendant, daemons included), `'process-group'` (its group plus the descendants found by
+   * walking /proc) or `'tree-kill'` (no /proc: its group, and at the hard stop the tree tree-kill
+   * finds). See `execContainment()` and docs/exec.md.
    */
   containment: Containment;
 }

@@ -2,7 +2,8 @@
  * Spawning with node:child_process: each child detached (leader of its own group and session), no
  * shell of the caller's, output read by us (drain.ts), and no termination feature of anyone else's,
  * because the stop sequence here is the only one. In cgroup mode the child first joins its own
- * cgroup (cgroup.ts). (Plain `spawn` rather than execa: with every execa feature off, what is left
+ * cgroup (cgroup.ts). The containment is the host's (containment.ts) unless `options.containment`
+ * names one. (Plain `spawn` rather than execa: with every execa feature off, what is left
  * of it is the bookkeeping of its own result promise at the child's exit, which is on the path of a
  * stop, and the env merge and `input`, done below.)
  */
@@ -11,11 +12,12 @@ import { spawn as spawnChild, type ChildProcess, type SpawnOptions } from 'node:
 import { accessSync, constants, statSync, writeFileSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { ToolError } from '../errors.js';
-import { CgroupTree, createCgroup, joinScript, removeCgroup } from './cgroup.js';
-import { cgroupDirectory } from './containment.js';
+import { CgroupTree, createCgroup, joinArgv, removeCgroup } from './cgroup.js';
+import { cgroupDirectory, execContainment } from './containment.js';
 import { ProcessGroupTree } from './group.js';
 import type { Checked } from './options.js';
 import type { Tree } from './tree.js';
+import { TreeKillTree } from './tree-kill.js';
 
 export type Subprocess = ChildProcess;
 
@@ -24,8 +26,9 @@ export type Spawned = { subprocess: Subprocess; tree: Tree; failure?: undefined 
   | { subprocess?: undefined; tree?: undefined; failure: Promise<ToolError> };
 
 export function spawn(o: Checked): Spawned {
-  const base = o.containment === 'process-group' ? undefined : cgroupDirectory();
-  if (base === undefined) return spawnIn(o, undefined);
+  const mode = o.containment === 'auto' ? execContainment() : o.containment;
+  if (mode !== 'cgroup') return spawnIn(o, mode);
+  const base = cgroupDirectory()!;
   // The command runs through `sh`, whose own "not found" would be an exit code: find out first,
   // so a missing or non-executable command is the same ToolError in both modes.
   const problem = executableProblem(o);
@@ -34,18 +37,24 @@ export function spawn(o: Checked): Spawned {
   try {
     cgroup = createCgroup(base);
   } catch {
-    return spawnIn(o, undefined); // the hierarchy went away since the probe: contain as we can
+    return spawnIn(o, 'process-group'); // the hierarchy went away since the probe: contain as we can
   }
-  const spawned = spawnIn(o, cgroup);
+  const argv = joinArgv(cgroup, o.file, o.args, childEnv(o));
+  if (argv === undefined) {
+    // The join cannot pass this environment on exactly (joinArgv): contain this one as a process group.
+    removeCgroup(cgroup);
+    return spawnIn(o, 'process-group');
+  }
+  const spawned = spawnIn(o, { cgroup, argv });
   if (spawned.failure !== undefined) removeCgroup(cgroup);
   return spawned;
 }
 
-function spawnIn(o: Checked, cgroup: string | undefined): Spawned {
+/** Spawn in `mode`; for a cgroup, the cgroup made for the child and the argv of the shell that joins it. */
+function spawnIn(o: Checked, mode: 'process-group' | 'tree-kill' | { cgroup: string; argv: string[] }): Spawned {
   let subprocess: Subprocess;
   try {
-    subprocess = cgroup === undefined ? spawnChild(o.file, o.args, spawnOptions(o))
-      : spawnChild('/bin/sh', ['-c', joinScript(cgroup), o.file, ...o.args], spawnOptions(o));
+    subprocess = typeof mode === 'string' ? spawnChild(o.file, o.args, spawnOptions(o)) : spawnChild('/bin/sh', mode.argv, spawnOptions(o));
   } catch (e) {
     return { failure: Promise.resolve(spawnError(o, e)) };
   }
@@ -54,11 +63,12 @@ function spawnIn(o: Checked, cgroup: string | undefined): Spawned {
   subprocess.on('error', () => {}); // a later kill() of ours that fails is not the host's crash
   subprocess.stdin?.on('error', () => {}); // EPIPE: the child exited before reading `input`
   if (o.input !== undefined) subprocess.stdin!.end(o.input);
-  if (cgroup === undefined) return { subprocess, tree: new ProcessGroupTree(subprocess.pid) };
+  if (mode === 'process-group') return { subprocess, tree: new ProcessGroupTree(subprocess.pid) };
+  if (mode === 'tree-kill') return { subprocess, tree: new TreeKillTree(subprocess.pid) };
   // The child joins by itself before it execs the command; joining it from here as well makes it a
   // member before any stop can run, even if its shell has not been scheduled yet.
-  try { writeFileSync(join(cgroup, 'cgroup.procs'), String(subprocess.pid)); } catch { /* exited already */ }
-  return { subprocess, tree: new CgroupTree(subprocess.pid, cgroup) };
+  try { writeFileSync(join(mode.cgroup, 'cgroup.procs'), String(subprocess.pid)); } catch { /* exited already */ }
+  return { subprocess, tree: new CgroupTree(subprocess.pid, mode.cgroup) };
 }
 
 function spawnOptions(o: Checked): SpawnOptions {
@@ -67,10 +77,14 @@ function spawnOptions(o: Checked): SpawnOptions {
     shell: false,
     windowsHide: true,
     stdio: [o.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-    // `env` adds to (and overrides) the host's environment, as documented in options.ts.
-    env: o.env === undefined ? process.env : { ...process.env, ...o.env },
+    env: childEnv(o),
     ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
   };
+}
+
+/** `env` adds to (and overrides) the host's environment, as documented in options.ts. */
+function childEnv(o: Checked): NodeJS.ProcessEnv {
+  return o.env === undefined ? process.env : { ...process.env, ...o.env };
 }
 
 function spawnError(o: Checked, e: unknown): ToolError {

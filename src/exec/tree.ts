@@ -1,11 +1,12 @@
 /**
  * `Tree`: what a stop needs from the containment of one child, whichever it is (containment.ts
- * decides): a cgroup of its own (cgroup.ts) or its process group plus the identity rule (group.ts).
+ * decides): a cgroup of its own (cgroup.ts), its process group plus the identity rule (group.ts),
+ * or, with no /proc, its group and the tree tree-kill finds (tree-kill.ts).
  * The stop sequence (child.ts) speaks only this interface.
  */
 
 /** How the children of `exec` are contained: see docs/exec.md, "Containment". */
-export type Containment = 'cgroup' | 'process-group';
+export type Containment = 'cgroup' | 'process-group' | 'tree-kill';
 
 export interface Tree {
   readonly mode: Containment;

@@ -21,7 +21,7 @@ export interface FleetTurn {
   status: FleetTurnStatus;
   /** A stop has been recorded for the turn. */
   stopRequested: boolean;
-  /** The stop's reason code, or the terminal reason (`lease.expired`, `lease.lost`, ...). */
+  /** The stop's reason once one is recorded; a terminal reason (`lease.expired`, `fleet.closed`, ...) replaces it. */
   reason?: string;
   /** The node whose stop was recorded first (absent until a stop is). */
   requester?: string;
@@ -35,7 +35,9 @@ export interface FleetTurn {
  * - `cancelling`: the stop is recorded in Redis but no acknowledgement came within `timeoutMs`
  *   (or `wait: false`); the owner will still act on it (publish, or its next lease renewal);
  * - `already_finished`: the addressed turn had ended; `status` is its terminal status;
- * - `not_found`: no such turn (or the session has no fleet turn);
+ * - `pending`: no instance has registered `turnId` (or its record expired); the stop is kept
+ *   `pendingStopMs` and that turn, run on any instance, starts cancelled. Nothing was published;
+ * - `not_found`: a stop without `turnId` for a session with no fleet turn;
  * - `interrupted`: the owner's lease ran out (it died or lost Redis); the turn is over;
  * - `relay_unavailable`: Redis could not be reached within `timeoutMs`; nothing was recorded
  *   as far as this instance knows.
@@ -44,6 +46,7 @@ export type StopAnswer =
   | { outcome: 'stopped'; sessionId: string; turnId: string; epoch: number; node: string; report: StopReport }
   | { outcome: 'cancelling'; sessionId: string; turnId: string; epoch: number; node: string }
   | { outcome: 'already_finished'; sessionId: string; turnId: string; status: string }
+  | { outcome: 'pending'; sessionId: string; turnId: string }
   | { outcome: 'not_found'; sessionId: string; turnId?: string }
   | { outcome: 'interrupted'; sessionId: string; turnId: string; epoch: number; node: string }
   | { outcome: 'relay_unavailable'; sessionId: string; error: Error };

@@ -4,19 +4,19 @@
  * `Leases` and the sweep to `Sweep`. docs/fleet.md has the key schema and the failure table.
  */
 import { randomUUID } from 'node:crypto';
-import { checkFunction, checkId, describe } from '../errors.js';
+import { checkFunction, checkId, describe, SessionBusyError, TurnIdUsedError } from '../errors.js';
 import type { Turn } from '../turn/active-turn.js';
 import type { StopReport } from '../turn/report.js';
 import type { TurnRunner } from '../turn/runner.js';
 import type { FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
-import { ensureConnecting, type FleetRedisClient } from './client.js';
+import { duplicateSubscriber, ensureConnecting, type FleetRedisClient } from './client.js';
 import { FleetTurnRefusedError, FleetUnavailableError } from './errors.js';
-import { fleetKeys, leaseMember, type FleetKeys } from './keys.js';
+import { fleetKeys, type FleetKeys } from './keys.js';
 import { Leases, type OwnedTurn } from './leases.js';
 import { parseMessage } from './messages.js';
 import { resolveFleetOptions, resolveStopOptions, type FleetOptions, type FleetStopOptions, type ResolvedFleetOptions } from './options.js';
+import { TurnRecords, type RecordedStop } from './records.js';
 import { StopRequests } from './requests.js';
-import { runScript, SCRIPTS } from './scripts.js';
 import { Sweep } from './sweep.js';
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
@@ -35,10 +35,11 @@ const isTerminal = (status: string | undefined) => status !== undefined && TERMI
 export class Fleet {
   /** This instance's name in Redis (`options.nodeId`). */
   readonly nodeId: string;
-  /** `CLIENT SETNAME` of the subscriber connection, to find it in `CLIENT LIST`. */
+  /** `CLIENT SETNAME` of the subscriber connection, to find it in `CLIENT LIST` (single-node clients only). */
   readonly subscriberName: string;
   readonly #o: ResolvedFleetOptions;
   readonly #keys: FleetKeys;
+  readonly #records: TurnRecords;
   readonly #sub: FleetRedisClient;
   readonly #leases: Leases;
   readonly #sweep: Sweep;
@@ -53,20 +54,27 @@ export class Fleet {
   };
   #subscribed: Promise<unknown>;
   #closed: Promise<void> | undefined;
+  /** Removes the hold that has `runner.shutdown()` wait for the records of the turns it stopped. */
+  readonly #unholdShutdown: () => void;
 
   private constructor(o: ResolvedFleetOptions) {
     this.#o = o;
     this.nodeId = o.nodeId;
     this.subscriberName = `fullstop-fleet:${o.nodeId}`;
     this.#keys = fleetKeys(o.prefix);
+    this.#records = new TurnRecords({ ...o, keys: this.#keys });
+    const closed = () => this.#closed !== undefined;
     o.redis.on('error', this.#onClientError);
-    ensureConnecting(o.redis);
-    this.#sub = o.redis.duplicate({ name: this.subscriberName });
+    void ensureConnecting(o.redis, closed);
+    this.#sub = duplicateSubscriber(o.redis, this.subscriberName);
     this.#sub.on('error', this.#onClientError);
-    this.#subscribed = this.#sub.connect().then(() => this.#sub.subscribe(this.#keys.nodeChannel(o.nodeId), this.#onMessage));
+    this.#subscribed = ensureConnecting(this.#sub, closed).then(() => this.#sub.subscribe(this.#keys.nodeChannel(o.nodeId), this.#onMessage));
     this.#subscribed.catch(() => { /* closed before Redis came back */ });
-    this.#leases = new Leases({ ...o, keys: this.#keys });
-    this.#sweep = new Sweep({ ...o, keys: this.#keys });
+    this.#leases = new Leases({ ...o, records: this.#records });
+    this.#sweep = new Sweep({ ...o, keys: this.#keys, records: this.#records });
+    // runner.shutdown() resolves only once the records of the turns it stopped say `cancelled`, so
+    // a stop sent to another instance right after answers already_finished, not after a sweep.
+    this.#unholdShutdown = o.runner.holdShutdown((reports) => this.#recorded(reports));
   }
 
   /**
@@ -93,7 +101,8 @@ export class Fleet {
    * `{ sessionId, turnId, epoch, node }` is what any instance's `stop` reaches. Records the
    * terminal status when the turn ends. Rejects with `FleetUnavailableError` when Redis cannot be
    * reached (unless `onUnavailable: 'local'`), `FleetTurnRefusedError` when the session already has
-   * a live fleet turn or the turn id is taken.
+   * a live fleet turn or the turn id is taken. A turn id some instance's `stop` named before it
+   * started (answered `pending`) starts nothing of the body and resolves `cancelled`.
    */
   async run<T>(sessionId: string, body: (turn: Turn) => Promise<T>, options: { turnId?: string } = {}): Promise<FleetOutcome<T>> {
     checkId('sessionId', sessionId);
@@ -103,13 +112,15 @@ export class Fleet {
     if (this.#closed !== undefined) throw new Error('Fleet.run: the fleet is closed');
     const { runner } = this.#o;
     if (runner.registry.currentToken(sessionId) !== undefined) {
-      throw new Error(`Fleet.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`);
+      throw new SessionBusyError(`Fleet.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`, sessionId);
     }
     const turnId = options.turnId ?? `turn-${randomUUID()}`;
     const owned = this.#leases.claim(sessionId, turnId);
+    if (owned === undefined) throw new TurnIdUsedError(`Fleet.run: turn ${JSON.stringify(turnId)} of session ${JSON.stringify(sessionId)} is already being started on this node; a turn id is used once`, turnId);
     let epoch: number;
+    let stop: RecordedStop | undefined;
     try {
-      epoch = await this.#register(owned);
+      ({ epoch, stop } = await this.#register(owned));
     } catch (error) {
       this.#leases.release(owned);
       if (error instanceof FleetUnavailableError && this.#o.onUnavailable === 'local') {
@@ -117,8 +128,10 @@ export class Fleet {
       }
       throw error;
     }
-    // runner.run begins the turn synchronously (its token is current before it first awaits), so
-    // a stop applied right after it reaches this turn.
+    // A stop recorded before the registration (pending) becomes the runner's own stop before
+    // start: the runner then starts nothing of the body. runner.run begins the turn synchronously
+    // (its token is current before it first awaits), so a stop applied right after it reaches this turn.
+    if (stop !== undefined) void runner.stop(sessionId, { turnId, reason: stop.reason, ...(stop.graceMs === undefined ? {} : { graceMs: stop.graceMs }) });
     const outcome$ = runner.run(sessionId, body, { turnId });
     this.#leases.started(owned);
     let outcome: Awaited<typeof outcome$>;
@@ -134,32 +147,34 @@ export class Fleet {
     return { ...outcome, epoch };
   }
 
-  async #register(owned: OwnedTurn): Promise<number> {
-    const { redis, nodeId, leaseMs, finishedTtlMs, commandTimeoutMs } = this.#o;
+  /** Settles once this node has let go of every turn of `reports` it owns (its terminal write done or given up). */
+  async #recorded(reports: readonly StopReport[]): Promise<void> {
+    const stopped = new Set(reports.map((r) => `${r.sessionId}\0${r.turnId}`));
+    await Promise.all(this.#leases.turns().filter((o) => stopped.has(`${o.sessionId}\0${o.turnId}`)).map((o) => o.released));
+  }
+
+  async #register(owned: OwnedTurn): Promise<{ epoch: number; stop: RecordedStop | undefined }> {
+    const { redis, leaseMs } = this.#o;
     if (!redis.isReady) throw new FleetUnavailableError('Fleet.run: Redis is not reachable, so the turn cannot be registered');
     const sentAt = performance.now();
-    // The lease index entry goes first, on the same connection: if the registration ran, so did
-    // this. Its score is this clock's guess of the deadline; the sweep re-checks the record, and
-    // renewals write Redis's own deadline.
-    redis.sendCommand(['ZADD', this.#keys.leases, String(Date.now() + leaseMs), leaseMember(owned.sessionId, owned.turnId)]).catch(() => {});
-    let reply: string[];
+    // The lease index entry goes first, on the same connection (on a cluster, maybe another
+    // shard's: then it is only as sure as any hint). Its score is this clock's guess of the
+    // deadline; the sweep re-checks the record, and renewals write Redis's own deadline.
+    this.#records.index([[String(Date.now() + leaseMs), owned.sessionId, owned.turnId]]).catch(() => {});
+    let reply: Awaited<ReturnType<TurnRecords['register']>>;
     try {
-      reply = await runScript(redis, SCRIPTS.register, [this.#keys.turns(owned.sessionId), this.#keys.finished(owned.sessionId)],
-        [owned.sessionId, owned.turnId, nodeId, String(Math.ceil(leaseMs)), String(finishedTtlMs), this.#keys.channelPrefix],
-        commandTimeoutMs) as string[];
+      reply = await this.#records.register(owned.sessionId, owned.turnId);
     } catch (cause) {
       throw new FleetUnavailableError(`Fleet.run: registering the turn in Redis failed (${cause instanceof Error ? cause.message : String(cause)})`, { cause });
     }
     // A refused registration drops the index entry it sent, unless it is a live turn's own.
-    const dropHint = () => redis.sendCommand(['ZREM', this.#keys.leases, leaseMember(owned.sessionId, owned.turnId)]).catch(() => {});
-    if (reply[0] === 'busy' || (reply[0] === 'exists' && isTerminal(reply[1]))) dropHint();
-    if (reply[0] === 'exists') throw new FleetTurnRefusedError(`Fleet.run: turn ${JSON.stringify(owned.turnId)} is already recorded for session ${JSON.stringify(owned.sessionId)}`);
-    if (reply[0] === 'busy') {
-      throw new FleetTurnRefusedError(`Fleet.run: session ${JSON.stringify(owned.sessionId)} already runs turn ${JSON.stringify(reply[1])} on node ${JSON.stringify(reply[2])}; stop it first`);
+    if (reply.kind === 'busy' || (reply.kind === 'exists' && isTerminal(reply.status))) this.#records.unindex(owned.sessionId, owned.turnId).catch(() => {});
+    if (reply.kind === 'exists') throw new TurnIdUsedError(`Fleet.run: turn ${JSON.stringify(owned.turnId)} is already recorded for session ${JSON.stringify(owned.sessionId)}; a turn id is used once`, owned.turnId);
+    if (reply.kind === 'busy') {
+      throw new FleetTurnRefusedError(`Fleet.run: session ${JSON.stringify(owned.sessionId)} already runs turn ${JSON.stringify(reply.turnId)} on node ${JSON.stringify(reply.node)}; stop it first`, owned.sessionId);
     }
-    const epoch = Number(reply[1]);
-    this.#leases.registered(owned, epoch, sentAt);
-    return epoch;
+    this.#leases.registered(owned, reply.epoch, sentAt);
+    return reply;
   }
 
   /**
@@ -169,17 +184,16 @@ export class Fleet {
    */
   async #recordEnd(owned: OwnedTurn, status: string, reason: string | undefined, report: StopReport | undefined): Promise<void> {
     owned.ending = true;
-    const { redis, nodeId, finishedTtlMs, commandTimeoutMs, renewMs } = this.#o;
+    const { redis, renewMs } = this.#o;
+    const reportJson = report === undefined ? undefined : JSON.stringify(report);
     const attempt = async (): Promise<boolean> => {
       if (!redis.isReady) return false;
       try {
-        await runScript(redis, SCRIPTS.recordEnd, [this.#keys.turns(owned.sessionId), this.#keys.finished(owned.sessionId)],
-          [owned.turnId, String(owned.epoch), nodeId, status, reason ?? '', report === undefined ? '' : JSON.stringify(report),
-            String(finishedTtlMs), this.#keys.channelPrefix], commandTimeoutMs);
+        await this.#records.recordEnd(owned.sessionId, owned.turnId, owned.epoch!, status, reason, reportJson);
       } catch {
         return false;
       }
-      redis.sendCommand(['ZREM', this.#keys.leases, leaseMember(owned.sessionId, owned.turnId)]).catch(() => {});
+      this.#records.unindex(owned.sessionId, owned.turnId).catch(() => {});
       return true;
     };
     const retry = () => {
@@ -197,57 +211,50 @@ export class Fleet {
   /**
    * Stop a session's turn wherever it runs. The stop is recorded in Redis (status `cancelling`)
    * before it is published to the owner; with `wait` (the default) the answer is the owner's
-   * acknowledgement (`stopped`, with its StopReport) or, after `timeoutMs`, `cancelling`. Never
-   * rejects for Redis's sake: `relay_unavailable` says Redis could not be reached.
+   * acknowledgement (`stopped`, with its StopReport) or, after `timeoutMs`, `cancelling`. A
+   * `turnId` no instance has registered yet is kept for its `run` (`pending`, `pendingStopMs`).
+   * Never rejects for Redis's sake: `relay_unavailable` says Redis could not be reached.
    */
   async stop(sessionId: string, options: FleetStopOptions = {}): Promise<StopAnswer> {
     checkId('sessionId', sessionId);
     const { turnId, reason, graceMs, wait, timeoutMs } = resolveStopOptions(options);
-    const { redis, nodeId, finishedTtlMs } = this.#o;
+    const { redis } = this.#o;
     if (this.#closed !== undefined) return { outcome: 'relay_unavailable', sessionId, error: new FleetUnavailableError('Fleet.stop: the fleet is closed') };
     if (!redis.isReady) return { outcome: 'relay_unavailable', sessionId, error: new FleetUnavailableError('Fleet.stop: Redis is not reachable') };
     const deadline = performance.now() + timeoutMs;
     const waiting = wait ? this.#requests.wait(sessionId) : undefined;
-    let reply: string[];
+    let reply: Awaited<ReturnType<TurnRecords['requestStop']>>;
     try {
-      reply = await runScript(redis, SCRIPTS.requestStop, [this.#keys.turns(sessionId), this.#keys.finished(sessionId)],
-        [sessionId, turnId ?? '', nodeId, reason, graceMs === undefined ? '' : String(graceMs), String(finishedTtlMs),
-          this.#keys.channelPrefix, wait ? '1' : '0'], Math.max(1, timeoutMs)) as string[];
+      reply = await this.#records.requestStop(sessionId, turnId, reason, graceMs, wait, Math.max(1, timeoutMs));
     } catch (cause) {
       waiting?.cancel();
       return { outcome: 'relay_unavailable', sessionId, error: new FleetUnavailableError(`Fleet.stop: Redis did not answer (${cause instanceof Error ? cause.message : String(cause)})`, { cause }) };
     }
-    const [kind, id, third, fourth] = reply;
-    if (kind !== 'cancelling') waiting?.cancel();
-    if (kind === 'not_found') return turnId === undefined ? { outcome: 'not_found', sessionId } : { outcome: 'not_found', sessionId, turnId };
-    if (kind === 'finished') return { outcome: 'already_finished', sessionId, turnId: id!, status: third! };
-    const epoch = Number(third);
-    const node = fourth!;
-    if (kind === 'interrupted') return { outcome: 'interrupted', sessionId, turnId: id!, epoch, node };
-    const cancelling = { outcome: 'cancelling' as const, sessionId, turnId: id!, epoch, node };
+    if (reply.kind !== 'cancelling') waiting?.cancel();
+    switch (reply.kind) {
+      case 'not_found': return turnId === undefined ? { outcome: 'not_found', sessionId } : { outcome: 'not_found', sessionId, turnId };
+      case 'pending': return { outcome: 'pending', sessionId, turnId: reply.turnId };
+      case 'finished': return { outcome: 'already_finished', sessionId, turnId: reply.turnId, status: reply.status };
+      case 'interrupted': return { outcome: 'interrupted', sessionId, turnId: reply.turnId, epoch: reply.epoch, node: reply.node };
+    }
+    const { turnId: id, epoch, node } = reply;
+    const cancelling = { outcome: 'cancelling' as const, sessionId, turnId: id, epoch, node };
     if (waiting === undefined) return cancelling;
-    waiting.address(id!, epoch, Math.max(0, deadline - performance.now()));
+    waiting.address(id, epoch, Math.max(0, deadline - performance.now()));
     const ended = await waiting.ended;
     if (ended === undefined) return cancelling;
-    if (ended.status === 'interrupted') return { outcome: 'interrupted', sessionId, turnId: id!, epoch, node };
+    if (ended.status === 'interrupted') return { outcome: 'interrupted', sessionId, turnId: id, epoch, node };
     if (ended.status === 'cancelled' && ended.report !== undefined) {
-      return { outcome: 'stopped', sessionId, turnId: id!, epoch, node, report: JSON.parse(ended.report) as StopReport };
+      return { outcome: 'stopped', sessionId, turnId: id, epoch, node, report: JSON.parse(ended.report) as StopReport };
     }
-    return { outcome: 'already_finished', sessionId, turnId: id!, status: ended.status };
+    return { outcome: 'already_finished', sessionId, turnId: id, status: ended.status };
   }
 
   /** The session's latest fleet turn as Redis has it; null when there is none (or Redis is unreachable: rejects). */
   async turn(sessionId: string): Promise<FleetTurn | null> {
     checkId('sessionId', sessionId);
-    const { redis, commandTimeoutMs } = this.#o;
-    if (!redis.isReady) throw new FleetUnavailableError('Fleet.turn: Redis is not reachable');
-    const raw = await runScript(redis, SCRIPTS.readLatest, [this.#keys.turns(sessionId), this.#keys.finished(sessionId)], [], commandTimeoutMs);
-    if (typeof raw !== 'string') return null;
-    const r = JSON.parse(raw) as FleetTurn;
-    return {
-      sessionId: r.sessionId, turnId: r.turnId, epoch: r.epoch, node: r.node, status: r.status,
-      stopRequested: r.stopRequested === true, reason: r.reason, requester: r.requester, leaseUntil: r.leaseUntil,
-    };
+    if (!this.#o.redis.isReady) throw new FleetUnavailableError('Fleet.turn: Redis is not reachable');
+    return this.#records.latest(sessionId);
   }
 
   /** Run one sweep now (the timer runs one every `sweepMs`); resolves with the turns it marked `interrupted`. */
@@ -267,6 +274,7 @@ export class Fleet {
   }
 
   async #close(): Promise<void> {
+    this.#unholdShutdown();
     this.#leases.close();
     this.#sweep.close();
     for (const timer of this.#retries) clearTimeout(timer);

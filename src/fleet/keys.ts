@@ -6,12 +6,17 @@
  * index is the one key outside any session: no script touches it; it is only a hint for the sweep
  * (see docs/fleet.md, "Key schema").
  */
+import { toWire } from './wire-id.js';
 
 export interface FleetKeys {
   /** Hash of one session: `latest` (turn id), `epoch` (counter), `t:<turnId>` (JSON turn record). */
   turns(sessionId: string): string;
   /** Sorted set of one session's finished turn ids by finish time (server ms), for pruning. */
   finished(sessionId: string): string;
+  /** Hash of one session's pending stops: turn id → JSON stop, for turns not registered yet. */
+  pending(sessionId: string): string;
+  /** The three keys of one session, in the scripts' KEYS order. */
+  session(sessionId: string): [turns: string, finished: string, pending: string];
   /** Sorted set of running turns (`JSON [sessionId, turnId]`) by lease deadline: the sweep's hint. */
   readonly leases: string;
   /** Prefix of the node channels: a node subscribes to `nodeChannel(nodeId)` and nothing else. */
@@ -21,24 +26,29 @@ export interface FleetKeys {
 
 /**
  * Hash tags end at the first `}`; a session id holding one would split its keys across slots, so
- * `%`, `{` and `}` are percent-encoded (one-to-one: two ids never share keys). The exact id is
- * stored inside the records.
+ * `{` and `}` are percent-encoded too, after the wire form's own escapes (`%` and lone surrogates,
+ * src/fleet/wire-id.ts): one-to-one, so two ids never share keys.
  */
 function tag(sessionId: string): string {
-  return `{${sessionId.replaceAll('%', '%25').replaceAll('{', '%7B').replaceAll('}', '%7D')}}`;
+  return `{${toWire(sessionId).replaceAll('{', '%7B').replaceAll('}', '%7D')}}`;
 }
 
 export function fleetKeys(prefix: string): FleetKeys {
   return {
     turns: (sessionId) => `${prefix}:${tag(sessionId)}:turns`,
     finished: (sessionId) => `${prefix}:${tag(sessionId)}:finished`,
+    pending: (sessionId) => `${prefix}:${tag(sessionId)}:pending`,
+    session: (sessionId) => {
+      const t = tag(sessionId);
+      return [`${prefix}:${t}:turns`, `${prefix}:${t}:finished`, `${prefix}:${t}:pending`];
+    },
     leases: `${prefix}:leases`,
     channelPrefix: `${prefix}:node:`,
     nodeChannel: (nodeId) => `${prefix}:node:${nodeId}`,
   };
 }
 
-/** The lease index member of one turn. */
+/** The lease index member of one turn (JSON escapes a lone surrogate, so it is one-to-one too). */
 export function leaseMember(sessionId: string, turnId: string): string {
   return JSON.stringify([sessionId, turnId]);
 }

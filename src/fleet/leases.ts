@@ -4,6 +4,10 @@
  * could not be renewed in time, and applying stops to the local runner.
  *
  * Rules:
+ * 0. What this node owns is keyed by turn (session and turn id), never by session alone: two
+ *    `fleet.run` of one session at once each hold their own claim until Redis has chosen one, so
+ *    the loser's refusal can never drop the winner's claim (the turn would then run unowned:
+ *    no renewal, no stop reaching it).
  * 1. A stop reaches the local turn only if the session's current token is that turn's
  *    (`registry.currentToken(sessionId)?.turnId`) and the stop names this registration's epoch.
  * 2. `confirmedUntil` is when the lease ends by this process's clock, counted from when the last
@@ -12,10 +16,12 @@
  */
 import type { TurnRunner } from '../turn/runner.js';
 import type { FleetRedisClient } from './client.js';
-import type { FleetKeys } from './keys.js';
 import { leaseMember } from './keys.js';
 import type { StopMessage } from './messages.js';
-import { runScript, SCRIPTS } from './scripts.js';
+import type { TurnRecords } from './records.js';
+
+/** A claim's key (rule 0): the lease index's member, one per (session, turn id). */
+const turnKey = leaseMember;
 
 export interface OwnedTurn {
   readonly sessionId: string;
@@ -32,16 +38,20 @@ export interface OwnedTurn {
   fenced: boolean;
   /** The terminal write is under way or done: no more renewals. */
   ending: boolean;
+  /** Settles when this node lets go of the turn (its terminal write done, or given up). */
+  readonly released: Promise<void>;
 }
 
+/** Resolvers of `OwnedTurn.released`, kept here so only `release` settles it. */
+const letGo = new WeakMap<OwnedTurn, () => void>();
+
 export interface LeaseContext {
-  redis: FleetRedisClient; runner: TurnRunner; keys: FleetKeys; nodeId: string;
-  leaseMs: number; renewMs: number; finishedTtlMs: number;
+  redis: FleetRedisClient; runner: TurnRunner; records: TurnRecords; leaseMs: number; renewMs: number;
 }
 
 export class Leases {
   readonly #ctx: LeaseContext;
-  /** Owned turns by session (a session has at most one running turn on a runner). */
+  /** Owned turns by `turnKey` (rule 0). */
   readonly #owned = new Map<string, OwnedTurn>();
   #renewTimer: NodeJS.Timeout | undefined;
   #fenceTimer: NodeJS.Timeout | undefined;
@@ -57,12 +67,20 @@ export class Leases {
   get timers(): number { return Number(this.#renewTimer !== undefined) + Number(this.#fenceTimer !== undefined); }
   turns(): OwnedTurn[] { return [...this.#owned.values()]; }
 
-  /** Claim a turn before its registration is sent, so a stop that overtakes the reply is kept. */
-  claim(sessionId: string, turnId: string): OwnedTurn {
+  /**
+   * Claim a turn before its registration is sent, so a stop that overtakes the reply is kept.
+   * Undefined when this node already holds a claim on that very turn (rule 0).
+   */
+  claim(sessionId: string, turnId: string): OwnedTurn | undefined {
+    const key = turnKey(sessionId, turnId);
+    if (this.#owned.has(key)) return undefined;
+    let resolve!: () => void;
     const owned: OwnedTurn = {
       sessionId, turnId, epoch: undefined, confirmedUntil: Infinity, early: undefined, running: false, fenced: false, ending: false,
+      released: new Promise<void>((r) => { resolve = r; }),
     };
-    this.#owned.set(sessionId, owned);
+    letGo.set(owned, resolve);
+    this.#owned.set(key, owned);
     return owned;
   }
 
@@ -81,14 +99,16 @@ export class Leases {
   }
 
   release(owned: OwnedTurn): void {
-    if (this.#owned.get(owned.sessionId) === owned) this.#owned.delete(owned.sessionId);
+    const key = turnKey(owned.sessionId, owned.turnId);
+    if (this.#owned.get(key) === owned) this.#owned.delete(key);
+    letGo.get(owned)?.();
     this.#armFence();
   }
 
   /** A `stop` message for one of this node's turns (rule 1). */
   onStop(msg: StopMessage): void {
-    const owned = this.#owned.get(msg.sessionId);
-    if (owned === undefined || owned.turnId !== msg.turnId) return;
+    const owned = this.#owned.get(turnKey(msg.sessionId, msg.turnId));
+    if (owned === undefined) return;
     if (owned.epoch === undefined) { owned.early = msg; return; }
     if (owned.epoch !== msg.epoch || !owned.running) return;
     this.#stopLocal(owned, msg.reason, msg.graceMs);
@@ -128,30 +148,28 @@ export class Leases {
    * it (the lost wake-up path); a `lost` reply fences the turn.
    */
   async renew(): Promise<void> {
-    const { redis, keys, nodeId, leaseMs, renewMs, finishedTtlMs } = this.#ctx;
+    const { redis, records, leaseMs, renewMs } = this.#ctx;
     if (this.#renewing || !redis.isReady) return;
     const due = [...this.#owned.values()].filter((o) => o.epoch !== undefined && !o.ending && !o.fenced);
     if (due.length === 0) return;
     this.#renewing = true;
     const sentAt = performance.now();
     try {
-      const replies = await Promise.allSettled(due.map((o) => runScript(redis, SCRIPTS.renewLease,
-        [keys.turns(o.sessionId), keys.finished(o.sessionId)],
-        [o.turnId, String(o.epoch), nodeId, String(Math.ceil(leaseMs)), String(finishedTtlMs), keys.channelPrefix], renewMs)));
-      const index: string[] = [];
+      const replies = await Promise.allSettled(due.map((o) => records.renew(o.sessionId, o.turnId, o.epoch!, renewMs)));
+      const index: Array<[string, string, string]> = [];
       due.forEach((owned, i) => {
         const r = replies[i]!;
         if (r.status === 'rejected' || owned.ending) return;
-        const reply = r.value as string[];
-        if (reply[0] === 'ok') {
+        const reply = r.value;
+        if (reply.kind === 'ok') {
           owned.confirmedUntil = sentAt + leaseMs;
-          index.push(reply[1]!, leaseMember(owned.sessionId, owned.turnId));
-          if (reply[2] === '1' && owned.running) this.#stopLocal(owned, reply[3], reply[4] === '' ? undefined : Number(reply[4]));
+          index.push([reply.leaseUntil, owned.sessionId, owned.turnId]);
+          if (reply.stop !== undefined && owned.running) this.#stopLocal(owned, reply.stop.reason, reply.stop.graceMs);
         } else {
           owned.confirmedUntil = -Infinity;
         }
       });
-      if (index.length > 0) redis.sendCommand(['ZADD', keys.leases, ...index]).catch(() => { /* a hint; the next renewal writes it again */ });
+      if (index.length > 0) records.index(index).catch(() => { /* a hint; the next renewal writes it again */ });
     } finally {
       this.#renewing = false;
       this.#fence();

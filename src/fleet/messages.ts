@@ -4,6 +4,7 @@
  * stop's requester: the turn reached a terminal status, with the owner's StopReport if it stopped).
  */
 import type { FleetTurnStatus } from './answers.js';
+import { fromWire } from './wire-id.js';
 
 export interface StopMessage {
   kind: 'stop'; sessionId: string; turnId: string; epoch: number; reason?: string; graceMs?: number;
@@ -24,6 +25,7 @@ export function parseMessage(raw: string): FleetMessage | undefined {
   if (m === null || typeof m !== 'object') return undefined;
   const msg = m as Record<string, unknown>;
   if (typeof msg.sessionId !== 'string' || typeof msg.turnId !== 'string' || typeof msg.epoch !== 'number') return undefined;
-  if (msg.kind === 'stop' || msg.kind === 'ended') return msg as unknown as FleetMessage;
+  // The scripts publish ids in their wire form (src/fleet/wire-id.ts).
+  if (msg.kind === 'stop' || msg.kind === 'ended') return { ...msg, sessionId: fromWire(msg.sessionId), turnId: fromWire(msg.turnId) } as unknown as FleetMessage;
   return undefined;
 }

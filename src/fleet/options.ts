@@ -6,12 +6,15 @@ import { randomBytes } from 'node:crypto';
 import { checkId, checkMs, describe } from '../errors.js';
 import { TurnRunner } from '../turn/runner.js';
 import { checkRedisClient, type FleetRedisClient } from './client.js';
+import { checkWellFormed } from './wire-id.js';
 
 export interface FleetOptions {
   /**
-   * A node-redis client (`createClient()` of `redis`), connected or not. The caller owns it and
-   * its connection options (reconnect strategy, TLS, auth); the fleet never closes it and
-   * `duplicate()`s it once for its subscriber.
+   * A node-redis client, connected or not: `createClient()` of `redis` for one Redis, or
+   * `createCluster()` for Redis Cluster (7 or later). The caller owns it and its connection
+   * options (reconnect strategy, TLS, auth; for a cluster, `topologyRefreshOnReconnectionAttemptStrategy`
+   * sets how soon a failover is noticed); the fleet never closes it and `duplicate()`s it once
+   * for its subscriber.
    */
   redis: FleetRedisClient;
   /** This instance's runner: its fleet turns are registered, renewed and stopped through it. */
@@ -39,6 +42,11 @@ export interface FleetOptions {
   onUnavailable?: 'refuse' | 'local';
   /** Longest wait for a Redis reply when registering or recording a turn. @default 2000 */
   commandTimeoutMs?: number;
+  /**
+   * How long a stop of a turn id no instance has registered yet (`stop(sessionId, { turnId })`,
+   * answered `pending`) is kept for that turn's `run`. @default 60000
+   */
+  pendingStopMs?: number;
 }
 
 /** Options of `Fleet.stop`. */
@@ -63,6 +71,7 @@ export function resolveStopOptions(options: FleetStopOptions): FleetStopOptions 
   const { turnId, reason = 'cancel.user', graceMs, wait = true, timeoutMs = DEFAULT_STOP_TIMEOUT_MS } = options;
   if (turnId !== undefined) checkId('options.turnId', turnId);
   checkId('options.reason', reason);
+  checkWellFormed('options.reason', reason);
   checkMs('options.graceMs', graceMs);
   if (typeof wait !== 'boolean') throw new TypeError(`options.wait: expected a boolean, got ${describe(wait)}`);
   checkMs('options.timeoutMs', timeoutMs);
@@ -72,7 +81,7 @@ export function resolveStopOptions(options: FleetStopOptions): FleetStopOptions 
 export interface ResolvedFleetOptions {
   redis: FleetRedisClient; runner: TurnRunner; nodeId: string; prefix: string; leaseMs: number;
   renewMs: number; sweepMs: number; finishedTtlMs: number; onUnavailable: 'refuse' | 'local';
-  commandTimeoutMs: number;
+  commandTimeoutMs: number; pendingStopMs: number;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -88,22 +97,25 @@ export function resolveFleetOptions(options: FleetOptions): ResolvedFleetOptions
   if (!(options.runner instanceof TurnRunner)) throw new TypeError(`options.runner: expected a TurnRunner, got ${describe(options.runner)}`);
   const { nodeId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`, prefix = 'fullstop' } = options;
   checkId('options.nodeId', nodeId);
+  checkWellFormed('options.nodeId', nodeId);
   if (/\s/.test(nodeId)) throw new TypeError(`options.nodeId: expected no whitespace (it names a connection), got ${describe(nodeId)}`);
   checkId('options.prefix', prefix);
+  checkWellFormed('options.prefix', prefix);
   const leaseMs = options.leaseMs ?? 15_000;
   checkPositive('options.leaseMs', leaseMs);
-  const { renewMs = leaseMs / 3, sweepMs = leaseMs / 3, finishedTtlMs = DAY_MS, commandTimeoutMs = 2000 } = options;
+  const { renewMs = leaseMs / 3, sweepMs = leaseMs / 3, finishedTtlMs = DAY_MS, commandTimeoutMs = 2000, pendingStopMs = 60_000 } = options;
   checkPositive('options.renewMs', renewMs);
   if (renewMs >= leaseMs) throw new RangeError(`options.renewMs: expected less than leaseMs (${leaseMs}), got ${renewMs}`);
   checkPositive('options.sweepMs', sweepMs);
   checkPositive('options.finishedTtlMs', finishedTtlMs);
   checkPositive('options.commandTimeoutMs', commandTimeoutMs);
+  checkPositive('options.pendingStopMs', pendingStopMs);
   const onUnavailable = options.onUnavailable ?? 'refuse';
   if (onUnavailable !== 'refuse' && onUnavailable !== 'local') {
     throw new TypeError(`options.onUnavailable: expected 'refuse' or 'local', got ${describe(onUnavailable)}`);
   }
   return {
     redis: options.redis, runner: options.runner, nodeId, prefix, leaseMs, renewMs, sweepMs,
-    finishedTtlMs: Math.round(finishedTtlMs), onUnavailable, commandTimeoutMs,
+    finishedTtlMs: Math.round(finishedTtlMs), onUnavailable, commandTimeoutMs, pendingStopMs: Math.ceil(pendingStopMs),
   };
 }

@@ -1,7 +1,9 @@
 /**
  * The fleet's decisions, one Lua script each, named for the decision. Each runs atomically on the
- * keys of one session (KEYS[1] = its turns hash, KEYS[2] = its finished set), so no two decisions
- * about a turn interleave. Rules every script keeps (the record is the truth):
+ * keys of one session (KEYS[1] = its turns hash, KEYS[2] = its finished set, KEYS[3] = its pending
+ * stops, all in the session's hash tag, so one slot on Redis Cluster), so no two decisions about a
+ * turn interleave. Session and turn ids arrive in their wire form (src/fleet/wire-id.ts) and are
+ * stored and published so. Rules every script keeps (the record is the truth):
  *
  * 1. A turn's record (`t:<turnId>` in the turns hash) holds its epoch, owner node, status and
  *    lease deadline. A caller that names a turn also names its epoch and node; a mismatch is refused.
@@ -10,6 +12,11 @@
  *    `interrupted` the moment any script looks at it (`expire_if_due`): the lease is the only
  *    proof that the owner is alive, so no script trusts a turn past it.
  * 4. Running records never expire; a finished record expires `finishedTtlMs` after it finished.
+ * 5. A stop of a turn id with no record is kept as pending (KEYS[3], until its `untilMs`) and
+ *    taken by that turn's registration, which then records the turn as `cancelling`.
+ * 6. Messages go out with plain PUBLISH, from inside the script that made the decision: on Redis
+ *    Cluster it reaches a subscriber on any node (SPUBLISH could not: the owner's channel is not in
+ *    the session's slot). docs/fleet.md says why and what it costs.
  *
  * Time is Redis server time (`TIME`), so the instances' clocks never have to agree.
  */
@@ -40,7 +47,7 @@ end
 -- pruned; the session's keys live as long as its newest record unless a turn still runs.
 local function finish(rec, status, reason, now, ttl)
   rec.status = status
-  rec.reason = reason
+  rec.reason = reason or rec.reason
   rec.finishedAt = now
   save(rec)
   redis.call('ZADD', KEYS[2], now, rec.turnId)
@@ -64,8 +71,9 @@ end
 `;
 
 /**
- * register: start a turn. ARGV sessionId, turnId, node, leaseMs, ttlMs, channelPrefix.
- * → {'ok', epoch, leaseUntil} | {'exists', status} | {'busy', turnId, node}
+ * register: start a turn; a pending stop of its id (rule 5) is taken: the turn starts `cancelling`.
+ * ARGV sessionId, turnId, node, leaseMs, ttlMs, channelPrefix.
+ * → {'ok', epoch, leaseUntil, stopped ('1'|'0'), reason, graceMs} | {'exists', status} | {'busy', turnId, node}
  */
 const REGISTER = String.raw`
 local now, ttl = now_ms(), tonumber(ARGV[5])
@@ -84,21 +92,36 @@ end
 local epoch = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
 local rec = { sessionId = ARGV[1], turnId = ARGV[2], epoch = epoch, node = ARGV[3], status = 'running',
   stopRequested = false, leaseUntil = now + tonumber(ARGV[4]), startedAt = now, requesters = {} }
+local raw = redis.call('HGET', KEYS[3], ARGV[2])
+if raw then
+  redis.call('HDEL', KEYS[3], ARGV[2])
+  local p = cjson.decode(raw)
+  if p.untilMs > now then
+    rec.status = 'cancelling'
+    rec.stopRequested = true
+    rec.reason = p.reason
+    rec.requester = p.requester
+    rec.stopAt = p.at
+    rec.graceMs = p.graceMs
+  end
+end
 save(rec)
 redis.call('HSET', KEYS[1], 'latest', rec.turnId)
 redis.call('PERSIST', KEYS[1])
 redis.call('PERSIST', KEYS[2])
-return { 'ok', tostring(epoch), tostring(rec.leaseUntil) }
+return { 'ok', tostring(epoch), tostring(rec.leaseUntil), rec.stopRequested and '1' or '0', rec.reason or '',
+  rec.graceMs and tostring(rec.graceMs) or '' }
 `;
 
 /**
  * request_stop: record the stop (status `cancelling`, reason, requester), then publish it to the
  * owner — in this order, in one script, so a stop is durable before it is delivered. Answers
- * `not_found` / `finished` / `interrupted` without publishing.
+ * `not_found` / `finished` / `interrupted` without publishing; a named turn with no record gets
+ * a pending stop (rule 5), also without publishing.
  * ARGV sessionId, turnId ('' = the latest), requester, reason, graceMs ('' = owner's default),
- * ttlMs, channelPrefix, wantAck ('1' | '0').
+ * ttlMs, channelPrefix, wantAck ('1' | '0'), pendingMs.
  * → {'cancelling', turnId, epoch, node, delivered} | {'finished', turnId, status}
- *   | {'interrupted', turnId, epoch, node} | {'not_found'}
+ *   | {'interrupted', turnId, epoch, node} | {'pending', turnId} | {'not_found'}
  */
 const REQUEST_STOP = String.raw`
 local now, ttl, chan = now_ms(), tonumber(ARGV[6]), ARGV[7]
@@ -106,7 +129,14 @@ local id = ARGV[2]
 if id == '' then id = redis.call('HGET', KEYS[1], 'latest') end
 if not id then return { 'not_found' } end
 local rec = load(id)
-if not rec then return { 'not_found' } end
+if not rec then
+  if ARGV[2] == '' then return { 'not_found' } end
+  local pend = tonumber(ARGV[9])
+  redis.call('HSET', KEYS[3], id, cjson.encode({ reason = ARGV[4], graceMs = tonumber(ARGV[5]),
+    requester = ARGV[3], at = now, untilMs = now + pend }))
+  if redis.call('PTTL', KEYS[3]) < pend then redis.call('PEXPIRE', KEYS[3], pend) end
+  return { 'pending', id }
+end
 expire_if_due(rec, now, ttl, chan)
 if rec.status == 'interrupted' then return { 'interrupted', rec.turnId, tostring(rec.epoch), rec.node } end
 if TERMINAL[rec.status] then return { 'finished', rec.turnId, rec.status } end
@@ -201,17 +231,18 @@ export const SCRIPTS = {
 } as const;
 
 /**
- * Run a script by EVALSHA; on NOSCRIPT (a restarted or flushed server has forgotten it) once more
- * by EVAL, which also caches it again. Both keys are the session's (rule: one hash tag a script).
+ * Run a script by EVALSHA; on NOSCRIPT (a restarted or flushed server, or a replica just promoted,
+ * has forgotten it) once more by EVAL, which also caches it again. All keys are the session's (one
+ * hash tag a script): a cluster client sends it to the master of their slot.
  */
 export async function runScript(
-  client: FleetRedisClient, s: FleetScript, keys: readonly [string, string], args: readonly string[], timeoutMs: number,
+  client: FleetRedisClient, s: FleetScript, keys: readonly string[], args: readonly string[], timeoutMs: number,
 ): Promise<unknown> {
   const tail = [String(keys.length), ...keys, ...args];
   try {
-    return await command(client, ['EVALSHA', s.sha, ...tail], timeoutMs);
+    return await command(client, keys[0], ['EVALSHA', s.sha, ...tail], timeoutMs);
   } catch (error) {
     if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-    return command(client, ['EVAL', s.source, ...tail], timeoutMs);
+    return command(client, keys[0], ['EVAL', s.source, ...tail], timeoutMs);
   }
 }

@@ -9,12 +9,12 @@
  */
 import { command, type FleetRedisClient } from './client.js';
 import { type FleetKeys, parseLeaseMember } from './keys.js';
-import { runScript, SCRIPTS } from './scripts.js';
+import type { TurnRecords } from './records.js';
 
 const SWEEP_BATCH = 100;
 
 export interface SweepContext {
-  redis: FleetRedisClient; keys: FleetKeys; sweepMs: number; finishedTtlMs: number; commandTimeoutMs: number;
+  redis: FleetRedisClient; keys: FleetKeys; records: TurnRecords; sweepMs: number; commandTimeoutMs: number;
 }
 
 export class Sweep {
@@ -34,11 +34,12 @@ export class Sweep {
   }
 
   async #sweep(): Promise<number> {
-    const { redis, keys, finishedTtlMs, commandTimeoutMs: timeout } = this.#ctx;
+    const { redis, keys, records, commandTimeoutMs: timeout } = this.#ctx;
     if (!redis.isReady) return 0;
-    const [sec, usec] = await command(redis, ['TIME'], timeout) as [string, string];
+    // Redis's clock (on a cluster, the index's shard's); reap_lease re-checks each turn by its own shard's.
+    const [sec, usec] = await command(redis, keys.leases, ['TIME'], timeout) as [string, string];
     const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
-    const members = await command(redis,
+    const members = await command(redis, keys.leases,
       ['ZRANGEBYSCORE', keys.leases, '-inf', String(now), 'LIMIT', '0', String(SWEEP_BATCH)], timeout) as string[];
     const drop: string[] = [];
     const again: string[] = [];
@@ -47,14 +48,13 @@ export class Sweep {
       const turn = parseLeaseMember(member);
       if (turn === undefined) return void drop.push(member);
       const [sessionId, turnId] = turn;
-      const reply = await runScript(redis, SCRIPTS.reapLease, [keys.turns(sessionId), keys.finished(sessionId)],
-        [turnId, String(finishedTtlMs), keys.channelPrefix], timeout) as string[];
-      if (reply[0] === 'alive') again.push(reply[1]!, member);
+      const reply = await records.reap(sessionId, turnId);
+      if (reply.kind === 'alive') again.push(reply.leaseUntil, member);
       else drop.push(member);
-      if (reply[0] === 'interrupted') interrupted++;
+      if (reply.kind === 'interrupted') interrupted++;
     }));
-    if (drop.length > 0) await command(redis, ['ZREM', keys.leases, ...drop], timeout);
-    if (again.length > 0) await command(redis, ['ZADD', keys.leases, ...again], timeout);
+    if (drop.length > 0) await command(redis, keys.leases, ['ZREM', keys.leases, ...drop], timeout);
+    if (again.length > 0) await command(redis, keys.leases, ['ZADD', keys.leases, ...again], timeout);
     return interrupted;
   }
 

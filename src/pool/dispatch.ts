@@ -21,9 +21,12 @@ export const RUN = Symbol('fullstop.run');
 export interface Startable { markStarted(worker: WorkerView): void }
 
 /**
- * Piscina's default policy, restated because piscina does not export it: an idle worker first;
- * an abortable task (one run with a plain `signal`) only ever gets an idle worker, and no task
- * joins a worker that runs an abortable one.
+ * The policy of a pool given no `loadBalancer`. The balancer is piscina's one public moment of "this
+ * task goes to that worker", which the pool needs (buffers ride along, a hard stop knows its
+ * worker), so a pool always has one; piscina exports no default to wrap, so this is the
+ * least-busy balancer its API reference gives for `PiscinaLoadBalancer`, which piscina 5.3.2 also
+ * uses as its default: an idle worker first; an abortable task (one run with a plain `signal`)
+ * only ever gets an idle worker, and no task joins a worker that runs an abortable one.
  */
 export function leastBusy(maximumUsage: number): Balancer {
   return (task, workers) => {

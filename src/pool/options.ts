@@ -8,6 +8,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Piscina } from 'piscina';
+import { DEFAULT_GRACE_MS } from '../constants.js';
 import { checkMs, describe } from '../errors.js';
 import { leastBusy, observeStarts, type WorkerView } from './dispatch.js';
 import { encodeTarget } from './protocol.js';
@@ -18,7 +19,6 @@ export type Signal = NonNullable<PiscinaRunOptions['signal']>;
 
 /** @internal */
 export const ENTRY = fileURLToPath(new URL('../../workers/pool-entry.cjs', import.meta.url));
-const DEFAULT_GRACE_MS = 100;
 
 /** @internal What the constructor works out before piscina's constructor runs. */
 export interface PoolSetup {

@@ -1,24 +1,27 @@
 /**
  * `TurnPool`: a `Piscina` whose tasks stop in microseconds when their token is cancelled, and are
- * hard-stopped only when they do not listen. It is a piscina (subclass): events, getters, statics,
- * `close`/`destroy`/dispose are piscina's own. What it adds: each task's token travels to the
+ * hard-stopped only when they do not listen. It is a piscina (subclass) reached through piscina's
+ * public API only: events, statics, `close`/`destroy`/dispose and every getter but `options` are
+ * piscina's own; `run` and `options` are replaced (piscina sees the pool's worker entry and
+ * load balancer, `options` shows the user's). What it adds: each task's token travels to the
  * worker as numbers (protocol.ts), the cancel rules live in task-run.ts, options are read in
- * options.ts, per-worker bookkeeping in worker-book.ts; this file builds payloads and keeps the counts.
+ * options.ts, per-worker bookkeeping in worker-book.ts; this file starts runs and keeps the counts.
  */
 
 import type { TransferListItem } from 'node:worker_threads';
 import { Piscina, queueOptionsSymbol, transferableSymbol, valueSymbol } from 'piscina';
+import { StopReasons } from '../constants.js';
 import { abortedTaskError, CancelledError, describe } from '../errors.js';
 import { activeToken } from '../token/context.js';
 import { TurnRegistry } from '../token/registry.js';
-import type { TokenState } from '../token/state.js';
-import { isCancelToken, STATE, type CancelToken } from '../token/token.js';
+import { sharedRootSlot, sharedSlot } from '../token/places.js';
+import { isCancelToken, type CancelToken } from '../token/token.js';
 import { queueOptionsFor } from './dispatch.js';
 import {
   ENTRY, onAbort, readRunOptions, setupPool, TOKEN_ONLY, toPath, type PiscinaOptions, type PiscinaRunOptions, type PoolSetup,
   type Signal,
 } from './options.js';
-import { encodeTarget } from './protocol.js';
+import { encodePayload, encodeTarget } from './protocol.js';
 import { WorkerBook } from './worker-book.js';
 import { TaskRun, type RunHost, type Settlement, type SignalCause } from './task-run.js';
 
@@ -96,6 +99,7 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     onSettled: (run, how) => this.#onSettled(run, how),
     onStarted: (run) => this.#workers.sendSlabs(run),
     hardStop: (run) => this.#workers.hardStop(run),
+    onAbandonedLeft: (run) => this.#workers.abandonedLeft(run),
   };
 
   constructor(options: TurnPoolOptions = {}) {
@@ -199,7 +203,7 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
       if (own.isCancelled()) return; // the turn's stop came first: it is the cause
       cause.aborted = true;
       cause.reason = (signal as { reason?: unknown }).reason;
-      own.cancel(cause.reason ?? 'cancel.user');
+      own.cancel(cause.reason ?? StopReasons.user);
     });
     return this.#startRun(read.value, read.transfers, read.queueOptions, target, own, graceMs, () => { stop(); own.retire(); }, cause);
   }
@@ -210,7 +214,7 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
       release?.();
       return Promise.reject(notStarted(token));
     }
-    const payload = payloadFor(value, token[STATE]);
+    const payload = encodePayload(value, sharedSlot(token), sharedRootSlot(token));
     // A task with a plain signal follows piscina's abortable rules exactly (task-run.ts).
     const run = new TaskRun(this.#host, token, graceMs, signal !== undefined, payload);
     run.release = release;
@@ -289,8 +293,7 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
 const NO_OPTIONS: TurnPoolRunOptions = Object.freeze({});
 
 function isLive(token: CancelToken): boolean {
-  const state = token[STATE];
-  return !state.retired && !state.isCancelled();
+  return !token.retired && !token.isCancelled();
 }
 
 function notStarted(token: CancelToken): CancelledError {
@@ -299,28 +302,19 @@ function notStarted(token: CancelToken): CancelledError {
   });
 }
 
-/** The wire payload of a task with a token (protocol.ts): four places for a root token, seven for a child. */
-function payloadFor(task: unknown, state: TokenState): unknown[] {
-  const { slab, index, generation } = state.exportSlot();
-  let root = state;
-  while (root.parent !== undefined) root = root.parent;
-  if (root === state) return [task, slab.id, index, generation];
-  // The worker only cancels the root through this (`cancelTurn()`); no task can wait on it.
-  const r = root.exportSlot(false);
-  return [task, slab.id, index, generation, r.slab.id, r.index, r.generation];
-}
-
 /**
  * Every read of the user's task, once each, before anything is set up for it: `Piscina.move()`'s
- * wrapper (it must not end up inside the payload) and the task's own queue options.
+ * wrapper (it must not end up inside the payload) and the task's own queue options. A moved value
+ * is known by piscina's public Transferable interface (`transferableSymbol` and `valueSymbol`);
+ * piscina also reads a private mark that `move()` sets, so one difference remains: a Transferable
+ * run with a token but never passed to `move()` is moved here, where piscina would clone it as a
+ * plain object (without its symbol keys).
  */
 function readTask(task: unknown, transferList: TransferListItem[] | undefined): ReadTask {
   if (task === null || typeof task !== 'object') return { value: task, transfers: transferList, queueOptions: undefined };
   const t = task as Record<symbol, unknown>;
   const queueOptions = t[queueOptionsSymbol];
-  if (t[MOVABLE] !== true || !(transferableSymbol in t) || !(valueSymbol in t)) return { value: task, transfers: transferList, queueOptions };
+  if (!(transferableSymbol in t) || !(valueSymbol in t)) return { value: task, transfers: transferList, queueOptions };
   return { value: t[valueSymbol], transfers: [...(transferList ?? []), t[transferableSymbol] as TransferListItem], queueOptions };
 }
 
-/** Piscina's private mark of a `move()`d value, found once on a value piscina marked. */
-const MOVABLE = Object.getOwnPropertySymbols(Piscina.move(new ArrayBuffer(0)) as object).find((s) => s.description === 'Piscina.kMovable')!;

@@ -15,7 +15,8 @@
  * (`maxQueue`, `concurrentTasksPerWorker`), the run records which worker took it (`markStarted`,
  * from the load balancer) and the pool's `RunHost.hardStop` ends that worker — at once when the
  * task is alone on it, else once its neighbours have settled (the stopped task is abandoned and
- * rejects hard at once; no new task goes to that worker meanwhile).
+ * rejects hard at once; no new task goes to that worker meanwhile; worker-book.ts). An abandoned
+ * task whose code ends by itself first gives its worker back (`onAbandonedLeft`).
  */
 
 import { abortedTaskError, cancelledError, isCancelledError, type CancelledError } from '../errors.js';
@@ -33,6 +34,8 @@ export interface RunHost {
   onStarted(run: TaskRun): void;
   /** End the worker of a started, non-abortable run; true when the run is abandoned (rejected now). */
   hardStop(run: TaskRun): boolean;
+  /** The code of an abandoned run has ended on its worker (piscina settled it after the run had). */
+  onAbandonedLeft(run: TaskRun): void;
 }
 
 /** Set when the run's cancel came from a plain `signal`: the rejection is then piscina's `AbortError`. */
@@ -67,6 +70,8 @@ export class TaskRun implements LinkedOwner, Startable {
   sentSlabs: number[] | undefined;
   /** True once the hard stop was fired at this run. */
   hard = false;
+  /** True when the hard stop rejected the run while its code still ran on a shared worker. */
+  abandoned = false;
   done = false;
   /** `undefined` unless the task was run with a plain `signal`. */
   signal: SignalCause | undefined;
@@ -132,7 +137,10 @@ export class TaskRun implements LinkedOwner, Startable {
     }
     this.hard = true;
     if (this.abortable) this.#abortPiscina();
-    else if (this.#host.hardStop(this)) this.#settle('hard', this.#cancelled(undefined));
+    else if (this.#host.hardStop(this)) {
+      this.abandoned = true;
+      this.#settle('hard', this.#cancelled(undefined));
+    }
     return this.settled;
   }
 
@@ -149,17 +157,22 @@ export class TaskRun implements LinkedOwner, Startable {
 
   /** Piscina's outcome: a value is kept even if a cancel came first; ignored once settled. */
   resolveWith(value: unknown): void {
-    if (this.done) return;
+    if (this.done) return this.#leftLate();
     this.#finish(this.token.isCancelled() ? 'cooperative' : 'value');
     this.#resolve(value);
   }
 
   /** Map piscina's failure to ours; an error thrown for another reason passes unchanged. */
   rejectWith(error: unknown): void {
-    if (this.done) return;
+    if (this.done) return this.#leftLate();
     if (this.hard || this.aborted) return this.#settle(this.hard ? 'hard' : 'dropped', this.#cancelled(error));
     if (isCancelledError(error)) return this.#settle('cooperative', this.#cancelled(error));
     this.#settle('error', error);
+  }
+
+  /** Piscina's outcome of a run that had settled already: an abandoned run's code is off its worker. */
+  #leftLate(): void {
+    if (this.abandoned) this.#host.onAbandonedLeft(this);
   }
 
   #settle(how: Settlement, error: unknown): void {

@@ -8,7 +8,7 @@
 import { slabById } from '../token/slab.js';
 import type { WorkerView } from './dispatch.js';
 import type { Condemned } from './options.js';
-import { buffersAt, hasRootPlaces, P_ROOT_SLAB, P_SLAB } from './protocol.js';
+import { attachBuffers, rootSlabOf, slabOf } from './protocol.js';
 import type { TaskRun } from './task-run.js';
 
 export interface WorkerControl {
@@ -42,12 +42,11 @@ export class WorkerBook {
       this.#sent.set(threadId, (sent = new Set()));
     }
     const payload = run.payload;
-    const slab = payload[P_SLAB] as number;
-    const root = hasRootPlaces(payload) ? payload[P_ROOT_SLAB] as number : undefined;
+    const slab = slabOf(payload);
+    const root = rootSlabOf(payload);
     if (sent.has(slab) && (root === undefined || sent.has(root))) return;
     const ids = [slab, root].filter((id, i, all): id is number => id !== undefined && !sent.has(id) && all.indexOf(id) === i);
-    // Appended at the payload's end, never past it (protocol.ts: "never a hole").
-    payload[buffersAt(payload)] = ids.map((id) => [id, slabById(id)!.buffer]);
+    attachBuffers(payload, ids.map((id) => [id, slabById(id)!.buffer]));
     for (const id of ids) sent.add(id);
     run.sentSlabs = ids;
   }
@@ -80,6 +79,18 @@ export class WorkerBook {
     if (condemned !== undefined) condemned.abandoned = abandoned;
     else this.#condemned.set(worker.id, { worker, abandoned, deadline: setTimeout(() => this.#end(worker.id), run.graceMs) });
     return true;
+  }
+
+  /**
+   * The code of an abandoned task ended on its worker by itself: one fewer there. With none left,
+   * the worker is no longer condemned (it runs nothing of a stopped task) and takes tasks again.
+   */
+  abandonedLeft(run: TaskRun): void {
+    const id = run.worker!.id;
+    const condemned = this.#condemned.get(id);
+    if (condemned === undefined || --condemned.abandoned > 0) return; // already ended, or still one there
+    clearTimeout(condemned.deadline);
+    this.#condemned.delete(id);
   }
 
   /** A task settled: end each condemned worker that now runs nothing but its abandoned tasks. */

@@ -166,7 +166,8 @@ function snapshot(entry: unknown): Record<string, unknown> {
  * `seq`/`at` in the input are refused rather than ignored: a caller that supplies them believes it
  * controls them, and silently replacing them would hide that mistake.
  */
-export function renderEntry(entry: unknown, seq: number, at: number): { line: string; sessionId: string; turnId: string; type: LedgerEntryType } {
+export function renderEntry(entry: unknown, seq: number, at: number):
+  { line: string; sessionId: string; turnId: string; type: LedgerEntryType; status: unknown } {
   const e = snapshot(entry);
   for (const field of ['seq', 'at']) {
     if (field in e) throw new TypeError(`${WHERE}: entry.${field}: assigned by the ledger, do not supply it (got ${describe(e[field])})`);
@@ -186,7 +187,7 @@ export function renderEntry(entry: unknown, seq: number, at: number): { line: st
   }
   if (lacksArgs(type, out)) out.args = null;
   // Serialised now, so a caller mutating the object after append() cannot change the history.
-  return { line: `${stringify(out)}\n`, sessionId: sessionId as string, turnId: turnId as string, type };
+  return { line: `${stringify(out)}\n`, sessionId: sessionId as string, turnId: turnId as string, type, status: e.status };
 }
 
 /** The entry's type, after the checks of its type's fields; a TypeError naming the bad one. */

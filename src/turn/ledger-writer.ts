@@ -7,33 +7,41 @@
  * the one in flight ends and covers every line written by then. So N flushes under way at once cost
  * a number of syncs that grows with how long they keep coming, not with N: a storm of 1,000 stops
  * shares a handful of syncs instead of issuing 2,000.
+ *
+ * A stop is never kept behind other sessions' work: a sync waiting for a write in flight is started
+ * by that write's completion itself (which also writes what queued up meanwhile), before the
+ * appends the write answers go on; those appends, like the flushes a sync answers, are released a
+ * slice per turn of the event loop (ledger-release.ts), the lines of a turn being stopped first.
  */
 
 import { writeSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fdatasyncFd, isDiskFull, writeAll } from './ledger-file.js';
+import { ReleaseQueue, releaseSliced } from './ledger-release.js';
 import { renderSafely } from './render.js';
 
-/** A queued line, its seq and the `append()` promise waiting for it. */
-interface PendingLine {
-  line: string;
-  seq: number;
+/** A promise's settlers. */
+interface Waiter {
   resolve: () => void;
   reject: (error: unknown) => void;
 }
 
-/** A sync in flight: the seq it covers (every line appended before it began) and its end. */
+/** A queued line, its seq and turn, and the `append()` promise waiting for it. */
+interface PendingLine extends Waiter {
+  line: string;
+  seq: number;
+  turnId: string;
+  /** A line of a turn being stopped: released ahead of the others (ledger-release.ts). */
+  urgent: boolean;
+  released: boolean;
+}
+
+/** A sync in flight: the seq it covers (every line queued before it began), its end, and the flushes it answers. */
 interface Sync {
   covers: number;
   done: Promise<void>;
-}
-
-/** The pending sync: the flushes that joined it wait on `done`. */
-interface PendingSync {
-  done: Promise<void>;
-  resolve: () => void;
-  reject: (error: unknown) => void;
+  waiters: Waiter[];
 }
 
 /** Writes and syncs one ledger file's lines in seq order; a failure breaks it for good. */
@@ -46,7 +54,7 @@ export class LedgerWriter {
   #pumping = false;
   /** True while an asynchronous write of `#pump` is in flight: nothing else may write meanwhile. */
   #writing = false;
-  /** Settles when every line queued so far is written or failed; never rejects (ledger.ts, invariant 3). */
+  /** Settles when every line queued so far is written (and released) or failed; never rejects (ledger.ts, invariant 3). */
   #lastWrite: Promise<void> = Promise.resolve();
   /** The highest seq appended (queued) so far. */
   #queuedSeq: number;
@@ -56,8 +64,12 @@ export class LedgerWriter {
   #durableSeq = -1;
   /** The sync in flight, if any. */
   #syncing: Sync | undefined;
-  /** The sync that starts when `#syncing` ends, if a flush joined it. */
-  #pending: PendingSync | undefined;
+  /** The flushes waiting for the sync that starts when `#syncing` ends (the pending sync), if any. */
+  #pending: Waiter[] | undefined;
+  /** Set while a starting sync waits for the pump's write in flight: that write's completion calls it. */
+  #afterWrite: (() => void) | undefined;
+  /** Written lines whose appends are not released yet (ledger-release.ts). */
+  readonly #releases = new ReleaseQueue();
   /** `fdatasync`s issued, for the ledger's statistics. */
   #syncs = 0;
   /** The first write or sync failure; `undefined` while every one has succeeded (ledger.ts, invariant 4). */
@@ -77,10 +89,13 @@ export class LedgerWriter {
   /** Settles once every line queued so far is written or failed; never rejects. */
   get lastWrite(): Promise<void> { return this.#lastWrite; }
 
-  /** Queue `line` under `seq` (the next one); resolves once it is written to the OS. */
-  enqueue(line: string, seq: number): Promise<void> {
+  /**
+   * Queue `line` under `seq` (the next one); resolves once it is written to the OS. `urgent`: a line
+   * of a turn being stopped, released ahead of other sessions' lines (after its turn's earlier ones).
+   */
+  enqueue(line: string, seq: number, turnId: string, urgent: boolean): Promise<void> {
     this.#queuedSeq = seq;
-    const written = new Promise<void>((resolve, reject) => this.#queue.push({ line, seq, resolve, reject }));
+    const written = new Promise<void>((resolve, reject) => this.#queue.push({ line, seq, turnId, urgent, released: false, resolve, reject }));
     this.#lastWrite = written.then(noop, noop);
     if (!this.#pumping) void this.#pump();
     return written;
@@ -94,15 +109,12 @@ export class LedgerWriter {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     const target = this.#queuedSeq;
     if (this.#durableSeq >= target) return Promise.resolve();
-    if (this.#syncing === undefined) return this.#startSync().done;
-    if (this.#syncing.covers >= target) return this.#syncing.done;
-    if (this.#pending === undefined) {
-      let resolve!: () => void;
-      let reject!: (error: unknown) => void;
-      const done = new Promise<void>((res, rej) => { resolve = res; reject = rej; });
-      this.#pending = { done, resolve, reject };
-    }
-    return this.#pending.done;
+    return new Promise((resolve, reject) => {
+      const waiter = { resolve, reject };
+      if (this.#syncing === undefined) this.#startSync([waiter]);
+      else if (this.#syncing.covers >= target) this.#syncing.waiters.push(waiter);
+      else (this.#pending ??= []).push(waiter);
+    });
   }
 
   /** Resolves once no sync is in flight or pending (their fd must stay open until then); never rejects. */
@@ -111,27 +123,33 @@ export class LedgerWriter {
   }
 
   /**
-   * Start a sync now (none is in flight) covering every line queued so far. When it ends, the
-   * pending sync (if a flush joined one meanwhile) starts, in the same synchronous run.
+   * Start a sync now (none is in flight) covering every line queued so far, for `waiters`. When it
+   * ends, the pending sync (if a flush joined one meanwhile) starts, in the same synchronous run;
+   * then the lines it covered and its waiters are released.
    */
-  #startSync(): Sync {
-    const sync: Sync = { covers: this.#queuedSeq, done: this.#sync() };
+  #startSync(waiters: Waiter[]): void {
+    const sync: Sync = { covers: this.#queuedSeq, done: Promise.resolve(), waiters };
     this.#syncing = sync;
-    const next = () => {
+    sync.done = this.#sync();
+    const end = (failure: unknown) => {
       if (this.#syncing === sync) this.#syncing = undefined;
       const pending = this.#pending;
-      if (pending === undefined) return;
       this.#pending = undefined;
-      this.#startSync().done.then(pending.resolve, pending.reject);
+      if (pending !== undefined) this.#startSync(pending);
+      if (failure !== undefined) {
+        for (const waiter of sync.waiters) waiter.reject(failure);
+        return;
+      }
+      releaseSliced(sync.waiters);
     };
-    sync.done.then(next, next);
-    return sync;
+    sync.done.then(() => end(undefined), end);
   }
 
   async #sync(): Promise<void> {
     // The lines queued so far written by this very call when nothing is in flight: the sync then
     // starts in the same synchronous run, not behind whatever else the microtask queue holds.
-    if (!this.#writeQueuedNow()) await this.#lastWrite;
+    // Else the write in flight, as it completes, writes the rest and lets the sync go on.
+    if (!this.#writeQueuedNow() && this.#writing) await new Promise<void>((resolve) => { this.#afterWrite = resolve; });
     if (this.failure !== undefined) throw this.failure;
     const covers = this.#writtenSeq;
     this.#syncs += 1;
@@ -158,10 +176,10 @@ export class LedgerWriter {
   /**
    * A sync about to start writes the queued lines itself, synchronously, instead of waiting for
    * the pump's asynchronous write: a small append is a copy into the page cache, far cheaper than
-   * the trip through libuv's thread pool. Only when nothing is in flight: an asynchronous write
-   * would be overtaken (invariant 1), and on a file system with stable pages a write into a page an
-   * `fdatasync` is writing back waits for that I/O, which must not happen on the main thread (the
-   * caller starts a sync only when none is in flight). True when it wrote every line queued so far.
+   * the trip through libuv's thread pool. Only when no write is in flight (it would be overtaken:
+   * invariant 1), and only as a sync starts, so never while an `fdatasync` runs: on a file system
+   * with stable pages a write into a page being written back waits for that I/O, which must not
+   * happen on the main thread. True when it wrote every line queued so far.
    */
   #writeQueuedNow(): boolean {
     if (this.#writing || this.#queue.length === 0 || this.failure !== undefined) return false;
@@ -184,31 +202,34 @@ export class LedgerWriter {
       const batch = this.#queue;
       this.#queue = [];
       this.#writing = true;
-      try {
-        await this.#writeBatch(batch, () => writeAll(this.#handle, joinLines(batch)));
-      } finally {
-        this.#writing = false;
-      }
+      await this.#writeBatch(batch, () => writeAll(this.#handle, joinLines(batch)));
     }
     this.#pumping = false;
   }
 
   /**
    * Write one batch with `write` and settle its appends; a failure breaks the ledger (invariant 4).
-   * Returns a promise only when `write` does (the pump's asynchronous write).
+   * Returns a promise only when `write` does (the pump's asynchronous write), whose completion
+   * also lets a sync waiting for it go on first (see the header).
    */
   #writeBatch(batch: PendingLine[], write: () => Promise<void> | void): Promise<void> | void {
     if (this.failure !== undefined) {
+      this.#writing = false;
       for (const pending of batch) pending.reject(this.failure);
       return;
     }
     const fail = (cause: unknown) => {
+      this.#writing = false;
       const failure = this.breakOn(`writing to "${this.#path}" failed`, cause);
       for (const pending of batch) pending.reject(failure);
+      this.#resumeSync();
     };
     const done = () => {
+      this.#writing = false;
       this.#writtenSeq = batch.at(-1)!.seq;
-      for (const pending of batch) pending.resolve();
+      this.#releases.push(batch);
+      this.#resumeSync();
+      this.#releases.kick();
     };
     let written: Promise<void> | void;
     try {
@@ -220,6 +241,19 @@ export class LedgerWriter {
     if (written === undefined) return done();
     return written.then(done, fail);
   }
+
+  /**
+   * After a write: a sync that waited for it goes on (its continuation queued before any append's),
+   * and what queued up meanwhile is written now, before that continuation runs.
+   */
+  #resumeSync(): void {
+    const resume = this.#afterWrite;
+    if (resume === undefined) return;
+    this.#afterWrite = undefined;
+    resume();
+    this.#writeQueuedNow();
+  }
+
 }
 
 function joinLines(batch: readonly PendingLine[]): Buffer {

@@ -37,7 +37,7 @@ import { open as openFile, realpath, stat as statPath, type FileHandle } from 'n
 import { checkId, describe } from '../errors.js';
 import { openError, readAll } from './ledger-file.js';
 import {
-  closingEntries, parseLedger, renderEntry, renderTurnEntry, type LedgerEntry, type LedgerEntryInput, type TurnEntryBody,
+  closingEntries, isTerminalStatus, parseLedger, renderEntry, renderTurnEntry, type LedgerEntry, type LedgerEntryInput, type TurnEntryBody,
 } from './ledger-entry.js';
 import { readSession, SessionIndex } from './ledger-index.js';
 import { lockLedger, type LedgerLock } from './ledger-lock.js';
@@ -101,6 +101,8 @@ export class Ledger {
   readonly #writer: LedgerWriter;
   /** Every turn id in the file (invariant 7). */
   readonly #turnIds: Set<string>;
+  /** The turns whose `cancelling` is written and whose terminal status is not: their lines are urgent. */
+  readonly #stopping = new Set<string>();
   /** Where each session's lines are (invariant 9). */
   readonly #index: SessionIndex;
   /** `appendForTurn`'s id strings → their session id; the oldest goes first when it is full. */
@@ -216,13 +218,13 @@ export class Ledger {
   append(entry: LedgerEntryInput): Promise<void> {
     const refused = this.#refusal();
     if (refused !== undefined) return refused;
-    let rendered: { line: string; sessionId: string; turnId: string; type: string };
+    let rendered: { line: string; sessionId: string; turnId: string; type: string; status: unknown };
     try {
       rendered = renderEntry(entry, this.#seq + 1, Date.now());
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#enqueue(rendered.line, rendered.sessionId, rendered.turnId, rendered.type);
+    return this.#enqueue(rendered.line, rendered.sessionId, rendered.turnId, rendered.type, rendered.status);
   }
 
   /**
@@ -239,7 +241,7 @@ export class Ledger {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#enqueue(line, this.#sessionOf(idsJson), turnId, body.type);
+    return this.#enqueue(line, this.#sessionOf(idsJson), turnId, body.type, body.type === 'status' ? body.status : undefined);
   }
 
   /** The session id in a `turnIdsJson` string, parsed once while the turn keeps writing. */
@@ -266,8 +268,8 @@ export class Ledger {
     return undefined;
   }
 
-  /** Queue a checked, rendered line under the next seq (invariants 1, 2 and 9). */
-  #enqueue(line: string, sessionId: string, turnId: string, type: string): Promise<void> {
+  /** Queue a checked, rendered line under the next seq (invariants 1, 2 and 9); `status`: a status entry's. */
+  #enqueue(line: string, sessionId: string, turnId: string, type: string, status: unknown): Promise<void> {
     if (type === 'turn_started' && this.#turnIds.has(turnId)) {
       return Promise.reject(new Error(`Ledger.append: turn ${JSON.stringify(turnId)} is already in "${this.path}"; ` +
         'a turn id is used once (a second turn under it could never be told apart from the first)'));
@@ -277,7 +279,12 @@ export class Ledger {
     const start = this.#end;
     this.#end += Buffer.byteLength(line, 'utf8');
     this.#index.add(sessionId, start, this.#end);
-    return this.#writer.enqueue(line, this.#seq);
+    // From its `cancelling` to its terminal status, a turn's lines are a stop's: they skip the queue of
+    // other sessions' released appends (ledger-writer.ts).
+    if (status === 'cancelling') this.#stopping.add(turnId);
+    const urgent = this.#stopping.has(turnId);
+    if (isTerminalStatus(status)) this.#stopping.delete(turnId);
+    return this.#writer.enqueue(line, this.#seq, turnId, urgent);
   }
 
   /**

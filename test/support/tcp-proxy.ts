@@ -4,7 +4,8 @@
  * `refuse()` drops every connection and refuses new ones (the server is down); `cut()` drops the
  * connections it has but keeps accepting (a network blip); `hang()` keeps connections open but
  * forwards nothing (a partition); `pass()` restores it. `blockName` closes at once any connection
- * whose traffic names that client (its CLIENT SETNAME), so it cannot reconnect.
+ * whose traffic names that client (its CLIENT SETNAME), so it cannot reconnect. `latencyMs` delays
+ * what the client sends (in order), for a slow link.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
@@ -13,6 +14,8 @@ export class TcpProxy {
   readonly #pairs = new Set<[Socket, Socket]>();
   mode: 'pass' | 'refuse' | 'hang' = 'pass';
   blockName: string | undefined;
+  /** Delay of everything the client sends, in ms (0: forwarded at once). */
+  latencyMs = 0;
   /** The proxy's own port (0 until started). */
   port = 0;
   /** Connections accepted so far. */
@@ -28,7 +31,9 @@ export class TcpProxy {
       const end = () => { down.destroy(); up.destroy(); this.#pairs.delete(pair); };
       down.on('data', (d) => {
         if (this.blockName !== undefined && String(d).includes(this.blockName)) return end();
-        if (this.mode === 'pass') up.write(d);
+        if (this.mode !== 'pass') return;
+        if (this.latencyMs > 0) setTimeout(() => { if (this.mode === 'pass') up.write(d); }, this.latencyMs);
+        else up.write(d);
       });
       up.on('data', (d) => { if (this.mode === 'pass') down.write(d); });
       down.on('error', end).on('close', end);

@@ -1,0 +1,116 @@
+/**
+ * The fleet on Redis Cluster 7 (the local six-node cluster of scripts/redis-cluster.sh): turns on
+ * every shard stopped from another instance, stop before start, and a failover of the shard that
+ * holds a session (its master SIGKILLed, its replica promoted), after which the node is restarted
+ * and rejoins so later specs find three masters with a replica each again.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { uniquePrefix } from './fixtures/fleet/support.js';
+import { eventually, FleetScene, held, type Instance } from './fixtures/fleet/scene.js';
+import {
+  CLUSTER_PORT, CLUSTER_PORTS, clusterClient, clusterKeysUnder, clusterLock, clusterReachable, dropClusterKeys, masterOf, pidOf, restartNode, topology,
+} from './fixtures/fleet/cluster.js';
+
+const up = await clusterReachable();
+if (!up) console.warn(`fleet-cluster tests skipped: no Redis Cluster at 127.0.0.1:${CLUSTER_PORT}-${CLUSTER_PORT + 5} (start one with: scripts/redis-cluster.sh start; CI always has it)`);
+
+/** One session id per master, found by asking the cluster where each one's keys live. */
+async function sessionPerShard(prefix: string): Promise<Map<number, string>> {
+  const masters = (await topology()).filter((n) => n.master && !n.failed).map((n) => n.port);
+  const picked = new Map<number, string>();
+  for (let i = 0; picked.size < masters.length; i++) {
+    const id = `s${i}`;
+    const port = await masterOf(`${prefix}:{${id}}:turns`);
+    if (!picked.has(port)) picked.set(port, id);
+  }
+  return picked;
+}
+
+describe.skipIf(!up)('fleet on Redis Cluster', () => {
+  let scene: FleetScene;
+  let release: () => Promise<void>;
+
+  beforeEach(async (context) => {
+    // The failover spec holds the cluster alone; the others share it.
+    release = await clusterLock(context.task.name.startsWith('through a failover') ? 'exclusive' : 'shared');
+    scene = new FleetScene(uniquePrefix(), () => clusterClient());
+  });
+
+  afterEach(async () => {
+    try {
+      await scene.cleanup();
+      expect((await clusterKeysUnder(scene.prefix)).filter((k) => k.endsWith(':leases'))).toEqual([]);
+    } finally {
+      await dropClusterKeys(scene.prefix);
+      await release();
+    }
+  });
+
+  it('a turn on each of the three shards is stopped from another instance, with the owner\'s StopReport', async () => {
+    const a = await scene.instance('A');
+    const b = await scene.instance('B');
+    const sessions = [...(await sessionPerShard(scene.prefix)).values()];
+    expect(sessions).toHaveLength(3);
+    const bodies = sessions.map(() => held());
+    const runs = sessions.map((s, i) => a.fleet.run(s, bodies[i]!.body, { turnId: `t-${s}` }));
+    await Promise.all(bodies.map((h) => h.started));
+    const answers = await Promise.all(sessions.map((s) => b.fleet.stop(s, { reason: 'cancel.user', timeoutMs: 5000 })));
+    const outcomes = await Promise.all(runs);
+    sessions.forEach((s, i) => {
+      expect(answers[i]).toMatchObject({ outcome: 'stopped', sessionId: s, turnId: `t-${s}`, node: a.fleet.nodeId });
+      expect(outcomes[i]).toMatchObject({ status: 'cancelled', turnId: `t-${s}` });
+      expect(answers[i]!.outcome === 'stopped' && answers[i]!.report).toEqual(outcomes[i]!.report);
+    });
+    for (const s of sessions) expect(await b.fleet.turn(s)).toMatchObject({ status: 'cancelled', reason: 'cancel.user', requester: b.fleet.nodeId });
+  });
+
+  it('through a failover of a session\'s shard: stops answer definitively, the owner self-fences within its lease, other shards are untouched, and both instances follow the new topology', async () => {
+    const leaseMs = 1200;
+    const opts = { leaseMs, renewMs: 200, sweepMs: 200, commandTimeoutMs: 500 };
+    const a = await scene.instance('A', opts);
+    const b = await scene.instance('B', opts);
+    const [[victimPort, victim], [, other], [, third]] = [...(await sessionPerShard(scene.prefix)).entries()] as Array<[number, string]>;
+    const bodies = new Map([victim, other, third].map((s) => [s, held()]));
+    const runs = new Map([victim, other, third].map((s) => [s, a.fleet.run(s, bodies.get(s)!.body, { turnId: `t-${s}` })]));
+    let victimEndedAt = Infinity;
+    void runs.get(victim)!.finally(() => { victimEndedAt = performance.now(); });
+    const turns = new Map(await Promise.all([...bodies].map(async ([s, h]) => [s, await h.started] as const)));
+    const livePort = CLUSTER_PORTS.find((p) => p !== victimPort)!;
+
+    const pid = await pidOf(victimPort);
+    const killedAt = performance.now();
+    process.kill(pid, 'SIGKILL');
+    try {
+      // A stop sent to the shard with no master answers within its timeout, definitively.
+      const during = await b.fleet.stop(victim, { timeoutMs: 1000 });
+      expect(['stopped', 'cancelling', 'relay_unavailable']).toContain(during.outcome);
+      // Another shard meanwhile: a stop reaches its turn (acknowledged, or at the latest at A's next renewal).
+      const otherAnswer = await b.fleet.stop(other, { timeoutMs: 5000 });
+      expect(['stopped', 'cancelling']).toContain(otherAnswer.outcome);
+      expect(await runs.get(other)).toMatchObject({ status: 'cancelled', report: { reason: 'cancel.user' } });
+
+      // The owner cannot renew the victim's lease while its shard has no master: it stops the turn itself.
+      const victimOutcome = await runs.get(victim)!;
+      const endedAfter = victimEndedAt - killedAt;
+      expect(victimOutcome).toMatchObject({ status: 'cancelled' });
+      if (during.outcome === 'relay_unavailable') expect(victimOutcome.report!.reason).toBe('lease.lost');
+      expect(endedAfter).toBeLessThan(leaseMs + 2000);
+
+      // The replica is promoted; the record answers definitively (the lease had run out: interrupted).
+      await eventually(async () => (await masterOf(`${scene.prefix}:{${victim}}:turns`, livePort).catch(() => victimPort)) !== victimPort, 15_000, 'the replica to be promoted');
+      const failoverMs = performance.now() - killedAt;
+      let after: Awaited<ReturnType<typeof b.fleet.stop>> | undefined;
+      await eventually(async () => (after = await b.fleet.stop(victim, { timeoutMs: 1000 })).outcome !== 'relay_unavailable', 10_000, 'the shard to answer');
+      expect(['interrupted', 'already_finished']).toContain(after!.outcome);
+
+      // The third shard's turn ran through it all, still owned: a stop after the failover is acknowledged.
+      expect(turns.get(third)!.signal.aborted).toBe(false);
+      expect(await b.fleet.turn(third)).toMatchObject({ status: 'running', node: a.fleet.nodeId, stopRequested: false });
+      expect(await b.fleet.stop(third, { timeoutMs: 5000 })).toMatchObject({ outcome: 'stopped', turnId: `t-${third}` });
+      expect(await runs.get(third)).toMatchObject({ status: 'cancelled' });
+      console.info(`failover: victim turn ended ${Math.round(endedAfter)} ms after the SIGKILL (${victimOutcome.report!.reason}); replica promoted after ${Math.round(failoverMs)} ms`);
+    } finally {
+      await restartNode(victimPort);
+    }
+  }, 60_000);
+});

@@ -1,0 +1,85 @@
+/**
+ * Ids and keys: every session and turn id maps to keys of its own, even ids that are not
+ * well-formed UTF-16 (a string cut in the middle of an emoji), which Redis would otherwise store
+ * as the same UTF-8. On the shared Redis, under a key prefix of its own.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { client, dropKeys, keysUnder, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
+import { FleetScene, held } from './fixtures/fleet/scene.js';
+
+const up = await redisReachable();
+if (!up) console.warn(`fleet-ids tests skipped: no Redis at 127.0.0.1:${REDIS_PORT} (start one with: redis-server --port ${REDIS_PORT}; CI always has it)`);
+
+// Two ids cut mid-emoji: each ends in a different lone high surrogate.
+const A = 'chat-😀 hello'.slice(0, 6);
+const B = 'chat-🤖 hello'.slice(0, 6);
+
+describe.skipIf(!up)('fleet ids', () => {
+  let scene: FleetScene;
+  let raw: Client;
+
+  beforeEach(async () => {
+    raw = await client();
+    scene = new FleetScene(uniquePrefix(), () => client());
+  });
+
+  afterEach(async () => {
+    try {
+      await scene.cleanup();
+    } finally {
+      await dropKeys(raw, scene.prefix);
+      await raw.close();
+    }
+  });
+
+  it('two session ids cut mid-emoji get keys of their own: both run at once, and a stop of one never touches the other', async () => {
+    expect(A).not.toBe(B);
+    expect(Buffer.from(A).equals(Buffer.from(B))).toBe(true); // what Redis would see without escaping
+    const a = await scene.instance('A');
+    const b = await scene.instance('B');
+    const ha = held();
+    const hb = held();
+    const runA = a.fleet.run(A, ha.body, { turnId: 't1' });
+    const runB = a.fleet.run(B, hb.body, { turnId: 't2' });
+    const [turnA, turnB] = await Promise.all([ha.started, hb.started]);
+    const keys = await keysUnder(raw, scene.prefix);
+    expect(keys.filter((k) => k.endsWith(':turns'))).toHaveLength(2);
+
+    const answer = await b.fleet.stop(A, { timeoutMs: 5000 });
+    expect(answer).toMatchObject({ outcome: 'stopped', sessionId: A, turnId: 't1' });
+    expect(answer.outcome === 'stopped' && answer.report.sessionId).toBe(A);
+    expect(turnA.signal.aborted).toBe(true);
+    expect(turnB.signal.aborted).toBe(false);
+    expect(await b.fleet.turn(A)).toMatchObject({ sessionId: A, status: 'cancelled' });
+    expect(await b.fleet.turn(B)).toMatchObject({ sessionId: B, turnId: 't2', status: 'running', stopRequested: false });
+    hb.release();
+    expect(await runA).toMatchObject({ status: 'cancelled' });
+    expect(await runB).toMatchObject({ status: 'completed' });
+    expect(await b.fleet.turn(B)).toMatchObject({ sessionId: B, status: 'completed' });
+  });
+
+  it('two turn ids cut mid-emoji in one session are two turns, and ids holding % { } round-trip exactly', async () => {
+    const a = await scene.instance('A');
+    const b = await scene.instance('B');
+    expect(await a.fleet.run('s1', async () => 1, { turnId: A })).toMatchObject({ status: 'completed', turnId: A });
+    expect(await a.fleet.run('s1', async () => 2, { turnId: B })).toMatchObject({ status: 'completed', turnId: B });
+    expect(await b.fleet.stop('s1', { turnId: A })).toEqual({ outcome: 'already_finished', sessionId: 's1', turnId: A, status: 'completed' });
+    expect(await b.fleet.turn('s1')).toMatchObject({ turnId: B, epoch: 2 });
+    for (const id of ['50%25', '50%', '%u00E9', '{x}', '\udc00z']) {
+      const h = held();
+      const run = a.fleet.run(id, h.body, { turnId: `t${id}` });
+      await h.started;
+      expect(await b.fleet.turn(id)).toMatchObject({ sessionId: id, turnId: `t${id}`, status: 'running' });
+      expect(await b.fleet.stop(id, { turnId: `t${id}`, timeoutMs: 5000 })).toMatchObject({ outcome: 'stopped', sessionId: id, turnId: `t${id}` });
+      expect(await run).toMatchObject({ status: 'cancelled', turnId: `t${id}` });
+    }
+  });
+
+  it('refuses a node id, prefix or stop reason that is not well-formed with a TypeError naming it', async () => {
+    const a = await scene.instance('A');
+    await expect(scene.instance(`N${A}`)).rejects.toThrow(/options.nodeId: expected a well-formed string/);
+    await expect(scene.instance('P', { prefix: A })).rejects.toThrow(/options.prefix: expected a well-formed string/);
+    await expect(a.fleet.stop('s1', { reason: A })).rejects.toThrow(/options.reason: expected a well-formed string/);
+    expect(await keysUnder(raw, scene.prefix)).toEqual([]);
+  });
+});

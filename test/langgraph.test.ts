@@ -1,0 +1,75 @@
+/**
+ * The LangGraph JS recipe of docs/integrations.md, with the real @langchain/langgraph (its prebuilt
+ * ReAct agent) and @langchain/core's FakeStreamingChatModel as the model: the turn's signal goes
+ * in the invoke config, the turn itself in `configurable`, and each tool runs through `turn.tool`
+ * under the model's tool-call id. A stop mid-tool stops the TurnPool worker loop cooperatively,
+ * the exec tree is gone, and `invoke` settles.
+ */
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { createReactAgent } from '@langchain/langgraph/prebuilt';
+import { tool } from '@langchain/core/tools';
+import { FakeStreamingChatModel } from '@langchain/core/utils/testing';
+import { Ledger, TurnPool, TurnRegistry, TurnRunner, exec, type Turn } from '../dist/src/index.js';
+import { started } from './support/handshake.js';
+import { eventually, isGone, toolTree } from './support/leaks.js';
+
+const pool = new TurnPool({ filename: new URL('./fixtures/integrations/tasks.mjs', import.meta.url).href, minThreads: 1, maxThreads: 1 });
+let registry: TurnRegistry;
+let dir: string;
+let ledger: Ledger;
+let runner: TurnRunner;
+
+beforeEach(async () => {
+  registry = new TurnRegistry();
+  dir = mkdtempSync(join(tmpdir(), 'fullstop-langgraph-'));
+  ledger = await Ledger.open(join(dir, 'history.jsonl'));
+  runner = new TurnRunner({ registry, pool, ledger, graceMs: 2000 });
+});
+
+afterEach(async () => {
+  await ledger.close();
+  rmSync(dir, { recursive: true, force: true });
+  expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
+  expect(toolTree()).toEqual([]);
+});
+
+afterAll(() => pool.close());
+
+describe('LangGraph JS recipe', () => {
+  it('a stop mid-tool stops the worker loop cooperatively, the exec tree is gone, invoke settles, and the call is aborted under the model id', async () => {
+    const flags = new Int32Array(new SharedArrayBuffer(12));
+    // The recipe's tool: the turn comes from `configurable`, the model's id from `toolCall`.
+    const crunch = tool(async (input, config) => {
+      const turn: Turn = config.configurable.turn;
+      return turn.tool('crunch', input, () => Promise.all([
+        pool.run({ flags }, { name: 'crunchUntilStopped' }), // no token: the call's token is ambient
+        exec('sh', ['-c', 'sleep 30 & sleep 30; wait']),
+      ]), { callId: config.toolCall?.id });
+    }, { name: 'crunch', description: 'crunch numbers', schema: z.object({}) });
+    const llm = new FakeStreamingChatModel({ chunks: [{ content: '', tool_calls: [{ id: 'call_lg_1', name: 'crunch', args: {} }] }] });
+    const agent = createReactAgent({ llm, tools: [crunch] });
+    const before = pool.stats();
+    let invoked!: Promise<unknown>;
+    const run = runner.run('s', (turn) => {
+      invoked = agent.invoke({ messages: [{ role: 'user', content: 'crunch' }] }, { signal: turn.signal, configurable: { turn } });
+      return invoked;
+    });
+    await started(flags);
+    await eventually(() => toolTree().length >= 3, 10_000, 'sh and its two sleeps');
+    const tree = toolTree();
+    const report = await runner.stop('s');
+    const outcome = await run;
+
+    expect(outcome.status).toBe('cancelled');
+    expect(report).toMatchObject({ settledCooperatively: true, bodyAbandoned: false, hardStopped: { workers: 0, processGroups: 0 } });
+    expect(pool.stats()).toMatchObject({ cooperativeStops: before.cooperativeStops + 1, hardStops: before.hardStops, running: 0 });
+    expect(tree.filter((pid) => !isGone(pid))).toEqual([]);
+    await expect(invoked).rejects.toThrow();
+    const aborted = (await ledger.entries({ turnId: outcome.turnId })).filter((e) => e.type === 'tool_aborted');
+    expect(aborted).toEqual([expect.objectContaining({ callId: 'call_lg_1' })]);
+  });
+});
