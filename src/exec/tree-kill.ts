@@ -27,6 +27,7 @@ import type { Tree } from './tree.js';
  * uses this mode (Linux with /proc) never loads it.
  */
 let treeKill: typeof treeKillFn | undefined;
+const require = createRequire(import.meta.url);
 
 /** The command tree-kill runs to list children, by platform (Windows: taskkill, whose failure it reports). */
 const WALKERS: Partial<Record<NodeJS.Platform, string>> = { linux: 'ps', darwin: 'pgrep' };
@@ -43,7 +44,7 @@ export class TreeKillTree implements Tree {
     if (!Number.isInteger(pid) || pid <= 1) throw new RangeError(`pid: expected a child pid > 1, got ${pid}`);
     this.pid = pid;
     this.#start = process.platform === 'linux' ? readStat(pid)?.start : undefined;
-    treeKill ??= createRequire(import.meta.url)('tree-kill') as typeof treeKillFn;
+    treeKill ??= require('tree-kill') as typeof treeKillFn;
   }
 
   /** The reaper verifies a leader by its start time in /proc; with none (0) it leaves the group alone. */
