@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type AddressInfo } from 'node:net';
 import { TcpProxy } from './support/tcp-proxy.js';
-import { eventually, isGone, liveDescendants, toolTree } from './support/leaks.js';
-import { ServerProcess } from './e2e/server-process.js';
+import { eventually, isGone, liveDescendants } from './support/leaks.js';
+import { ServerProcess, toolTree } from './e2e/server-process.js';
 import { keysOf, REDIS_URL, removeKeys, uniquePrefix } from './e2e/fleet-keys.js';
 
 const prefix = uniquePrefix('server');

@@ -7,8 +7,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually, isGone, liveDescendants, toolTree } from './support/leaks.js';
-import { ServerProcess } from './e2e/server-process.js';
+import { eventually, isGone, liveDescendants } from './support/leaks.js';
+import { ServerProcess, toolTree } from './e2e/server-process.js';
 
 describe('agent server: bad input', () => {
   let server: ServerProcess;

@@ -4,8 +4,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { eventually, isGone, liveDescendants, toolTree } from './support/leaks.js';
-import { ServerProcess, type EventStream } from './e2e/server-process.js';
+import { eventually, isGone, liveDescendants } from './support/leaks.js';
+import { ServerProcess, type EventStream, toolTree } from './e2e/server-process.js';
 
 let server: ServerProcess;
 const streams: EventStream[] = [];

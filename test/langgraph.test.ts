@@ -15,7 +15,8 @@ import { tool } from '@langchain/core/tools';
 import { FakeStreamingChatModel } from '@langchain/core/utils/testing';
 import { Ledger, TurnPool, TurnRegistry, TurnRunner, exec, type Turn } from '../dist/src/index.js';
 import { started } from './support/handshake.js';
-import { eventually, isGone, toolTree } from './support/leaks.js';
+import { isGone } from './support/leaks.js';
+import { pidFile, SLEEPS, treePids, workTree } from './fixtures/integrations/tree.js';
 
 const pool = new TurnPool({ filename: new URL('./fixtures/integrations/tasks.mjs', import.meta.url).href, minThreads: 1, maxThreads: 1 });
 let registry: TurnRegistry;
@@ -34,7 +35,7 @@ afterEach(async () => {
   await ledger.close();
   rmSync(dir, { recursive: true, force: true });
   expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
-  expect(toolTree()).toEqual([]);
+  expect(workTree()).toEqual([]);
 });
 
 afterAll(() => pool.close());
@@ -42,12 +43,13 @@ afterAll(() => pool.close());
 describe('LangGraph JS recipe', () => {
   it('a stop mid-tool stops the worker loop cooperatively, the exec tree is gone, invoke settles, and the call is aborted under the model id', async () => {
     const flags = new Int32Array(new SharedArrayBuffer(12));
+    const file = pidFile();
     // The recipe's tool: the turn comes from `configurable`, the model's id from `toolCall`.
     const crunch = tool(async (input, config) => {
       const turn: Turn = config.configurable.turn;
       return turn.tool('crunch', input, () => Promise.all([
         pool.run({ flags }, { name: 'crunchUntilStopped' }), // no token: the call's token is ambient
-        exec('sh', ['-c', 'sleep 30 & sleep 30; wait']),
+        exec('sh', ['-c', SLEEPS, 'tree', file]),
       ]), { callId: config.toolCall?.id });
     }, { name: 'crunch', description: 'crunch numbers', schema: z.object({}) });
     const llm = new FakeStreamingChatModel({ chunks: [{ content: '', tool_calls: [{ id: 'call_lg_1', name: 'crunch', args: {} }] }] });
@@ -59,8 +61,7 @@ describe('LangGraph JS recipe', () => {
       return invoked;
     });
     await started(flags);
-    await eventually(() => toolTree().length >= 3, 10_000, 'sh and its two sleeps');
-    const tree = toolTree();
+    const tree = await treePids(file);
     const report = await runner.stop('s');
     const outcome = await run;
 

@@ -13,7 +13,8 @@ import { z } from 'zod';
 import { Agent, Usage, run, setTracingDisabled, tool, type Model, type ModelResponse } from '@openai/agents';
 import { Ledger, TurnPool, TurnRegistry, TurnRunner, exec, type Turn } from '../dist/src/index.js';
 import { started } from './support/handshake.js';
-import { eventually, isGone, toolTree } from './support/leaks.js';
+import { isGone } from './support/leaks.js';
+import { pidFile, SLEEPS, treePids, workTree } from './fixtures/integrations/tree.js';
 
 setTracingDisabled(true);
 const pool = new TurnPool({ filename: new URL('./fixtures/integrations/tasks.mjs', import.meta.url).href, minThreads: 1, maxThreads: 1 });
@@ -33,7 +34,7 @@ afterEach(async () => {
   await ledger.close();
   rmSync(dir, { recursive: true, force: true });
   expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
-  expect(toolTree()).toEqual([]);
+  expect(workTree()).toEqual([]);
 });
 
 afterAll(() => pool.close());
@@ -68,9 +69,10 @@ function turnTool<P extends z.ZodObject>(name: string, parameters: P, fn: (input
 describe('OpenAI Agents JS recipe', () => {
   it('a stop mid-tool stops the worker loop cooperatively, the exec tree is gone, run settles, and the call is aborted under the model id', async () => {
     const flags = new Int32Array(new SharedArrayBuffer(12));
+    const file = pidFile();
     const crunch = turnTool('crunch', z.object({}), () => Promise.all([
       pool.run({ flags }, { name: 'crunchUntilStopped' }), // no token: the call's token is ambient
-      exec('sh', ['-c', 'sleep 30 & sleep 30; wait']),
+      exec('sh', ['-c', SLEEPS, 'tree', file]),
     ]));
     const agent = new Agent({ name: 'cruncher', instructions: 'crunch', model: scriptedModel([callStep('call_ag_1', 'crunch', {}), textStep('never')]), tools: [crunch] });
     const before = pool.stats();
@@ -80,8 +82,7 @@ describe('OpenAI Agents JS recipe', () => {
       return ran;
     });
     await started(flags);
-    await eventually(() => toolTree().length >= 3, 10_000, 'sh and its two sleeps');
-    const tree = toolTree();
+    const tree = await treePids(file);
     const report = await runner.stop('s');
     const outcome = await outcome$;
 

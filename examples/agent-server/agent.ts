@@ -1,7 +1,7 @@
 /**
  * One agent turn, written with the AI SDK and `fullstop/ai-sdk`: the session's history from the
- * ledger (`toModelMessages`) plus the new prompt go to `streamText` with `abortSignal:
- * turn.signal`; its text deltas go out through `turn.say`, its tool calls run through
+ * ledger (`toModelMessages`), which ends with this turn's input, goes to `streamText` with
+ * `abortSignal: turn.signal`; its text deltas go out through `turn.say`, its tool calls run through
  * `aiTools(turn, …)`. A stop therefore reaches the model stream, the worker, the process tree and
  * the question at once, and the next turn's prompt is accepted after a stop (every tool call in
  * it has a result, the stop is said in words the model reads).
@@ -30,11 +30,15 @@ export interface AgentDeps {
 /** The body of one turn for `runner.run` / `fleet.run`; resolves with the model's last reply. */
 export function agentTurn(deps: AgentDeps, sessionId: string, prompt: string, onToolCall: OnToolCall): (turn: Turn) => Promise<string> {
   return async (turn) => {
-    const earlier = lastTurns(await deps.ledger.entries({ sessionId }), turn.turnId);
+    // The ledger already holds this turn's turn_started with its input: the messages end with it.
+    const history = lastTurns(await deps.ledger.entries({ sessionId }), turn.turnId);
+    const messages = toModelMessages(history);
+    // Fleet.run does not pass `input` on to the runner: such a turn's own message is added here.
+    if (!history.some((e) => e.turnId === turn.turnId && e.type === 'turn_started' && 'input' in e)) messages.push({ role: 'user', content: prompt });
     const result = streamText({
       model: deps.model,
       system: SYSTEM,
-      messages: [...toModelMessages(earlier), { role: 'user', content: prompt }],
+      messages,
       tools: aiTools(turn, agentTools(turn, deps.pool, onToolCall)),
       abortSignal: turn.signal,
       stopWhen: stepCountIs(MAX_STEPS),
@@ -57,12 +61,10 @@ export function agentTurn(deps: AgentDeps, sessionId: string, prompt: string, on
   };
 }
 
-/** The entries of the last `MAX_HISTORY_TURNS` turns before `current` (its own are the prompt). */
+/** The entries of `current` and of the last `MAX_HISTORY_TURNS` turns before it. */
 function lastTurns(entries: readonly LedgerEntry[], current: string): LedgerEntry[] {
-  const kept = new Set<string>();
-  for (let i = entries.length - 1; i >= 0 && kept.size <= MAX_HISTORY_TURNS; i--) {
-    if (entries[i].turnId !== current) kept.add(entries[i].turnId);
-  }
-  if (kept.size > MAX_HISTORY_TURNS) kept.delete([...kept].at(-1)!);
+  const kept = new Set<string>([current]);
+  for (let i = entries.length - 1; i >= 0 && kept.size <= MAX_HISTORY_TURNS + 1; i--) kept.add(entries[i].turnId);
+  if (kept.size > MAX_HISTORY_TURNS + 1) kept.delete([...kept].at(-1)!);
   return entries.filter((e) => kept.has(e.turnId));
 }

@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { eventually, isGone, liveDescendants, toolTree } from '../support/leaks.js';
+import { eventually, isGone, liveDescendants } from '../support/leaks.js';
 import { launch, outputDir, type Browser } from './browser.js';
-import { ServerProcess } from './server-process.js';
+import { ServerProcess, toolTree } from './server-process.js';
 
 let server: ServerProcess;
 let browser: Browser;
