@@ -33,5 +33,5 @@ export {
 } from './turn/ledger.js';
 export {
   exec, spawnBackground, killAllBackground, execContainment,
-  type ExecOptions, type ExecResult, type BackgroundProcess, type Containment, type OutputError,
+  type ExecOptions, type ExecResult, type BackgroundProcess, type Containment, type ContainmentOption, type OutputError,
 } from './exec/index.js';
