@@ -50,11 +50,8 @@ const server = new AgentServer({
   allowedHosts: options.allowedHosts, token: options.token,
 });
 const url = await server.listen(options.port, options.host);
-// One write, so whoever reads the URL has the details too.
-console.log(`fullstop agent server: ${url}\n  node ${options.nodeId}, model ${model.provider}:${model.modelId}, ledger ${ledger.path}, ${fleet?.name ?? 'alone (no --redis)'}` +
-  `${telemetry === undefined ? '' : `, OpenTelemetry to ${telemetry.endpoint}`}` +
-  `${options.token === undefined ? ', no token (loopback only: see docs/agent-server.md)' : ', bearer token required'}`);
-
+// Before the URL goes out: whoever reads it may send SIGTERM at once, and a signal that came
+// before its handler would end the process without its shutdown.
 let exiting = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
@@ -63,6 +60,11 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     void shutdown(signal);
   });
 }
+// One write, so whoever reads the URL has the details too.
+console.log(`fullstop agent server: ${url}\n  node ${options.nodeId}, model ${model.provider}:${model.modelId}, ledger ${ledger.path}, ${fleet?.name ?? 'alone (no --redis)'}` +
+  `${telemetry === undefined ? '' : `, OpenTelemetry to ${telemetry.endpoint}`}` +
+  `${options.token === undefined ? ', no token (loopback only: see docs/agent-server.md)' : ', bearer token required'}`);
+
 
 async function shutdown(signal: string): Promise<void> {
   // runner.shutdown() (in server.shutdown) stops every running turn: reason cancel.shutdown.
