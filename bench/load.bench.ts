@@ -1,4 +1,4 @@
-// L1–L3: stops under load (docs/benchmarks.md, "L1–L3"). L1: a storm of 1,000 running turns stopped at once, with a
+// L1–L3: stops under load (docs/benchmarks.md, "The load rows (L1–L3)"). L1: a storm of 1,000 running turns stopped at once, with a
 // disk ledger against the same storm with none; L3: the event loop's longest delay during that storm; L2: one session's
 // stop while 200 other sessions keep a 2-thread pool saturated and stream `say`, against the same stop on an idle server.
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// P5's variants, each in a node process of its own (docs/benchmarks.md, "Where P5's time goes"): pool-reuse.bench.ts forks this
+// P5's variants, each in a node process of its own (docs/benchmarks.md, "What each row does"): pool-reuse.bench.ts forks this
 // file once a variant, sends it a task count a round and gets the round's tasks/s back. In one process the five pools shared a heap
 // and the JIT's feedback on piscina's code, and TurnPool's rate moved with the other pools' rounds; a server runs one of them.
 import { fileURLToPath } from 'node:url';

@@ -62,4 +62,8 @@ export const ErrorCodes = Object.freeze({
   turnIdUsed: 'ERR_FULLSTOP_TURN_ID_USED',
   /** `ShuttingDownError`: the runner is shutting down and starts no turn. */
   shuttingDown: 'ERR_FULLSTOP_SHUTTING_DOWN',
+  /** `FleetUnavailableError` (`fullstop/fleet`): Redis could not be reached in time. */
+  fleetUnavailable: 'ERR_FULLSTOP_FLEET_UNAVAILABLE',
+  /** `UsageError` (the `fullstop` CLI): bad command-line input. */
+  usage: 'ERR_FULLSTOP_USAGE',
 } as const);

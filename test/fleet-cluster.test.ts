@@ -114,3 +114,28 @@ describe.skipIf(!up)('fleet on Redis Cluster', () => {
     }
   }, 60_000);
 });
+
+describe('a cluster client with no node reachable', () => {
+  it('Fleet.start resolves, stop answers relay_unavailable, run refuses, and close leaves no timer', async () => {
+    const { createCluster } = await import('redis');
+    const { TurnRegistry, TurnRunner } = await import('../src/index.js');
+    const { Fleet, FleetUnavailableError } = await import('../src/fleet/index.js');
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    // Port 1 on loopback: nothing listens there, so every connect is refused at once.
+    const redis = createCluster({ rootNodes: [{ socket: { host: '127.0.0.1', port: 1 } }], defaults: { socket: { reconnectStrategy: false } } });
+    redis.on('error', () => {});
+    const registry = new TurnRegistry();
+    const t0 = performance.now();
+    const fleet = await Fleet.start({ redis, runner: new TurnRunner({ registry }), prefix: uniquePrefix(), commandTimeoutMs: 500 });
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(await fleet.stop('s1', { timeoutMs: 200 })).toMatchObject({ outcome: 'relay_unavailable', sessionId: 's1' });
+    await expect(fleet.run('s1', async () => 1)).rejects.toThrow(FleetUnavailableError);
+    expect(registry.currentToken('s1')).toBeUndefined();
+    await fleet.close();
+    expect(fleet.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0, timers: 0 });
+    redis.destroy();
+    // The connect retry (one a second) ends with the fleet.
+    await eventually(() => timers() <= before, 3000, 'the connect retry to end');
+  });
+});

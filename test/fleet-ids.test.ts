@@ -6,6 +6,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { client, dropKeys, keysUnder, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
 import { FleetScene, held } from './fixtures/fleet/scene.js';
+import { clusterRootNodes } from '../src/fleet/index.js';
+import { fleetKeys } from '../src/fleet/keys.js';
+import { fromWire, toWire } from '../src/fleet/wire-id.js';
 
 const up = await redisReachable();
 if (!up) console.warn(`fleet-ids tests skipped: no Redis at 127.0.0.1:${REDIS_PORT} (start one with: redis-server --port ${REDIS_PORT}; CI always has it)`);
@@ -81,5 +84,45 @@ describe.skipIf(!up)('fleet ids', () => {
     await expect(scene.instance('P', { prefix: A })).rejects.toThrow(/options.prefix: expected a well-formed string/);
     await expect(a.fleet.stop('s1', { reason: A })).rejects.toThrow(/options.reason: expected a well-formed string/);
     expect(await keysUnder(raw, scene.prefix)).toEqual([]);
+  });
+});
+
+describe('clusterRootNodes', () => {
+  it('parses host:port lists (IPv6 in brackets) and refuses anything else with a RangeError naming the flag', () => {
+    expect(clusterRootNodes('127.0.0.1:7100, [::1]:7101,redis-a:6379', '--redis-cluster')).toEqual([
+      { socket: { host: '127.0.0.1', port: 7100 } }, { socket: { host: '::1', port: 7101 } }, { socket: { host: 'redis-a', port: 6379 } },
+    ]);
+    for (const bad of ['', ' , ', 'x', 'h:0', 'h:65536', ':1', 'h:1:2', 'redis://h:1']) {
+      expect(() => clusterRootNodes(bad, '--redis-cluster')).toThrow(RangeError);
+      expect(() => clusterRootNodes(bad, '--redis-cluster')).toThrow(/^--redis-cluster: expected/);
+    }
+    expect(() => clusterRootNodes(7 as never)).toThrow(TypeError);
+  });
+});
+
+describe('the wire form of ids', () => {
+  it('is well-formed, round-trips, and gives distinct keys to distinct ids (20,000 random ids over the escape characters)', () => {
+    const alphabet = ['a', '%', '{', '}', 'u', '2', '5', 'D', '8', '7B', '\ud83d', '\ude00', '\udbff', '😀'];
+    const ids = new Set<string>();
+    for (let i = 0; i < 20_000; i++) {
+      let id = '';
+      for (let n = 1 + Math.floor(Math.random() * 6); n > 0; n--) id += alphabet[Math.floor(Math.random() * alphabet.length)];
+      ids.add(id);
+    }
+    const keys = fleetKeys('p');
+    const wires = new Set<string>();
+    const turnKeys = new Set<string>();
+    for (const id of ids) {
+      const wire = toWire(id);
+      expect(wire.isWellFormed()).toBe(true);
+      expect(fromWire(wire)).toBe(id);
+      expect(keys.turns(id).isWellFormed()).toBe(true);
+      wires.add(Buffer.from(wire).toString('hex'));
+      turnKeys.add(Buffer.from(keys.turns(id)).toString('hex'));
+    }
+    // As UTF-8 bytes (what Redis stores): as many distinct wire forms and keys as ids.
+    expect(wires.size).toBe(ids.size);
+    expect(turnKeys.size).toBe(ids.size);
+    expect(toWire('plain-id:42 😀')).toBe('plain-id:42 😀');
   });
 });

@@ -164,7 +164,7 @@ describe('task mode', () => {
 });
 
 describe('exec mode', () => {
-  it('a tree that ignores SIGTERM needs SIGKILL in every run, and nothing survives', async () => {
+  it('a tree that ignores SIGTERM needs SIGKILL in every run where it was up, and nothing survives', async () => {
     const dir = tmp();
     try {
       const pids = join(dir, 'pids');
@@ -172,12 +172,17 @@ describe('exec mode', () => {
       // none can fall in its last moments, when it would end by itself within the grace.
       const { json, ran } = await probeJson(['--exec', `sh ${fixture('stubborn-tree.sh')} ${pids} 5`, '--span', '1000', '--runs', '3', '--grace', '30']);
       expect(Object.keys(json).sort()).toEqual(['cooperative', 'graceMs', 'hard', 'latencyMs', 'mode', 'runs', 'survivors']);
-      expect(json).toMatchObject({ mode: 'exec', runs: 3, graceMs: 30, cooperative: 0, hard: 3, survivors: [] });
-      expect(json.latencyMs.p50).toBeGreaterThanOrEqual(30);
-      expect(ran.stdout).toMatch(/verdict: needed SIGKILL in 100% of runs .*; nothing survived/);
+      // A cancel drawn in the shell's first milliseconds, before its trap is set, ends it with
+      // SIGTERM; such a tree never writes its line. Every tree that was up (its line written, after
+      // its traps) needed SIGKILL.
+      const trees = readFileSync(pids, 'utf8').split('\n').filter(Boolean).length;
+      expect(trees).toBeGreaterThanOrEqual(1);
+      expect(json).toMatchObject({ mode: 'exec', runs: 3, graceMs: 30, cooperative: 3 - trees, hard: trees, survivors: [] });
+      expect(json.latencyMs.max).toBeGreaterThanOrEqual(30); // a hard stop waits out the grace first
+      expect(ran.stdout).toMatch(/verdict: needed SIGKILL in \d+% of runs .*; nothing survived/);
       // Every process of every run is really gone.
       const all = pidsIn(pids);
-      expect(all.length).toBeGreaterThanOrEqual(3);
+      expect(all.length).toBe(3 * trees);
       expect(all.filter((pid) => !isGone(pid))).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -2,61 +2,39 @@
  * What the history says of a turn's input and its tool calls: the user's message, the model's own
  * call ids, the `tool_call` event, and the rule that a call cut by a stop is never a success.
  */
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Ledger, TurnPool, TurnRegistry, TurnRunner, exec, type LedgerEntry } from '../dist/src/index.js';
+import { exec } from '../dist/src/index.js';
 import { flags, started } from './support/handshake.js';
 import { isGone } from './support/leaks.js';
+import { runnerScene } from './support/runner-scene.js';
 
-const tasks = new URL('./fixtures/pool/tasks.mjs', import.meta.url).href;
-const registry = new TurnRegistry();
-const pool = new TurnPool({ filename: tasks, minThreads: 1, maxThreads: 1 });
-let dir: string;
-let ledger: Ledger;
-let runner: TurnRunner;
-
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-calls-'));
-  ledger = await Ledger.open(join(dir, 'history.jsonl'));
-  runner = new TurnRunner({ registry, ledger, graceMs: 2000 });
-});
-
-afterEach(async () => {
-  await ledger.close();
-  rmSync(dir, { recursive: true, force: true });
-  expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
-});
-
-afterAll(() => pool.destroy());
-
-function onDisk(): LedgerEntry[] {
-  return readFileSync(ledger.path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as LedgerEntry);
-}
+const scene = runnerScene('fullstop-calls-', { tasks: new URL('./fixtures/pool/tasks.mjs', import.meta.url), graceMs: 2000, maxThreads: 1 });
+const { pool } = scene;
+const onDisk = () => scene.onDisk();
 
 describe('run\'s input', () => {
   it('is recorded on turn_started and given to its event', async () => {
     const seen: unknown[] = [];
-    runner.on('turn_started', (p) => seen.push(p.input));
-    await runner.run('s', async () => 1, { input: { role: 'user', text: 'build it' } });
-    await runner.run('s', async () => 1);
+    scene.runner.on('turn_started', (p) => seen.push(p.input));
+    await scene.runner.run('s', async () => 1, { input: { role: 'user', text: 'build it' } });
+    await scene.runner.run('s', async () => 1);
     expect(onDisk().filter((e) => e.type === 'turn_started').map((e) => (e as { input?: unknown }).input))
       .toEqual([{ role: 'user', text: 'build it' }, undefined]);
     expect(seen).toEqual([{ role: 'user', text: 'build it' }, undefined]);
   });
 
   it('that JSON cannot encode is a TypeError naming it, and nothing starts', async () => {
-    await expect(runner.run('s', async () => 1, { input: 10n })).rejects.toThrow(/options\.input/);
+    await expect(scene.runner.run('s', async () => 1, { input: 10n })).rejects.toThrow(/options\.input/);
     expect(onDisk()).toEqual([]);
   });
 });
 
 describe('a tool call\'s id', () => {
   it('is the caller\'s callId when given; generated ids never repeat one', async () => {
-    await runner.run('s', async (turn) => {
+    await scene.runner.run('s', async (turn) => {
       await turn.tool('a', {}, async () => 1, { callId: 'call-2' });
       await turn.tool('b', {}, async () => 2);
       await turn.tool('c', {}, async () => 3);
@@ -67,7 +45,7 @@ describe('a tool call\'s id', () => {
   });
 
   it('repeated within the turn is a TypeError naming options.callId, and nothing of that call is recorded', async () => {
-    const outcome = await runner.run('s', async (turn) => {
+    const outcome = await scene.runner.run('s', async (turn) => {
       await turn.tool('a', {}, async () => 1, { callId: 'x' });
       await expect(turn.tool('a', {}, async () => 2, { callId: 'x' })).rejects.toThrow(/options\.callId/);
       await expect(turn.tool('a', {}, async () => 2, { callId: '' })).rejects.toThrow(TypeError);
@@ -81,12 +59,12 @@ describe('a tool call\'s id', () => {
 describe('the tool_call event', () => {
   it('fires as a call starts, after its entry is recorded, with the call id and name', async () => {
     const seen: unknown[] = [];
-    runner.on('tool_call', (p) => {
+    scene.runner.on('tool_call', (p) => {
       const recorded = onDisk().some((e) => e.type === 'tool_call' && e.callId === p.callId);
       seen.push({ ...p, recorded });
     });
     let ranAfterEvent = false;
-    await runner.run('s', async (turn) => {
+    await scene.runner.run('s', async (turn) => {
       await turn.tool('grep', { q: 'x' }, async () => { ranAfterEvent = seen.length === 1; return 'ok'; }, { callId: 'c1' });
     }, { turnId: 't' });
     expect(seen).toEqual([{ sessionId: 's', turnId: 't', callId: 'c1', name: 'grep', args: { q: 'x' }, recorded: true }]);
@@ -97,15 +75,15 @@ describe('the tool_call event', () => {
 describe('a call cut by a stop', () => {
   it('an exec that got SIGTERM and exited within the grace is tool_aborted, with what it returned kept as partial', async () => {
     // Handshake: the shell writes to a fifo once its TERM trap is set; reading the fifo waits for that.
-    const fifo = join(dir, 'ready');
+    const fifo = join(scene.dir, 'ready');
     execFileSync('mkfifo', [fifo]);
-    const outcome = runner.run('s', async (turn) => {
+    const outcome = scene.runner.run('s', async (turn) => {
       await turn.tool('build', { target: 'all' }, (token) =>
         exec('sh', ['-c', `echo building; trap "echo cut; exit 143" TERM; echo > ${fifo}; while :; do sleep 0.05; done`], { token }),
       { callId: 'build-1' });
     });
     await readFile(fifo);
-    const report = await runner.stop('s');
+    const report = await scene.runner.stop('s');
     expect(report!.settledCooperatively).toBe(true);
     expect((await outcome).status).toBe('cancelled');
     const entries = onDisk();
@@ -121,12 +99,12 @@ describe('a call cut by a stop', () => {
 
   it('a pool task that caught the cancel and returned is tool_aborted with partial; a call that returned before the signal keeps its output', async () => {
     const f = flags();
-    const outcome = runner.run('s', async (turn) => {
+    const outcome = scene.runner.run('s', async (turn) => {
       await turn.tool('quick', {}, async () => 'done before', { callId: 'q' });
       await turn.tool('cleans', {}, (token) => pool.run({ flags: f }, { token, name: 'cleansUp' }), { callId: 'c' });
     });
     await started(f);
-    await runner.stop('s');
+    await scene.runner.stop('s');
     expect((await outcome).status).toBe('cancelled');
     const entries = onDisk();
     expect(entries.find((e) => e.type === 'tool_output')).toMatchObject({ callId: 'q', output: 'done before', success: true });

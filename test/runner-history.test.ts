@@ -121,10 +121,14 @@ describe('throwing event listeners', () => {
 
   it('that reject (async listeners) are reported too, without an unhandled rejection', async () => {
     const w = warnings();
+    const warned = new Promise<void>((resolve) => {
+      const on = (warning: Error) => { if (warning.name === 'FullstopListenerWarning') { process.off('warning', on); resolve(); } };
+      process.on('warning', on);
+    });
     runner.on('turn_completed', async () => { throw new Error('async listener broke'); });
     try {
       expect((await runner.run('s', async () => 1)).status).toBe('completed');
-      await new Promise((r) => setTimeout(r, 10));
+      await warned;
       expect(w.list.map((x) => x.message)).toEqual([expect.stringContaining('async listener broke')]);
     } finally {
       w.stop();

@@ -2,31 +2,15 @@
  * Stop before start: a Stop pressed in the gap between Send and the server opening the turn still
  * stops that turn, and only it.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Ledger, TurnRegistry, TurnRunner, type LedgerEntry } from '../dist/src/index.js';
+import { describe, expect, it } from 'vitest';
+import { TurnRunner, type LedgerEntry } from '../dist/src/index.js';
+import { runnerScene } from './support/runner-scene.js';
 
-const registry = new TurnRegistry();
-let dir: string;
-let ledger: Ledger;
-let runner: TurnRunner;
-
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-stop-before-start-'));
-  ledger = await Ledger.open(join(dir, 'history.jsonl'));
-  runner = new TurnRunner({ registry, ledger, graceMs: 100 });
-});
-
-afterEach(async () => {
-  await ledger.close();
-  rmSync(dir, { recursive: true, force: true });
-  expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
-});
+const scene = runnerScene('fullstop-stop-before-start-');
+const { registry } = scene;
 
 function onDisk(turnId?: string): LedgerEntry[] {
-  const all = readFileSync(ledger.path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as LedgerEntry);
+  const all = scene.onDisk();
   return turnId === undefined ? all : all.filter((e) => e.turnId === turnId);
 }
 
@@ -34,11 +18,11 @@ const typeOf = (e: LedgerEntry) => (e.type === 'status' ? `status:${e.status}` :
 
 describe('a stop of a turn id that has not started', () => {
   it('returns null, and that turn then runs nothing of its body and ends cancelled with the stop\'s reason', async () => {
-    expect(await runner.stop('s', { turnId: 't1', reason: 'cancel.client' })).toBeNull();
+    expect(await scene.runner.stop('s', { turnId: 't1', reason: 'cancel.client' })).toBeNull();
     let ran = false;
     const aborted: unknown[] = [];
-    runner.on('turn_aborted', (p) => aborted.push(p.report.reason));
-    const outcome = await runner.run('s', async () => { ran = true; }, { turnId: 't1', input: 'hello' });
+    scene.runner.on('turn_aborted', (p) => aborted.push(p.report.reason));
+    const outcome = await scene.runner.run('s', async () => { ran = true; }, { turnId: 't1', input: 'hello' });
     expect(ran).toBe(false);
     expect(outcome.status).toBe('cancelled');
     expect(outcome.status === 'cancelled' && outcome.report.reason).toBe('cancel.client');
@@ -53,20 +37,20 @@ describe('a stop of a turn id that has not started', () => {
     const gate = new Promise<void>((r) => { release = r; });
     let entered!: () => void;
     const inside = new Promise<void>((r) => { entered = r; });
-    const first = runner.run('s', async (turn) => { entered(); await gate; return turn.signal.aborted; }, { turnId: 'running' });
+    const first = scene.runner.run('s', async (turn) => { entered(); await gate; return turn.signal.aborted; }, { turnId: 'running' });
     await inside;
-    expect(await runner.stop('s', { turnId: 'next' })).toBeNull();
+    expect(await scene.runner.stop('s', { turnId: 'next' })).toBeNull();
     release();
     expect(await first).toMatchObject({ status: 'completed', value: false });
     let ran = false;
-    expect((await runner.run('s', async () => { ran = true; }, { turnId: 'next' })).status).toBe('cancelled');
+    expect((await scene.runner.run('s', async () => { ran = true; }, { turnId: 'next' })).status).toBe('cancelled');
     expect(ran).toBe(false);
   });
 
   it('is for its session only, and taken once', async () => {
-    await runner.stop('a', { turnId: 't' });
-    expect((await runner.run('b', async () => 1, { turnId: 'other' })).status).toBe('completed');
-    expect((await runner.run('b', async () => 2, { turnId: 't' })).status).toBe('completed'); // session b: not the stopped pair
+    await scene.runner.stop('a', { turnId: 't' });
+    expect((await scene.runner.run('b', async () => 1, { turnId: 'other' })).status).toBe('completed');
+    expect((await scene.runner.run('b', async () => 2, { turnId: 't' })).status).toBe('completed'); // session b: not the stopped pair
     const other = new TurnRunner({ registry, graceMs: 100 }); // no ledger: a turn id can run twice
     await other.stop('a', { turnId: 'x' });
     expect((await other.run('a', async () => 1, { turnId: 'x' })).status).toBe('cancelled');
@@ -91,16 +75,16 @@ describe('a stop of a turn id that has not started', () => {
   });
 
   it('is not recorded for a turn id already in the ledger', async () => {
-    await runner.run('s', async () => 1, { turnId: 'done' });
-    expect(await runner.stop('s', { turnId: 'done' })).toBeNull();
+    await scene.runner.run('s', async () => 1, { turnId: 'done' });
+    expect(await scene.runner.stop('s', { turnId: 'done' })).toBeNull();
     expect(onDisk('done').map(typeOf)).toEqual(['turn_started', 'status:completed']);
   });
 });
 
 describe('a stop without a turn id between turns', () => {
   it('stays a no-op: the next turn runs', async () => {
-    expect(await runner.stop('s')).toBeNull();
-    expect((await runner.run('s', async () => 'ran')).status).toBe('completed');
+    expect(await scene.runner.stop('s')).toBeNull();
+    expect((await scene.runner.run('s', async () => 'ran')).status).toBe('completed');
   });
 });
 
@@ -108,13 +92,13 @@ describe('a stop with the running turn\'s id', () => {
   it('stops it; with another turn id it does not', async () => {
     let entered!: () => void;
     const inside = new Promise<void>((r) => { entered = r; });
-    const run = runner.run('s', async (turn) => {
+    const run = scene.runner.run('s', async (turn) => {
       entered();
       await new Promise((r) => turn.signal.addEventListener('abort', r));
     }, { turnId: 'live' });
     await inside;
-    expect(await runner.stop('s', { turnId: 'not-this-one' })).toBeNull();
-    const report = await runner.stop('s', { turnId: 'live' });
+    expect(await scene.runner.stop('s', { turnId: 'not-this-one' })).toBeNull();
+    const report = await scene.runner.stop('s', { turnId: 'live' });
     expect(report).toMatchObject({ turnId: 'live', reason: 'cancel.user', settledCooperatively: true });
     expect((await run).status).toBe('cancelled');
   });
@@ -122,10 +106,10 @@ describe('a stop with the running turn\'s id', () => {
 
 describe('bad arguments', () => {
   it('are refused naming the option, and nothing is kept', async () => {
-    expect(() => runner.stop('s', { turnId: '' })).toThrow(/options\.turnId/);
-    expect(() => runner.stop('s', { turnId: 5 as unknown as string })).toThrow(TypeError);
+    expect(() => scene.runner.stop('s', { turnId: '' })).toThrow(/options\.turnId/);
+    expect(() => scene.runner.stop('s', { turnId: 5 as unknown as string })).toThrow(TypeError);
     expect(() => new TurnRunner({ registry, pendingStopMs: -1 })).toThrow(RangeError);
     expect(() => new TurnRunner({ registry, pendingStopMs: -1 })).toThrow(/options\.pendingStopMs/);
-    expect((await runner.run('s', async () => 1, { turnId: '5' })).status).toBe('completed');
+    expect((await scene.runner.run('s', async () => 1, { turnId: '5' })).status).toBe('completed');
   });
 });

@@ -61,7 +61,7 @@ export function pollsIsCancelled({ flags }: FlagsTask): [bigint, number] {
 // The spin loops of P2-plain and of P2's floors, each in a function that returns when its loop ends.
 // V8 compiles a sample's long loop on-stack (OSR) before the code after it has ever run; with the
 // stamp after the loop in the same function, that code deoptimised at the loop's exit on every
-// sample in some runs ("insufficient type feedback for call"; docs/benchmarks.md, "the loops of P2").
+// sample in some runs ("insufficient type feedback for call"; docs/benchmarks.md, "What each row does").
 function spinUntilCancelled(x: number): number {
   while (!isCancelled()) x = step(x);
   return x;

@@ -6,12 +6,14 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_GRACE_MS } from '../constants.js';
+import { DEFAULT_GRACE_MS, ErrorCodes } from '../constants.js';
 import { MAX_TIMER_MS } from '../errors.js';
 
 /** Bad input: one line for the user, exit code 2, never a stack trace. */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
+  /** `'ERR_FULLSTOP_USAGE'` */
+  readonly code: string = ErrorCodes.usage;
 }
 
 /** `fullstop probe --help`. */

@@ -12,14 +12,14 @@
  * Joining: Node cannot move a child into a cgroup between fork and exec, so the child starts as
  * `/bin/sh -c 'echo $$ > <cgroup>/cgroup.procs && exec "$0" "$@"' file args...`: the shell joins
  * (a builtin, no fork), then execs the command in the same process, so the pid, argv[0], exit code
- * and signal are the command's own (and so is the environment: see `joinArgv`). Node also writes the pid right after the spawn returns, so the
+ * and signal are the command's own (and so is the environment: see `joinArgv` in hierarchy.ts). Node also writes the pid right after the spawn returns, so the
  * child is a member before any stop can run.
  */
 
-import { spawnSync } from 'node:child_process';
-import { closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmdirSync, watch, writeSync } from 'node:fs';
-import { readdir, readFile, rmdir } from 'node:fs/promises';
+import { closeSync, constants, openSync, readFileSync, readSync, watch, writeSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { removeCgroupOffThread } from './hierarchy.js';
 import { isDead, readStatOffThread } from './proc.js';
 import { holdReserve, withReserve } from './reserve.js';
 import { GONE_BOUND_MS, until } from './sweep.js';
@@ -37,120 +37,6 @@ const OUTSIDERS_AFTER_MS = 5;
 const EVENTS_BYTES = 64;
 /** How often the hard stop kills again while the cgroup is still populated. */
 const KILL_RETRY_MS = 50;
-
-/** Names a POSIX shell passes on to what it execs; dash drops every other one from the environment. */
-const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-/** Sets the variables the shell would drop, then execs the command. */
-const ENV = '/usr/bin/env';
-
-/**
- * The argv of `/bin/sh` that joins `cgroup`, then becomes `file args...` (`exec "$0" "$@"`). A join
- * that fails (it passed the probe, so it should not) exits 125 with a message rather than run the
- * command uncontained. Variables whose names are not shell identifiers (`spring.profiles.active`,
- * `FOO-BAR`), which the shell would drop, are handed to `env` as `NAME=VALUE` arguments instead: it
- * sets them back and execs the command, so the command sees the environment it would see uncontained.
- * `undefined` when that cannot be exact: `env` would take a command containing `=` for one more
- * variable (or there is no `/usr/bin/env`).
- */
-export function joinArgv(cgroup: string, file: string, args: readonly string[], env: NodeJS.ProcessEnv): string[] | undefined {
-  const dropped: string[] = [];
-  for (const [name, value] of Object.entries(env)) {
-    if (value !== undefined && !SHELL_NAME.test(name)) dropped.push(`${name}=${value}`);
-  }
-  if (dropped.length === 0) return ['-c', `${joinLine(cgroup)}; exec "$0" "$@"`, file, ...args];
-  if (file.includes('=') || !existsSync(ENV)) return undefined;
-  return ['-c', `${joinLine(cgroup)}; exec ${ENV} "$@"`, 'sh', ...dropped, file, ...args];
-}
-
-function joinLine(cgroup: string): string {
-  const procs = shellQuote(join(cgroup, 'cgroup.procs'));
-  return `echo $$ 2>/dev/null > ${procs} || { echo "fullstop: cannot join the cgroup of this child" >&2; exit 125; }`;
-}
-
-function shellQuote(text: string): string {
-  return `'${text.replace(/'/g, `'\\''`)}'`;
-}
-
-/**
- * The directory under which this process may create cgroups: its own cgroup in the cgroup v2
- * hierarchy, found from /proc/self/mountinfo and /proc/self/cgroup (the mount point differs between
- * unified and hybrid hosts). `undefined` where there is none.
- */
-export function cgroupBase(): string | undefined {
-  let own: string | undefined;
-  let mounts: string;
-  try {
-    own = /^0::(.*)$/m.exec(readFileSync('/proc/self/cgroup', 'utf8'))?.[1];
-    mounts = readFileSync('/proc/self/mountinfo', 'utf8');
-  } catch {
-    return undefined;
-  }
-  if (own === undefined) return undefined;
-  for (const line of mounts.split('\n')) {
-    const [left, right] = line.split(' - ');
-    if (right?.split(' ')[0] !== 'cgroup2') continue;
-    const fields = left!.split(' ');
-    const root = unescapeMount(fields[3]!);
-    const mountPoint = unescapeMount(fields[4]!);
-    if (root === '/') return join(mountPoint, own);
-    if (own === root || own.startsWith(`${root}/`)) return join(mountPoint, own.slice(root.length));
-  }
-  return undefined;
-}
-
-/** mountinfo escapes space, tab, newline and backslash as octal. */
-function unescapeMount(text: string): string {
-  return text.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
-}
-
-let sequence = 0;
-
-/** Create a fresh cgroup for one child; throws when it cannot. */
-export function createCgroup(base: string): string {
-  for (;;) {
-    const path = join(base, `fullstop-${process.pid}-${++sequence}`);
-    try {
-      mkdirSync(path);
-      return path;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    }
-  }
-}
-
-/**
- * Whether children can be contained in cgroups under `base`: a cgroup can be made there, it has
- * `cgroup.kill` (Linux 5.14+) and `cgroup.events`, and a process can join it. Costs one short
- * `sh` run, once per process (containment.ts caches the answer).
- */
-export function cgroupsWork(base: string): boolean {
-  let path: string;
-  try {
-    path = createCgroup(base);
-  } catch {
-    return false;
-  }
-  try {
-    if (!existsSync(join(path, 'cgroup.kill')) || !existsSync(join(path, 'cgroup.events'))) return false;
-    const joined = spawnSync('/bin/sh', ['-c', joinLine(path)], { stdio: 'ignore', timeout: 5000 });
-    return joined.status === 0;
-  } finally {
-    removeCgroup(path);
-  }
-}
-
-/** Remove `path` and any cgroup below it (a nested host may have made some); false while busy. */
-export function removeCgroup(path: string): boolean {
-  try {
-    for (const entry of readdirSync(path, { withFileTypes: true })) {
-      if (entry.isDirectory()) removeCgroup(join(path, entry.name));
-    }
-    rmdirSync(path);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT';
-  }
-}
 
 export class CgroupTree implements Tree {
   readonly mode = 'cgroup' as const;
@@ -208,7 +94,7 @@ export class CgroupTree implements Tree {
     // its reads wakes a thread of libuv's pool, which costs the event loop more than the signal.
     // With the group signalled it waits a little, and is skipped when the tree is gone by then.
     // A plain timer, not `timers/promises`: this runs inside `cancel()`, where the promise timer
-    // cost twice as much (docs/benchmarks.md, "Where S1's time goes").
+    // cost twice as much.
     return new Promise<void>((resolve) => {
       setTimeout(() => {
         (this.isEmpty() ? Promise.resolve() : this.#terminateOutsiders(groupSignalled))
@@ -320,19 +206,6 @@ export class CgroupTree implements Tree {
 
 function isUnpopulated(events: string): boolean {
   return /^populated 0$/m.test(events);
-}
-
-/** `removeCgroup`, off the main thread; never rejects. */
-async function removeCgroupOffThread(path: string): Promise<boolean> {
-  try {
-    for (const entry of await readdir(path, { withFileTypes: true })) {
-      if (entry.isDirectory()) await removeCgroupOffThread(join(path, entry.name));
-    }
-    await rmdir(path);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT';
-  }
 }
 
 /** The pids `dir`'s own cgroup.procs lists now (none when it is gone). */

@@ -5,7 +5,7 @@
  */
 
 import { existsSync } from 'node:fs';
-import { cgroupBase, cgroupsWork } from './cgroup.js';
+import { cgroupBase, cgroupsWork } from './hierarchy.js';
 import type { Containment } from './tree.js';
 
 export type { Containment };

@@ -5,9 +5,9 @@
  * drains the pipes with a bound. See docs/exec.md.
  *
  * Files, one concern each: tree.ts (what a stop needs of a containment), containment.ts (which
- * one), cgroup.ts, group.ts and tree-kill.ts (the three, and every signal each sends), proc.ts
- * (/proc), reserve.ts (a descriptor for /proc reads when the process has none left), sweep.ts (the
- * process-group hard stop), grace.ts, drain.ts, cleanup.ts (host exit) and reaper.ts (host death),
+ * one), cgroup.ts, group.ts and tree-kill.ts (the three, and every signal each sends), hierarchy.ts
+ * (making, joining and removing a child's cgroup), proc.ts (/proc), reserve.ts (a descriptor for
+ * /proc reads when the process has none left), sweep.ts (the process-group hard stop), grace.ts, drain.ts, cleanup.ts (host exit) and reaper.ts (host death),
  * abort.ts and timeout.ts (causes), child.ts (the stop sequence), spawn.ts (node:child_process),
  * exec.ts and background.ts (the public calls).
  */

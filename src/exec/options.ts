@@ -3,6 +3,7 @@
  * before anything is spawned. Messages name the argument and repeat the bad value.
  */
 
+import { DEFAULT_GRACE_MS } from '../constants.js';
 import { checkMs, describe } from '../errors.js';
 import { isCancelToken, type CancelToken } from '../token/token.js';
 
@@ -69,7 +70,6 @@ export interface ExecOptions {
 export type ContainmentOption = 'auto' | 'process-group' | 'tree-kill';
 const CONTAINMENT_OPTIONS: readonly ContainmentOption[] = ['auto', 'process-group', 'tree-kill'];
 
-export const DEFAULT_GRACE_MS = 100;
 const DEFAULT_MAX_BUFFER = 100_000_000;
 
 /** Options after validation, defaults applied. */

@@ -17,9 +17,11 @@
  * - Kill first, then wait and clean up, with builtins (no fork a child):
  *   1. every cgroup gets its write of `1` to `cgroup.kill`;
  *   2. every process group whose leader is still the process recorded (same start time, read by
- *      one `awk` for all of them, so the group -pid is still the child's, see group.ts rule 2) gets
- *      SIGSTOP in one `kill`; then its descendants are walked through
- *      /proc/<pid>/task/<tid>/children and the groups and descendants get SIGKILL in one `kill`;
+ *      one `awk` for all of them, so the group -pid is still the child's, see group.ts rule 2)
+ *      goes through a pipeline: SIGSTOP the group; one more `awk` walks its descendants through
+ *      /proc/<pid>/task/<pid>/children (the shell lists the other threads' of a multi-threaded
+ *      process); SIGKILL each as soon as its own children have been read, the group last. The
+ *      stages run at once, so the first groups die while the last are still being checked;
  *   3. wait until every cgroup says `populated 0` (2 s in all at most), then remove them all with
  *      one `rmdir`.
  *
@@ -31,6 +33,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import { readStat } from './proc.js';
 
 const SCRIPT = `
 trap '' HUP INT QUIT PIPE
@@ -79,6 +82,38 @@ descend() {
     for kid in $line; do kids="$kids $kid"; descend "$kid"; done
   done
 }
+# Pids in, each group frozen (SIGSTOP) and passed on.
+freeze() {
+  while read -r pid; do kill -STOP "-$pid"; echo "$pid"; done
+}
+# Frozen leaders in; out, after each one's descendants (deepest first, each once its own children
+# are read), the leader as "-<pid>" (its group). "t<pid>": a process with more than one thread,
+# whose other threads' children the shell finds by listing /proc/<pid>/task (awk cannot).
+walk() {
+  if command -v awk >/dev/null; then
+    awk 'function walk(p, f, s, a, line, n, i, kids) {
+      f = "/proc/" p "/stat"; s = ""; getline s < f; close(f)
+      if (s == "") return
+      sub(/.*\\) /, "", s); split(s, a, " ")
+      if (a[18] != 1) print "t" p
+      f = "/proc/" p "/task/" p "/children"; line = ""; getline line < f; close(f)
+      n = split(line, kids, " ")
+      for (i = 1; i <= n; i++) { walk(kids[i]); print kids[i] }
+    }
+    { walk($1); print "-" $1 }'
+  else
+    while read -r pid; do echo "t$pid"; echo "-$pid"; done
+  fi
+}
+# What walk names in, each SIGKILLed as it comes.
+reap() {
+  while read -r word; do
+    case $word in
+      t*) kids=''; descend "\${word#t}"; [ -n "$kids" ] && kill -KILL $kids ;;
+      *) kill -KILL "$word" ;;
+    esac
+  done
+}
 populated() {
   while read -r key value; do
     [ "$key" = populated ] && { [ "$value" != 0 ]; return; }
@@ -89,18 +124,11 @@ collect() {
   for sub in "$1"/*/; do [ -d "$sub" ] && collect "\${sub%/}"; done
   dirs="$dirs$nl$1"
 }
-# 2. Kill first: every cgroup, then every group still ours, frozen, walked and killed.
+# 2. Kill first: every cgroup; then every group still ours, frozen, walked and killed, as a pipeline.
 for entry; do
   case $entry in 'cg '*) echo 1 > "\${entry#cg }/cgroup.kill" ;; esac
 done
-leaders=''
-for pid in $(for entry; do case $entry in 'pg '*) echo "\${entry#pg }" ;; esac; done | ours); do leaders="$leaders -$pid"; done
-if [ -n "$leaders" ]; then
-  kill -STOP $leaders
-  kids=''
-  for pid in $leaders; do descend "\${pid#-}"; done
-  kill -KILL $leaders $kids
-fi
+for entry; do case $entry in 'pg '*) echo "\${entry#pg }" ;; esac; done | ours | freeze | walk | reap
 # 3. Then wait for the cgroups to empty (2 s in all at most) and remove them, in one rmdir.
 tries=0; dirs=''
 for entry; do
@@ -157,10 +185,17 @@ export function register(entry: string): () => void {
 }
 
 /**
- * True when `pid` is a reaper of this library (its own or an earlier one still finishing): its
- * command line ends with REAPER_NAME. For tools that watch the host's children (the probe).
+ * True when `pid` is a reaper of this library (its own or an earlier one still finishing: its
+ * command line ends with REAPER_NAME) or a helper one runs (the awk that keeps its entries). For
+ * tools that watch the host's children (the probe, the tests' leak checks).
  */
 export function isReaper(pid: number): boolean {
+  if (namedReaper(pid)) return true;
+  const parent = readStat(pid)?.ppid;
+  return parent !== undefined && parent > 1 && namedReaper(parent);
+}
+
+function namedReaper(pid: number): boolean {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').at(-2) === REAPER_NAME;
   } catch {

@@ -12,8 +12,9 @@ import { spawn as spawnChild, type ChildProcess, type SpawnOptions } from 'node:
 import { accessSync, constants, statSync, writeFileSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { ToolError } from '../errors.js';
-import { CgroupTree, createCgroup, joinArgv, removeCgroup } from './cgroup.js';
+import { CgroupTree } from './cgroup.js';
 import { cgroupDirectory, execContainment } from './containment.js';
+import { createCgroup, joinArgv, removeCgroup } from './hierarchy.js';
 import { ProcessGroupTree } from './group.js';
 import type { Checked } from './options.js';
 import type { Tree } from './tree.js';

@@ -15,11 +15,19 @@
  */
 
 import { accessSync, constants } from 'node:fs';
+import { createRequire } from 'node:module';
 import { delimiter, join } from 'node:path';
-import treeKill from 'tree-kill';
+import type treeKillFn from 'tree-kill';
 import { readStat } from './proc.js';
 import { GONE_BOUND_MS, until } from './sweep.js';
 import type { Tree } from './tree.js';
+
+/**
+ * tree-kill, loaded by the first tree of this mode (at its spawn, not at the stop): a host that never
+ * uses this mode (Linux with /proc) never loads it.
+ */
+let treeKill: typeof treeKillFn | undefined;
+const require = createRequire(import.meta.url);
 
 /** The command tree-kill runs to list children, by platform (Windows: taskkill, whose failure it reports). */
 const WALKERS: Partial<Record<NodeJS.Platform, string>> = { linux: 'ps', darwin: 'pgrep' };
@@ -36,6 +44,7 @@ export class TreeKillTree implements Tree {
     if (!Number.isInteger(pid) || pid <= 1) throw new RangeError(`pid: expected a child pid > 1, got ${pid}`);
     this.pid = pid;
     this.#start = process.platform === 'linux' ? readStat(pid)?.start : undefined;
+    treeKill ??= require('tree-kill') as typeof treeKillFn;
   }
 
   /** The reaper verifies a leader by its start time in /proc; with none (0) it leaves the group alone. */
@@ -99,7 +108,7 @@ export class TreeKillTree implements Tree {
 function killTree(pid: number): Promise<void> {
   // tree-kill spawns its walker with no 'error' listener: a missing `ps` would crash the host.
   if (!hasWalker()) return Promise.resolve();
-  return new Promise((resolve) => treeKill(pid, 'SIGKILL', () => resolve()));
+  return new Promise((resolve) => treeKill!(pid, 'SIGKILL', () => resolve()));
 }
 
 /** `undefined` until looked up; then whether tree-kill can list children here. */

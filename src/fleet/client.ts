@@ -8,6 +8,7 @@
  * `duplicate` (a cluster's connections cannot be named); `command` and `duplicateSubscriber` are
  * the one place that knows.
  */
+import { ErrorCodes } from '../constants.js';
 import { describe } from '../errors.js';
 
 /** A reply listener of `subscribe`. */
@@ -19,7 +20,7 @@ interface FleetClientBase {
   readonly isReady: boolean;
   connect(): Promise<unknown>;
   subscribe(channel: string, listener: FleetMessageListener): Promise<unknown>;
-  unsubscribe(channel?: string, listener?: FleetMessageListener): Promise<unknown>;
+  unsubscribe(channel?: string): Promise<unknown>;
   destroy(): void;
   on(event: string, listener: (...args: any[]) => void): unknown;
   off(event: string, listener: (...args: any[]) => void): unknown;
@@ -90,6 +91,8 @@ export function ensureConnecting(client: FleetRedisClient, stopped: () => boolea
 /** A Redis reply did not come within the fleet's bound. */
 class RedisTimeoutError extends Error {
   override readonly name = 'RedisTimeoutError';
+  /** `'ERR_FULLSTOP_FLEET_UNAVAILABLE'`: a reply that did not come is Redis out of reach. */
+  readonly code: string = ErrorCodes.fleetUnavailable;
 }
 
 /**

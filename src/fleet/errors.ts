@@ -3,13 +3,14 @@
  * because its session is busy is a `SessionBusyError` (the one way fullstop says "busy"); one
  * refused because its id is taken is a `TurnIdUsedError`.
  */
+import { ErrorCodes } from '../constants.js';
 import { SessionBusyError } from '../errors.js';
 
 /** Redis could not be reached in time to register (or stop) a fleet turn. `cause` says why. */
 export class FleetUnavailableError extends Error {
   override readonly name: string = 'FleetUnavailableError';
   /** `'ERR_FULLSTOP_FLEET_UNAVAILABLE'` */
-  readonly code: string = 'ERR_FULLSTOP_FLEET_UNAVAILABLE';
+  readonly code: string = ErrorCodes.fleetUnavailable;
 }
 
 /**

@@ -6,6 +6,7 @@
 
 export { Fleet } from './fleet.js';
 export type { FleetOptions, FleetStopOptions } from './options.js';
-export type { FleetRedisClient, FleetMessageListener } from './client.js';
+export type { FleetRedisClient, FleetSingleClient, FleetClusterClient, FleetMessageListener } from './client.js';
+export { clusterRootNodes, type ClusterRootNode } from './root-nodes.js';
 export type { FleetTurn, FleetTurnStatus, StopAnswer, FleetOutcome } from './answers.js';
 export { FleetUnavailableError, FleetTurnRefusedError } from './errors.js';

@@ -14,6 +14,7 @@
  *    successful renewal was *sent* (so it is never later than Redis's deadline). Past it, the
  *    node no longer owns the turn and stops it itself with reason `lease.lost`.
  */
+import { StopReasons } from '../constants.js';
 import type { TurnRunner } from '../turn/runner.js';
 import type { FleetRedisClient } from './client.js';
 import { leaseMember } from './keys.js';
@@ -117,7 +118,7 @@ export class Leases {
   #stopLocal(owned: OwnedTurn, reason: string | undefined, graceMs: number | undefined): void {
     const { runner } = this.#ctx;
     if (runner.registry.currentToken(owned.sessionId)?.turnId !== owned.turnId) return;
-    runner.stop(owned.sessionId, { reason: reason || 'cancel.user', graceMs }).catch(() => { /* the outcome reports it */ });
+    runner.stop(owned.sessionId, { reason: reason || StopReasons.user, graceMs }).catch(() => { /* the outcome reports it */ });
   }
 
   /** Rule 2: stop every owned turn whose lease has run out by this clock. */

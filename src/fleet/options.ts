@@ -3,6 +3,7 @@
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import { StopReasons } from '../constants.js';
 import { checkId, checkMs, describe } from '../errors.js';
 import { TurnRunner } from '../turn/runner.js';
 import { checkRedisClient, type FleetRedisClient } from './client.js';
@@ -68,7 +69,7 @@ const DEFAULT_STOP_TIMEOUT_MS = 2000;
 /** `Fleet.stop`'s options checked, with their defaults. */
 export function resolveStopOptions(options: FleetStopOptions): FleetStopOptions & { reason: string; wait: boolean; timeoutMs: number } {
   if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
-  const { turnId, reason = 'cancel.user', graceMs, wait = true, timeoutMs = DEFAULT_STOP_TIMEOUT_MS } = options;
+  const { turnId, reason = StopReasons.user, graceMs, wait = true, timeoutMs = DEFAULT_STOP_TIMEOUT_MS } = options;
   if (turnId !== undefined) checkId('options.turnId', turnId);
   checkId('options.reason', reason);
   checkWellFormed('options.reason', reason);

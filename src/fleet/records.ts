@@ -3,6 +3,7 @@
  * Session and turn ids cross here, and only here, in their wire form (src/fleet/wire-id.ts): every
  * caller hands in and gets back the ids exactly as given to `fleet.run` / `fleet.stop`.
  */
+import { StopReasons } from '../constants.js';
 import type { FleetTurn } from './answers.js';
 import { command, type FleetRedisClient } from './client.js';
 import { leaseMember, type FleetKeys } from './keys.js';
@@ -34,7 +35,7 @@ export type RenewReply = { kind: 'ok'; leaseUntil: string; stop: RecordedStop | 
 export type ReapReply = { kind: 'interrupted' } | { kind: 'alive'; leaseUntil: string } | { kind: 'gone' };
 
 const stopOf = (flag: string | undefined, reason: string | undefined, grace: string | undefined): RecordedStop | undefined =>
-  (flag === '1' ? { reason: reason || 'cancel.user', graceMs: grace === undefined || grace === '' ? undefined : Number(grace) } : undefined);
+  (flag === '1' ? { reason: reason || StopReasons.user, graceMs: grace === undefined || grace === '' ? undefined : Number(grace) } : undefined);
 
 export class TurnRecords {
   readonly #ctx: RecordsContext;

@@ -30,6 +30,7 @@
  *    then hands over to `cancelFlipped`. It is `flipSlot` below, inlined (see `CancelToken.cancel`).
  */
 
+import { StopReasons } from '../constants.js';
 import { abortReasonError, CancelledError, cancelledError, renderReason } from '../errors.js';
 import { unwatch, watch, type Watched } from './bridge.js';
 import type { SlabSet, SlotRef } from './slab.js';
@@ -73,7 +74,7 @@ export interface TokenHost {
 }
 
 /** @internal The reason of a cancel with none given. */
-export const DEFAULT_CANCEL_REASON = 'cancel.user';
+export const DEFAULT_CANCEL_REASON = StopReasons.user;
 /** @internal The reason of a token cancelled because its parent was. */
 export const PARENT_CANCEL_REASON = 'cancel.parent';
 

@@ -51,7 +51,7 @@ export async function readAll(handle: FileHandle, size: number): Promise<Buffer>
  * `fdatasync(2)` of `fd` through the callback API. A `FileHandle`'s `datasync()` reaches the same
  * call through a promise request and an async function, which cost the main thread measurably more
  * to start when an AsyncLocalStorage is in the process, as a runner's is (docs/benchmarks.md,
- * "Where R1's time goes"); a stop starts two. Called through the `fs` object, so a test can wrap
+ * "Figures behind design choices"); a stop starts two. Called through the `fs` object, so a test can wrap
  * it. The caller keeps the fd open until it settles (`Ledger` waits for its syncs before it closes).
  */
 export function fdatasyncFd(fd: number): Promise<void> {

@@ -36,8 +36,8 @@ function parentOf(pid: number): number | undefined {
   }
 }
 
-/** Live (non-zombie) descendants of `root` (default: this process). */
-export function liveDescendants(root: number = process.pid): number[] {
+/** Live (non-zombie) descendants of `root` (default: this process), leaving out the subtrees `skip` names. */
+export function liveDescendants(root: number = process.pid, skip: (pid: number) => boolean = () => false): number[] {
   const children = new Map<number, number[]>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
@@ -49,6 +49,7 @@ export function liveDescendants(root: number = process.pid): number[] {
   const out: number[] = [];
   const walk = (pid: number) => {
     for (const child of children.get(pid) ?? []) {
+      if (skip(child)) continue;
       if (!isGone(child)) out.push(child);
       walk(child);
     }
@@ -58,11 +59,12 @@ export function liveDescendants(root: number = process.pid): number[] {
 }
 
 /**
- * The live processes a tool started under `root`: its descendants without exec's reaper, which
- * runs beside them while any child does (the leak checks still count it, so it must be gone after).
+ * The live processes a tool started under `root`: its descendants without exec's reaper and what
+ * the reaper runs (its awk), which live beside them while any child does (the leak checks still
+ * count them, so they must be gone after).
  */
 export function toolTree(root: number = process.pid): number[] {
-  return liveDescendants(root).filter((pid) => !isReaper(pid));
+  return liveDescendants(root, isReaper);
 }
 
 /** Poll `predicate` until true or `ms` passes (for liveness bounds only, never for ordering). */
