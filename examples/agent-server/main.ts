@@ -97,10 +97,10 @@ async function shutdown(signal: string): Promise<void> {
 async function joinFleet(options: ServerOptions, runner: TurnRunner): Promise<{ fleet: Fleet; name: string; close(): Promise<void> } | undefined> {
   if (options.redis === undefined && options.redisCluster === undefined) return undefined;
   const { createClient, createCluster } = await import('redis');
-  const name = options.redis === undefined ? `fleet on cluster ${options.redisCluster!.join(',')}` : `fleet ${options.redis}`;
-  const redis = options.redis === undefined
-    ? createCluster({ rootNodes: options.redisCluster!.map((url) => ({ url })) })
-    : createClient({ url: options.redis });
+  const name = options.redis === undefined
+    ? `fleet on cluster ${options.redisCluster!.map(({ socket }) => `${socket.host}:${socket.port}`).join(',')}`
+    : `fleet ${options.redis}`;
+  const redis = options.redis === undefined ? createCluster({ rootNodes: options.redisCluster! }) : createClient({ url: options.redis });
   // Without a listener node-redis would throw its connection errors; the fleet reports Redis
   // being away through its answers (`relay_unavailable`) and keeps reconnecting.
   let reported = false;
@@ -109,7 +109,7 @@ async function joinFleet(options: ServerOptions, runner: TurnRunner): Promise<{ 
     reported = true;
   });
   redis.on('ready', () => { reported = false; });
-  const fleet = await Fleet.start({ redis: redis as Parameters<typeof Fleet.start>[0]['redis'], runner, nodeId: options.nodeId, ...(options.prefix === undefined ? {} : { prefix: options.prefix }) });
+  const fleet = await Fleet.start({ redis, runner, nodeId: options.nodeId, ...(options.prefix === undefined ? {} : { prefix: options.prefix }) });
   return {
     fleet,
     name,
