@@ -12,9 +12,11 @@ describe('agent server flags', () => {
     });
   });
 
-  it('--redis-cluster host:port,... becomes the root nodes as redis:// URLs', () => {
+  it("--redis-cluster host:port,... becomes createCluster's root nodes", () => {
     const options = parseServerOptions(['--redis-cluster', '127.0.0.1:7000, 127.0.0.1:7001,[::1]:7002', '--fleet-prefix', 'p1'], {});
-    expect(options.redisCluster).toEqual(['redis://127.0.0.1:7000', 'redis://127.0.0.1:7001', 'redis://[::1]:7002']);
+    expect(options.redisCluster).toEqual([
+      { socket: { host: '127.0.0.1', port: 7000 } }, { socket: { host: '127.0.0.1', port: 7001 } }, { socket: { host: '::1', port: 7002 } },
+    ]);
     expect(options.redis).toBeUndefined();
     expect(options.prefix).toBe('p1');
     expect(parseServerOptions(['--redis', 'redis://127.0.0.1:6379'], {})).toMatchObject({ redis: 'redis://127.0.0.1:6379', redisCluster: undefined });
@@ -34,10 +36,10 @@ describe('agent server flags', () => {
 
   const refused: [string, string[], NodeJS.ProcessEnv, RegExp][] = [
     ['--redis and --redis-cluster together', ['--redis', 'redis://a:1', '--redis-cluster', 'a:1'], {}, /^--redis-cluster: give --redis or --redis-cluster, not both/],
-    ['a cluster node without a port', ['--redis-cluster', '127.0.0.1:7000,127.0.0.1'], {}, /^--redis-cluster: expected HOST:PORT for each node, got "127\.0\.0\.1"/],
-    ['a cluster node given as a URL', ['--redis-cluster', 'redis://127.0.0.1:7000'], {}, /^--redis-cluster: expected HOST:PORT/],
-    ['a cluster port out of range', ['--redis-cluster', 'h:70000'], {}, /^--redis-cluster: expected HOST:PORT for each node, got "h:70000"/],
-    ['an empty cluster list', ['--redis-cluster', ' , '], {}, /^--redis-cluster: expected HOST:PORT,HOST:PORT,\.\.\., got nothing/],
+    ['a cluster node without a port', ['--redis-cluster', '127.0.0.1:7000,127.0.0.1'], {}, /^--redis-cluster: expected host:port, got "127\.0\.0\.1"/],
+    ['a cluster node given as a URL', ['--redis-cluster', 'redis://127.0.0.1:7000'], {}, /^--redis-cluster: expected host:port/],
+    ['a cluster port out of range', ['--redis-cluster', 'h:70000'], {}, /^--redis-cluster: expected host:port, got "h:70000"/],
+    ['an empty cluster list', ['--redis-cluster', ' , '], {}, /^--redis-cluster: expected one or more host:port/],
     ['--fleet-prefix without Redis', ['--fleet-prefix', 'p'], {}, /^--fleet-prefix: only with --redis or --redis-cluster/],
     ['a --redis that is not a URL', ['--redis', '127.0.0.1:6379'], {}, /^--redis: expected a redis:\/\/ or rediss:\/\/ URL/],
     ['a short token', ['--token', 'short'], {}, /^--token \(or AGENT_SERVER_TOKEN\): expected 16-512 characters/],

@@ -50,11 +50,8 @@ const server = new AgentServer({
   allowedHosts: options.allowedHosts, token: options.token,
 });
 const url = await server.listen(options.port, options.host);
-// One write, so whoever reads the URL has the details too.
-console.log(`fullstop agent server: ${url}\n  node ${options.nodeId}, model ${model.provider}:${model.modelId}, ledger ${ledger.path}, ${fleet?.name ?? 'alone (no --redis)'}` +
-  `${telemetry === undefined ? '' : `, OpenTelemetry to ${telemetry.endpoint}`}` +
-  `${options.token === undefined ? ', no token (loopback only: see docs/agent-server.md)' : ', bearer token required'}`);
-
+// Before the URL goes out: whoever reads it may send SIGTERM at once, and a signal that came
+// before its handler would end the process without its shutdown.
 let exiting = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
@@ -63,6 +60,11 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     void shutdown(signal);
   });
 }
+// One write, so whoever reads the URL has the details too.
+console.log(`fullstop agent server: ${url}\n  node ${options.nodeId}, model ${model.provider}:${model.modelId}, ledger ${ledger.path}, ${fleet?.name ?? 'alone (no --redis)'}` +
+  `${telemetry === undefined ? '' : `, OpenTelemetry to ${telemetry.endpoint}`}` +
+  `${options.token === undefined ? ', no token (loopback only: see docs/agent-server.md)' : ', bearer token required'}`);
+
 
 async function shutdown(signal: string): Promise<void> {
   // runner.shutdown() (in server.shutdown) stops every running turn: reason cancel.shutdown.
@@ -95,10 +97,10 @@ async function shutdown(signal: string): Promise<void> {
 async function joinFleet(options: ServerOptions, runner: TurnRunner): Promise<{ fleet: Fleet; name: string; close(): Promise<void> } | undefined> {
   if (options.redis === undefined && options.redisCluster === undefined) return undefined;
   const { createClient, createCluster } = await import('redis');
-  const name = options.redis === undefined ? `fleet on cluster ${options.redisCluster!.join(',')}` : `fleet ${options.redis}`;
-  const redis = options.redis === undefined
-    ? createCluster({ rootNodes: options.redisCluster!.map((url) => ({ url })) })
-    : createClient({ url: options.redis });
+  const name = options.redis === undefined
+    ? `fleet on cluster ${options.redisCluster!.map(({ socket }) => `${socket.host}:${socket.port}`).join(',')}`
+    : `fleet ${options.redis}`;
+  const redis = options.redis === undefined ? createCluster({ rootNodes: options.redisCluster! }) : createClient({ url: options.redis });
   // Without a listener node-redis would throw its connection errors; the fleet reports Redis
   // being away through its answers (`relay_unavailable`) and keeps reconnecting.
   let reported = false;
@@ -107,7 +109,7 @@ async function joinFleet(options: ServerOptions, runner: TurnRunner): Promise<{ 
     reported = true;
   });
   redis.on('ready', () => { reported = false; });
-  const fleet = await Fleet.start({ redis: redis as Parameters<typeof Fleet.start>[0]['redis'], runner, nodeId: options.nodeId, ...(options.prefix === undefined ? {} : { prefix: options.prefix }) });
+  const fleet = await Fleet.start({ redis, runner, nodeId: options.nodeId, ...(options.prefix === undefined ? {} : { prefix: options.prefix }) });
   return {
     fleet,
     name,

@@ -4,6 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
+import { clusterRootNodes, type ClusterRootNode } from '../../src/fleet/index.js';
 
 /** The usage line main.ts prints under a refused flag. */
 export const USAGE = 'usage: npm run serve -- [--port 3000] [--host 127.0.0.1] [--allowed-hosts NAME[:PORT],...] [--token TOKEN]\n' +
@@ -22,8 +23,8 @@ export interface ServerOptions {
   token?: string;
   /** `--redis`: one Redis server's URL. */
   redis?: string;
-  /** `--redis-cluster`: the cluster's root nodes as `redis://host:port` URLs. */
-  redisCluster?: string[];
+  /** `--redis-cluster`: the cluster's root nodes, for node-redis `createCluster({ rootNodes })`. */
+  redisCluster?: ClusterRootNode[];
   prefix?: string;
   nodeId: string;
   data?: string;
@@ -33,8 +34,6 @@ export interface ServerOptions {
 const ID = /^[\w.:-]{1,64}$/;
 /** A `Host` header value: a DNS name, an IPv4 address or a bracketed IPv6 one, maybe with a port. */
 const HOST = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i;
-/** A cluster node: `host:port`. */
-const NODE = /^(?:[a-z0-9](?:[a-z0-9.-]{0,253}[a-z0-9])?|\[[0-9a-f:.]+\]):\d{1,5}$/i;
 /** A token: 16-512 characters of the RFC 6750 `b64token` set. */
 const TOKEN = /^[A-Za-z0-9\-._~+/]{16,512}=*$/;
 
@@ -77,16 +76,7 @@ function redisOptions(values: { redis?: string; 'redis-cluster'?: string; 'fleet
   const { redis, 'fleet-prefix': prefix } = values;
   if (redis !== undefined && values['redis-cluster'] !== undefined) throw new RangeError('--redis-cluster: give --redis or --redis-cluster, not both');
   if (redis !== undefined && !/^rediss?:\/\/\S+$/.test(redis)) throw new RangeError(`--redis: expected a redis:// or rediss:// URL, got ${JSON.stringify(redis)}`);
-  let redisCluster: string[] | undefined;
-  if (values['redis-cluster'] !== undefined) {
-    const nodes = list(values['redis-cluster']);
-    if (nodes.length === 0) throw new RangeError('--redis-cluster: expected HOST:PORT,HOST:PORT,..., got nothing');
-    for (const node of nodes) {
-      const port = Number(node.slice(node.lastIndexOf(':') + 1));
-      if (!NODE.test(node) || port < 1 || port > 65535) throw new RangeError(`--redis-cluster: expected HOST:PORT for each node, got ${JSON.stringify(node)}`);
-    }
-    redisCluster = nodes.map((node) => `redis://${node}`);
-  }
+  const redisCluster = values['redis-cluster'] === undefined ? undefined : clusterRootNodes(values['redis-cluster'], '--redis-cluster');
   if (prefix !== undefined && redis === undefined && redisCluster === undefined) throw new RangeError('--fleet-prefix: only with --redis or --redis-cluster');
   if (prefix !== undefined && !ID.test(prefix)) throw new RangeError(`--fleet-prefix: expected 1-64 letters, digits, '-', '_', '.' or ':', got ${JSON.stringify(prefix)}`);
   return { redis, redisCluster, prefix };
