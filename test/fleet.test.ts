@@ -82,6 +82,16 @@ describe.skipIf(!up)('fleet on one Redis', () => {
     }
   });
 
+  it('passes run\'s input to the runner (recorded on turn_started); one JSON cannot encode is refused naming it before anything is registered', async () => {
+    const a = await instance('A');
+    const started: unknown[] = [];
+    a.runner.on('turn_started', (p) => started.push(p.input));
+    await expect(a.fleet.run('s1', async () => 1, { turnId: 'bad', input: 1n })).rejects.toThrow(/options\.input/);
+    expect(await a.fleet.turn('s1')).toBeNull();
+    expect(await a.fleet.run('s1', async () => 1, { turnId: 't1', input: { text: 'hi' } })).toMatchObject({ status: 'completed' });
+    expect(started).toEqual([{ text: 'hi' }]);
+  });
+
   it('records the stop (cancelling, reason, requester) before publishing it, and answers not_found / already_finished without publishing', async () => {
     const a = await instance('A');
     const b = await instance('B');

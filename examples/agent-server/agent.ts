@@ -28,13 +28,11 @@ export interface AgentDeps {
 }
 
 /** The body of one turn for `runner.run` / `fleet.run`; resolves with the model's last reply. */
-export function agentTurn(deps: AgentDeps, sessionId: string, prompt: string, onToolCall: OnToolCall): (turn: Turn) => Promise<string> {
+export function agentTurn(deps: AgentDeps, sessionId: string, onToolCall: OnToolCall): (turn: Turn) => Promise<string> {
   return async (turn) => {
     // The ledger already holds this turn's turn_started with its input: the messages end with it.
     const history = lastTurns(await deps.ledger.entries({ sessionId }), turn.turnId);
     const messages = toModelMessages(history);
-    // Fleet.run does not pass `input` on to the runner: such a turn's own message is added here.
-    if (!history.some((e) => e.turnId === turn.turnId && e.type === 'turn_started' && 'input' in e)) messages.push({ role: 'user', content: prompt });
     const result = streamText({
       model: deps.model,
       system: SYSTEM,

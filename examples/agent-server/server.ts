@@ -207,7 +207,7 @@ export class AgentServer {
       refuseIfBusy(session);
     }
     session.beginTurn(turnId, prompt);
-    const agent = agentTurn({ model, pool, ledger }, sessionId, prompt, (callId, name, args) => {
+    const agent = agentTurn({ model, pool, ledger }, sessionId, (callId, name, args) => {
       this.#sessions.publish(session, 'tool_call', { turnId, callId, name, args: args as Record<string, unknown> });
     });
     // `input`: the ledger records the prompt on turn_started, so the next turn's history has it.

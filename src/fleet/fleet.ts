@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { checkFunction, checkId, describe, SessionBusyError, TurnIdUsedError } from '../errors.js';
 import type { Turn } from '../turn/active-turn.js';
+import { asJson } from '../turn/json.js';
 import type { StopReport } from '../turn/report.js';
 import type { TurnRunner } from '../turn/runner.js';
 import type { FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
@@ -102,13 +103,17 @@ export class Fleet {
    * terminal status when the turn ends. Rejects with `FleetUnavailableError` when Redis cannot be
    * reached (unless `onUnavailable: 'local'`), `FleetTurnRefusedError` when the session already has
    * a live fleet turn or the turn id is taken. A turn id some instance's `stop` named before it
-   * started (answered `pending`) starts nothing of the body and resolves `cancelled`.
+   * started (answered `pending`) starts nothing of the body and resolves `cancelled`. `input` is
+   * the runner's (`RunOptions.input`): the user's message, recorded on `turn_started`.
    */
-  async run<T>(sessionId: string, body: (turn: Turn) => Promise<T>, options: { turnId?: string } = {}): Promise<FleetOutcome<T>> {
+  async run<T>(sessionId: string, body: (turn: Turn) => Promise<T>, options: { turnId?: string; input?: unknown } = {}): Promise<FleetOutcome<T>> {
     checkId('sessionId', sessionId);
     checkFunction('body', body);
     if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
     if (options.turnId !== undefined) checkId('options.turnId', options.turnId);
+    // Checked before anything is registered: the runner would refuse it only after the claim.
+    const input = options.input === undefined ? undefined : asJson('options.input', options.input);
+    const runOptions = input === undefined ? {} : { input };
     if (this.#closed !== undefined) throw new Error('Fleet.run: the fleet is closed');
     const { runner } = this.#o;
     if (runner.registry.currentToken(sessionId) !== undefined) {
@@ -124,7 +129,7 @@ export class Fleet {
     } catch (error) {
       this.#leases.release(owned);
       if (error instanceof FleetUnavailableError && this.#o.onUnavailable === 'local') {
-        return { ...(await runner.run(sessionId, body, { turnId })), unregistered: true };
+        return { ...(await runner.run(sessionId, body, { turnId, ...runOptions })), unregistered: true };
       }
       throw error;
     }
@@ -132,7 +137,7 @@ export class Fleet {
     // start: the runner then starts nothing of the body. runner.run begins the turn synchronously
     // (its token is current before it first awaits), so a stop applied right after it reaches this turn.
     if (stop !== undefined) void runner.stop(sessionId, { turnId, reason: stop.reason, ...(stop.graceMs === undefined ? {} : { graceMs: stop.graceMs }) });
-    const outcome$ = runner.run(sessionId, body, { turnId });
+    const outcome$ = runner.run(sessionId, body, { turnId, ...runOptions });
     this.#leases.started(owned);
     let outcome: Awaited<typeof outcome$>;
     try {
