@@ -8,23 +8,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isReaper } from '../../dist/src/exec/reaper.js';
-import { liveDescendants } from '../support/leaks.js';
 
 export const MAIN = fileURLToPath(new URL('../../dist/examples/agent-server/main.js', import.meta.url));
 
-/**
- * The live processes the server's tools started: its descendants without exec's reaper and the
- * reaper's own helpers (which run beside a tool's processes and are not part of them).
- */
-export function toolTree(root: number): number[] {
-  const helpers = new Set<number>();
-  for (const reaper of liveDescendants(root).filter(isReaper)) {
-    helpers.add(reaper);
-    for (const pid of liveDescendants(reaper)) helpers.add(pid);
-  }
-  return liveDescendants(root).filter((pid) => !helpers.has(pid));
-}
+/** The live processes the server's tools started (exec's reaper and its helpers left out). */
+export { toolTree } from '../support/leaks.js';
 
 export class ServerProcess {
   readonly child: ChildProcess;
