@@ -6,8 +6,9 @@
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { exec, killAllBackground, spawnBackground, type ExecOptions, type ExecResult } from '../dist/src/exec/index.js';
-import { CancelledError, ToolError, TurnRegistry, type CancelToken } from '../dist/src/index.js';
+import {
+  exec, killAllBackground, spawnBackground, type ExecOptions, type ExecResult, CancelledError, ToolError, TurnRegistry, type CancelToken,
+} from '../dist/src/index.js';
 import { isGone } from './support/leaks.js';
 import { allGone, closeScene, fixture, treeOfFive, turnOf, MODES, noneGone, openScene, pidsIn, type Scene } from './fixtures/exec/support.js';
 

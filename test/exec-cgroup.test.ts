@@ -10,9 +10,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { exec, execContainment } from '../dist/src/exec/index.js';
+import { exec, execContainment, TurnRegistry, type CancelToken } from '../dist/src/index.js';
 import { cgroupDirectory } from '../dist/src/exec/containment.js';
-import { TurnRegistry, type CancelToken } from '../dist/src/index.js';
 import { isGone } from './support/leaks.js';
 import { closeScene, LIVENESS_MS, MODES, openScene, ownCgroups, pidsIn, type Scene } from './fixtures/exec/support.js';
 

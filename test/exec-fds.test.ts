@@ -11,8 +11,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { exec } from '../dist/src/exec/index.js';
-import { TurnRegistry } from '../dist/src/index.js';
+import { exec, TurnRegistry } from '../dist/src/index.js';
 import { isGone } from './support/leaks.js';
 import { closeScene, fixture, MODES, openScene, pidsIn, turnOf, type Scene } from './fixtures/exec/support.js';
 

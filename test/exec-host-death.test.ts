@@ -9,8 +9,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cgroupDirectory } from '../dist/src/exec/containment.js';
-import { exec } from '../dist/src/exec/index.js';
-import { TurnRegistry } from '../dist/src/index.js';
+import { exec, TurnRegistry } from '../dist/src/index.js';
 import { eventually } from './support/leaks.js';
 import { allGone, closeScene, fixture, MODES, noneGone, openScene, type Scene } from './fixtures/exec/support.js';
 

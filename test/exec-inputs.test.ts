@@ -9,8 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { exec, spawnBackground } from '../dist/src/exec/index.js';
-import { TurnRegistry } from '../dist/src/index.js';
+import { exec, spawnBackground, TurnRegistry } from '../dist/src/index.js';
 import { closeScene, fixture, openScene, type Scene } from './fixtures/exec/support.js';
 
 const run = promisify(execFile);

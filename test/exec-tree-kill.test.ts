@@ -9,8 +9,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { exec, execContainment, spawnBackground, type ExecOptions } from '../dist/src/exec/index.js';
-import { TurnRegistry, TurnRunner } from '../dist/src/index.js';
+import {
+  exec, execContainment, spawnBackground, type ExecOptions, TurnRegistry, TurnRunner,
+} from '../dist/src/index.js';
 import { isGone } from './support/leaks.js';
 import { allGone, closeScene, fixture, noneGone, openScene, pgidOf, pidsIn, treeOfFive, turnOf, type Scene } from './fixtures/exec/support.js';
 

@@ -6,8 +6,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { exec, type ExecResult } from '../dist/src/exec/index.js';
-import { runInTurn, TurnRegistry, TurnRunner } from '../dist/src/index.js';
+import { exec, type ExecResult, runInTurn, TurnRegistry, TurnRunner } from '../dist/src/index.js';
 import { ownersOf } from '../dist/src/token/owners.js';
 import { allGone, closeScene, fixture, openScene, pidsIn, type Scene } from './fixtures/exec/support.js';
 

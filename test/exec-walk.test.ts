@@ -10,8 +10,7 @@ import fs from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { exec } from '../dist/src/exec/index.js';
-import { TurnRegistry } from '../dist/src/index.js';
+import { exec, TurnRegistry } from '../dist/src/index.js';
 import { eventually } from './support/leaks.js';
 import { allGone, closeScene, fixture, LIVENESS_MS, MODES, openScene, pidsIn, type Scene } from './fixtures/exec/support.js';
 

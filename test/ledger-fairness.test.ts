@@ -9,7 +9,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
-import { Ledger } from '../dist/src/turn/ledger.js';
+import { Ledger } from '../dist/src/index.js';
 
 
 const SESSIONS = 200;

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Ledger, type LedgerEntryInput } from '../dist/src/turn/ledger.js';
+import { Ledger, type LedgerEntryInput } from '../dist/src/index.js';
 import { mountSmallDisk, unmountSmallDisk, type SmallDisk } from './support/small-disk.js';
 
 const HOLDER = fileURLToPath(new URL('./fixtures/ledger/holds-open.mjs', import.meta.url));

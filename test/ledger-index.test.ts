@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Ledger, type LedgerEntry, type LedgerEntryInput } from '../dist/src/turn/ledger.js';
+import { Ledger, type LedgerEntry, type LedgerEntryInput } from '../dist/src/index.js';
 
 let dir: string;
 let file: string;

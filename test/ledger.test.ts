@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   INTERRUPTED_TOOL_TEXT, Ledger, TERMINAL_STATUSES, TURN_ABORTED_MARKER, abortedToolText, isTerminalStatus,
   type LedgerEntry, type LedgerEntryInput, type TurnStatus,
-} from '../dist/src/turn/ledger.js';
+} from '../dist/src/index.js';
 import { turnIdsJson } from '../dist/src/turn/ledger-entry.js';
 import { spyOnFdatasync } from './support/fdatasync-spy.js';
 

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { eventually, isGone } from './support/leaks.js';
-import { execContainment } from '../dist/src/exec/index.js';
+import { execContainment } from '../dist/src/index.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const cliPath = join(root, 'dist/src/cli/main.js');
