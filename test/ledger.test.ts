@@ -527,7 +527,7 @@ describe("the runner's own path (appendForTurn)", () => {
     const ids = turnIdsJson(sessionId, turnId);
     const now = vi.spyOn(Date, 'now').mockReturnValue(1_700_000_000_000);
     await Promise.all(bodies.flatMap((body) => [
-      viaAppend.append({ ...body, sessionId, turnId } as LedgerEntryInput), viaTurn.appendForTurn(turnId, ids, body as never)]));
+      viaAppend.append({ ...body, sessionId, turnId } as LedgerEntryInput), viaTurn.appendForTurn(sessionId, turnId, ids, body as never)]));
     now.mockRestore();
     await Promise.all([viaAppend.close(), viaTurn.close()]);
     const [a, b] = [readFileSync(join(dir, 'a.jsonl'), 'utf8'), readFileSync(join(dir, 'b.jsonl'), 'utf8')];
@@ -539,16 +539,16 @@ describe("the runner's own path (appendForTurn)", () => {
     const ledger = await Ledger.open(file);
     opened.push(ledger);
     const ids = turnIdsJson(sessionId, turnId);
-    await expect(ledger.appendForTurn(turnId, ids, { type: 'say', text: 5 } as never)).rejects.toThrow(/entry\.text: expected a string, got 5/);
-    await expect(ledger.appendForTurn(turnId, ids, { type: 'nope' } as never)).rejects.toThrow(/entry\.type: expected one of/);
-    await expect(ledger.appendForTurn(turnId, ids, { type: 'toString' } as never)).rejects.toThrow(TypeError);
-    await expect(ledger.appendForTurn(turnId, ids, { type: 'tool_output', callId: 'c', output: 1n, success: true } as never))
+    await expect(ledger.appendForTurn(sessionId, turnId, ids, { type: 'say', text: 5 } as never)).rejects.toThrow(/entry\.text: expected a string, got 5/);
+    await expect(ledger.appendForTurn(sessionId, turnId, ids, { type: 'nope' } as never)).rejects.toThrow(/entry\.type: expected one of/);
+    await expect(ledger.appendForTurn(sessionId, turnId, ids, { type: 'toString' } as never)).rejects.toThrow(TypeError);
+    await expect(ledger.appendForTurn(sessionId, turnId, ids, { type: 'tool_output', callId: 'c', output: 1n, success: true } as never))
       .rejects.toThrow(/not JSON-serialisable/);
     expect(() => turnIdsJson('', turnId)).toThrow(/entry\.sessionId/);
-    await ledger.appendForTurn(turnId, ids, { type: 'turn_started' });
-    await expect(ledger.appendForTurn(turnId, ids, { type: 'turn_started' })).rejects.toThrow(/already in/);
+    await ledger.appendForTurn(sessionId, turnId, ids, { type: 'turn_started' });
+    await expect(ledger.appendForTurn(sessionId, turnId, ids, { type: 'turn_started' })).rejects.toThrow(/already in/);
     await ledger.close();
-    await expect(ledger.appendForTurn(turnId, ids, { type: 'say', text: 'late' })).rejects.toThrow(/is closed/);
+    await expect(ledger.appendForTurn(sessionId, turnId, ids, { type: 'say', text: 'late' })).rejects.toThrow(/is closed/);
     expect(readFileSync(file, 'utf8').trimEnd().split('\n').map((l) => [JSON.parse(l).seq, JSON.parse(l).type])).toEqual([[1, 'turn_started']]);
   });
 });

@@ -193,7 +193,7 @@ export class ActiveTurn implements Turn {
    */
   async write(entry: TurnEntryBody, event?: string, payload: object = entry): Promise<void> {
     if (this.closed) return;
-    await this.#host.ledger?.appendForTurn(this.turnId, this.#idsJson, entry);
+    await this.#host.ledger?.appendForTurn(this.sessionId, this.turnId, this.#idsJson, entry);
     if (event !== undefined && !this.closed) this.#host.notify(event, { sessionId: this.sessionId, turnId: this.turnId, ...payload });
   }
 

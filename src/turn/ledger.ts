@@ -60,8 +60,6 @@ export interface LedgerFilter {
 /** `dev:ino` of every ledger file open in this process, so a second writer is refused (see header). */
 const openFiles = new Set<string>();
 
-/** How many `appendForTurn` id strings keep their parsed session id (a running turn's is looked up, not parsed, per line). */
-const SESSION_OF_IDS_CACHE = 4096;
 
 /**
  * Append-only JSONL history. One JSON entry per line, `{ seq, at, sessionId, turnId, type, ... }`;
@@ -105,8 +103,6 @@ export class Ledger {
   readonly #stopping = new Set<string>();
   /** Where each session's lines are (invariant 9). */
   readonly #index: SessionIndex;
-  /** `appendForTurn`'s id strings → their session id; the oldest goes first when it is full. */
-  readonly #sessionOfIds = new Map<string, string>();
   /** The last seq assigned (0 for an empty file). */
   #seq: number;
   /** The byte offset where the next queued line will be written. */
@@ -232,7 +228,7 @@ export class Ledger {
    * once a turn, and a body the runner built (`renderTurnEntry` says what it must be). The same
    * line, the same checks of the type's fields and the same refusals as `append`.
    */
-  appendForTurn(turnId: string, idsJson: string, body: TurnEntryBody): Promise<void> {
+  appendForTurn(sessionId: string, turnId: string, idsJson: string, body: TurnEntryBody): Promise<void> {
     const refused = this.#refusal();
     if (refused !== undefined) return refused;
     let line: string;
@@ -241,18 +237,7 @@ export class Ledger {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#enqueue(line, this.#sessionOf(idsJson), turnId, body.type, body.type === 'status' ? body.status : undefined);
-  }
-
-  /** The session id in a `turnIdsJson` string, parsed once while the turn keeps writing. */
-  #sessionOf(idsJson: string): string {
-    let sessionId = this.#sessionOfIds.get(idsJson);
-    if (sessionId === undefined) {
-      sessionId = (JSON.parse(`{${idsJson.slice(0, -1)}}`) as { sessionId: string }).sessionId;
-      if (this.#sessionOfIds.size >= SESSION_OF_IDS_CACHE) this.#sessionOfIds.delete(this.#sessionOfIds.keys().next().value!);
-      this.#sessionOfIds.set(idsJson, sessionId);
-    }
-    return sessionId;
+    return this.#enqueue(line, sessionId, turnId, body.type, body.type === 'status' ? body.status : undefined);
   }
 
   /** Why no entry can be appended now (a rejected promise), or `undefined`. */

@@ -22,7 +22,7 @@ import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { StopReasons } from '../constants.js';
 import {
-  CancelledError, checkFunction, checkId, SessionBusyError, ShuttingDownError, TurnIdUsedError,
+  cancelledError, checkFunction, checkId, SessionBusyError, ShuttingDownError, TurnIdUsedError,
 } from '../errors.js';
 import { runInTurn } from '../token/context.js';
 import { governStop } from '../token/owners.js';
@@ -142,7 +142,9 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
       const ended = body$ === undefined ? undefined : await Promise.race([body$, turn.stopStarted.then(() => undefined)]);
       if (ended === undefined || turn.stopping !== undefined) {
         const report = await turn.stopping!;
-        return { status: 'cancelled', turnId, report, error: new CancelledError(`turn ${turnId} was stopped`, { reason: report.reason, sessionId, turnId }) };
+        // Stack-less (`cancelledError`): a stop is control flow, and a trace of the runner's own
+        // frames, taken for every stopped turn, tells its reader nothing.
+        return { status: 'cancelled', turnId, report, error: cancelledError(`turn ${turnId} was stopped`, { reason: report.reason, sessionId, turnId }) };
       }
       turn.finishing = true;
       if (!ended.ok || turn.fatal !== undefined) {
