@@ -3,43 +3,19 @@
  * models, one of them stopped mid-tool) as `ModelMessage[]`, checked against the exact array and
  * against the AI SDK's own prompt validation in ai@6 and ai@5: the request after a stop is accepted.
  */
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import * as ai6 from 'ai';
 import * as ai5 from 'ai-v5';
-import {
-  INTERRUPTED_TOOL_TEXT, Ledger, TURN_ABORTED_MARKER, TurnPool, TurnRegistry, TurnRunner, type LedgerEntry,
-} from '../dist/src/index.js';
+import { INTERRUPTED_TOOL_TEXT, TURN_ABORTED_MARKER, type LedgerEntry } from '../dist/src/index.js';
 import { aiTools, toModelMessages } from '../dist/src/ai-sdk/index.js';
 import { started } from './support/handshake.js';
 import { scriptedModel } from './fixtures/integrations/models.mjs';
+import { integrationScene } from './fixtures/integrations/scene.js';
 
-const tasks = new URL('./fixtures/integrations/tasks.mjs', import.meta.url).href;
-const pool = new TurnPool({ filename: tasks, minThreads: 1, maxThreads: 1 });
 const SESSION = 'chat';
-let registry: TurnRegistry;
-let dir: string;
-let ledger: Ledger;
-let runner: TurnRunner;
-
-beforeEach(async () => {
-  registry = new TurnRegistry();
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-ai-messages-'));
-  ledger = await Ledger.open(join(dir, 'history.jsonl'));
-  runner = new TurnRunner({ registry, pool, ledger, graceMs: 2000 });
-});
-
-afterEach(async () => {
-  await ledger.close();
-  rmSync(dir, { recursive: true, force: true });
-  expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
-  expect(pool.stats()).toMatchObject({ running: 0, queued: 0 });
-});
-
-afterAll(() => pool.close());
+const scene = integrationScene('fullstop-ai-messages-');
+const { pool } = scene;
 
 const tools = {
   sum: ai6.tool({ inputSchema: z.object({ n: z.number() }), execute: async ({ n }) => (await pool.run({ n }, { name: 'sum' }) as { total: number }).total }),
@@ -52,7 +28,7 @@ const tools = {
 /** Four turns of one session: a completed tool turn, a turn stopped mid-tool, two turns with default call ids. */
 async function session(): Promise<LedgerEntry[]> {
   const one = scriptedModel(6, [{ calls: [{ id: 'call_a', name: 'sum', input: { n: 10 } }] }, { text: 'It is 55.' }]);
-  await runner.run(SESSION, async (turn) => {
+  await scene.runner.run(SESSION, async (turn) => {
     const result = await ai6.generateText({ model: one.model, tools: aiTools(turn, tools), stopWhen: ai6.stepCountIs(2), prompt: 'sum to 10' });
     await turn.say(result.text);
   }, { input: 'sum to 10' });
@@ -60,20 +36,20 @@ async function session(): Promise<LedgerEntry[]> {
   const flags = new Int32Array(new SharedArrayBuffer(12));
   const two = scriptedModel(6, [{ calls: [{ id: 'call_b', name: 'crunch', input: { flags: null } }] }]);
   const crunch = { crunch: ai6.tool({ inputSchema: z.object({}), execute: async () => pool.run({ flags }, { name: 'crunchUntilStopped' }) }) };
-  const stopped = runner.run(SESSION, async (turn) => {
+  const stopped = scene.runner.run(SESSION, async (turn) => {
     await turn.say('Crunching.');
     return ai6.generateText({ model: two.model, tools: aiTools(turn, crunch), prompt: 'crunch' });
   }, { input: 'crunch forever' });
   await started(flags);
-  await runner.stop(SESSION);
+  await scene.runner.stop(SESSION);
   expect((await stopped).status).toBe('cancelled');
 
   for (const input of [{ note: 'first' }, { note: 'second' }]) {
-    await runner.run(SESSION, async (turn) => {
+    await scene.runner.run(SESSION, async (turn) => {
       await turn.tool('note', input, async () => 'noted');
     }, { input });
   }
-  return ledger.entries({ sessionId: SESSION });
+  return scene.ledger.entries({ sessionId: SESSION });
 }
 
 describe('toModelMessages', () => {
@@ -125,8 +101,8 @@ describe('toModelMessages', () => {
   it("inside a turn, the session's entries already end with this turn's input: the next request's messages, as they are", async () => {
     await session();
     const next = scriptedModel(6, [{ text: 'fine' }]);
-    const outcome = await runner.run(SESSION, async (turn) => {
-      const messages = toModelMessages(await ledger.entries({ sessionId: SESSION }));
+    const outcome = await scene.runner.run(SESSION, async (turn) => {
+      const messages = toModelMessages(await scene.ledger.entries({ sessionId: SESSION }));
       return (await ai6.generateText({ model: next.model, tools: aiTools(turn, tools), messages })).text;
     }, { input: 'and now?' });
     expect(outcome).toMatchObject({ status: 'completed', value: 'fine' });
@@ -137,10 +113,10 @@ describe('toModelMessages', () => {
 
   it('answers a call that has neither output nor aborted text (a turn still running) with the interrupted text', async () => {
     let during: LedgerEntry[] = [];
-    await runner.run(SESSION, async (turn) => {
+    await scene.runner.run(SESSION, async (turn) => {
       await turn.say('Checking. ');
       await turn.tool('look', { at: 1 }, async () => {
-        during = await ledger.entries({ sessionId: SESSION });
+        during = await scene.ledger.entries({ sessionId: SESSION });
         return 'seen';
       });
     }, { input: 'look' });
@@ -152,14 +128,14 @@ describe('toModelMessages', () => {
   });
 
   it('begins a new step at a say after tool calls, and gives a failed output as error text', async () => {
-    await runner.run(SESSION, async (turn) => {
+    await scene.runner.run(SESSION, async (turn) => {
       await turn.tool('a', {}, async () => ({ ok: 1 }));
       await turn.tool('b', {}, async () => { throw new Error('no such file'); }).catch(() => {});
       await turn.say('Half ');
       await turn.say('done.');
       await turn.tool('c', {}, async () => null);
     });
-    expect(toModelMessages(await ledger.entries({ sessionId: SESSION }))).toEqual([
+    expect(toModelMessages(await scene.ledger.entries({ sessionId: SESSION }))).toEqual([
       { role: 'assistant', content: [
         { type: 'tool-call', toolCallId: 'call-1', toolName: 'a', input: {} },
         { type: 'tool-call', toolCallId: 'call-2', toolName: 'b', input: {} },

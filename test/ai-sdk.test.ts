@@ -4,50 +4,24 @@
  * call's token ambient (a TurnPool task and an exec child inside need no token), and a stop
  * mid-tool stops the worker loop cooperatively, the process tree is gone and the SDK call settles.
  */
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { z } from 'zod';
 import * as ai6 from 'ai';
 import * as ai5 from 'ai-v5';
-import {
-  Ledger, TurnPool, TurnRegistry, TurnRunner, activeToken, exec, isCancelledError, type LedgerEntry,
-} from '../dist/src/index.js';
+import { activeToken, exec, isCancelledError, type LedgerEntry } from '../dist/src/index.js';
 import { aiTools } from '../dist/src/ai-sdk/index.js';
 import { started } from './support/handshake.js';
 import { eventually, isGone } from './support/leaks.js';
-import { pidFile, SLEEPS, treePids, workTree } from './fixtures/integrations/tree.js';
+import { integrationScene } from './fixtures/integrations/scene.js';
+import { pidFile, SLEEPS, treePids } from './fixtures/integrations/tree.js';
 import { scriptedModel } from './fixtures/integrations/models.mjs';
 
-const tasks = new URL('./fixtures/integrations/tasks.mjs', import.meta.url).href;
-// One worker, so "the next call runs on the same worker" is a statement about reuse, not luck.
-const pool = new TurnPool({ filename: tasks, minThreads: 1, maxThreads: 1 });
-let registry: TurnRegistry;
-let dir: string;
-let ledger: Ledger;
-let runner: TurnRunner;
-
-beforeEach(async () => {
-  registry = new TurnRegistry();
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-ai-sdk-'));
-  ledger = await Ledger.open(join(dir, 'history.jsonl'));
-  runner = new TurnRunner({ registry, pool, ledger, graceMs: 2000 });
-});
-
-afterEach(async () => {
-  await ledger.close();
-  rmSync(dir, { recursive: true, force: true });
-  expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
-  expect(pool.stats()).toMatchObject({ running: 0, queued: 0 });
-  expect(workTree()).toEqual([]);
-});
-
-afterAll(() => pool.close());
+const scene = integrationScene('fullstop-ai-sdk-');
+const { pool } = scene;
 
 async function entriesOf(turnId: string): Promise<LedgerEntry[]> {
-  return ledger.entries({ turnId });
+  return scene.ledger.entries({ turnId });
 }
 
 /** [0] started, [1] iterations, [2] the worker's threadId (test/fixtures/integrations/tasks.mjs). */
@@ -74,7 +48,7 @@ describe.each(SDKS)('aiTools with ai@$version', ({ version, sdk }) => {
     ]);
     const seen: any[] = [];
     let turnToken: unknown;
-    const outcome = await runner.run('s', async (turn) => {
+    const outcome = await scene.runner.run('s', async (turn) => {
       turnToken = turn.token;
       const result = await sdk.generateText({ model, tools: aiTools(turn, { sum: sumTool(seen) }), stopWhen: sdk.stepCountIs(3), prompt: 'sum to 10' });
       return result.text;
@@ -110,12 +84,12 @@ describe.each(SDKS)('aiTools with ai@$version', ({ version, sdk }) => {
     });
     const before = pool.stats();
     let sdkCall!: Promise<unknown>;
-    const run = runner.run('s', async (turn) => {
+    const run = scene.runner.run('s', async (turn) => {
       sdkCall = sdk.generateText({ model, tools: aiTools(turn, { crunch }), stopWhen: sdk.stepCountIs(3), prompt: 'crunch' });
       return sdkCall;
     });
     await started(f);
-    const report = await runner.stop('s');
+    const report = await scene.runner.stop('s');
     const outcome = await run;
     expect(outcome.status).toBe('cancelled');
     expect(report).toMatchObject({ settledCooperatively: true, hardStopped: { workers: 0 } });
@@ -129,7 +103,7 @@ describe.each(SDKS)('aiTools with ai@$version', ({ version, sdk }) => {
 
     const next = scriptedModel(version, [{ calls: [{ id: 'call_next', name: 'sum', input: { n: 3 } }] }, { text: 'ok' }]);
     const seen: any[] = [];
-    const second = await runner.run('s', async (turn) => {
+    const second = await scene.runner.run('s', async (turn) => {
       await sdk.generateText({ model: next.model, tools: aiTools(turn, { sum: sumTool(seen) }), stopWhen: sdk.stepCountIs(3), prompt: 'again' });
       return (await entriesOf(turn.turnId)).find((e) => e.type === 'tool_output');
     });
@@ -143,14 +117,14 @@ describe.each(SDKS)('aiTools with ai@$version', ({ version, sdk }) => {
     const parts: string[] = [];
     let aborts = 0;
     const before = pool.stats();
-    const run = runner.run('s', async (turn) => {
+    const run = scene.runner.run('s', async (turn) => {
       const result = sdk.streamText({
         model, tools: aiTools(turn, { crunch }), stopWhen: sdk.stepCountIs(3), prompt: 'crunch', abortSignal: turn.signal, onAbort: () => { aborts++; },
       });
       for await (const part of result.fullStream) parts.push(part.type);
     });
     await started(f);
-    const report = await runner.stop('s');
+    const report = await scene.runner.stop('s');
     const outcome = await run;
     expect(outcome.status).toBe('cancelled');
     expect(report).toMatchObject({ settledCooperatively: true, bodyAbandoned: false });
@@ -169,9 +143,9 @@ describe.each(SDKS)('aiTools with ai@$version', ({ version, sdk }) => {
       inputSchema: z.object({}),
       execute: async () => exec('sh', ['-c', SLEEPS, 'tree', file]),
     });
-    const run = runner.run('s', (turn) => sdk.generateText({ model, tools: aiTools(turn, { shell }), prompt: 'sh' }));
+    const run = scene.runner.run('s', (turn) => sdk.generateText({ model, tools: aiTools(turn, { shell }), prompt: 'sh' }));
     const tree = await treePids(file);
-    await runner.stop('s');
+    await scene.runner.stop('s');
     expect((await run).status).toBe('cancelled');
     expect(tree.filter((pid) => !isGone(pid))).toEqual([]);
   });
@@ -182,7 +156,7 @@ describe.each(SDKS)('aiTools with ai@$version', ({ version, sdk }) => {
     const crunch = sdk.tool({ inputSchema: z.object({}), execute: async () => pool.run({ flags: f }, { name: 'crunchUntilStopped' }) });
     const request = new AbortController();
     const before = pool.stats();
-    const run = runner.run('s', async (turn) => {
+    const run = scene.runner.run('s', async (turn) => {
       const call = sdk.generateText({ model, tools: aiTools(turn, { crunch }), prompt: 'crunch', abortSignal: request.signal });
       await started(f);
       request.abort(new Error('request gone'));
@@ -207,7 +181,7 @@ describe.each(SDKS)('aiTools with ai@$version', ({ version, sdk }) => {
       },
     });
     const results: any[] = [];
-    const outcome = await runner.run('s', async (turn) => {
+    const outcome = await scene.runner.run('s', async (turn) => {
       const result = sdk.streamText({ model, tools: aiTools(turn, { count }), stopWhen: sdk.stepCountIs(3), prompt: 'count' });
       for await (const part of result.fullStream) if (part.type === 'tool-result') results.push(part);
       return result.text;
@@ -223,7 +197,7 @@ describe.each(SDKS)('aiTools with ai@$version', ({ version, sdk }) => {
 describe('aiTools arguments', () => {
   it('refuses a turn that is not one, tools that are not an object, and an execute that is not a function, naming each', async () => {
     expect(() => aiTools(null as any, {})).toThrow(new TypeError('turn: expected the Turn a runner\'s body receives, got null'));
-    await runner.run('s', async (turn) => {
+    await scene.runner.run('s', async (turn) => {
       expect(() => aiTools(turn, null as any)).toThrow(/^tools: expected an object of AI SDK tools, got null$/);
       expect(() => aiTools(turn, [] as any)).toThrow(/^tools: .* got an array$/);
       expect(() => aiTools(turn, { a: 1 } as any)).toThrow(/^tools\.a: expected an AI SDK tool/);
@@ -235,7 +209,7 @@ describe('aiTools arguments', () => {
     const clientSide = ai6.tool({ inputSchema: z.object({}) });
     const execute = async () => 1;
     const given = { clientSide, run: ai6.tool({ inputSchema: z.object({}), execute }) };
-    await runner.run('s', async (turn) => {
+    await scene.runner.run('s', async (turn) => {
       const wrapped = aiTools(turn, given);
       expect(wrapped.clientSide).toBe(clientSide);
       expect(wrapped.run).not.toBe(given.run);

@@ -5,40 +5,19 @@
  * under the model's tool-call id. A stop mid-tool stops the TurnPool worker loop cooperatively,
  * the exec tree is gone, and `invoke` settles.
  */
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createReactAgent } from '@langchain/langgraph/prebuilt';
 import { tool } from '@langchain/core/tools';
 import { FakeStreamingChatModel } from '@langchain/core/utils/testing';
-import { Ledger, TurnPool, TurnRegistry, TurnRunner, exec, type Turn } from '../dist/src/index.js';
+import { exec, type Turn } from '../dist/src/index.js';
 import { started } from './support/handshake.js';
 import { isGone } from './support/leaks.js';
-import { pidFile, SLEEPS, treePids, workTree } from './fixtures/integrations/tree.js';
+import { integrationScene } from './fixtures/integrations/scene.js';
+import { pidFile, SLEEPS, treePids } from './fixtures/integrations/tree.js';
 
-const pool = new TurnPool({ filename: new URL('./fixtures/integrations/tasks.mjs', import.meta.url).href, minThreads: 1, maxThreads: 1 });
-let registry: TurnRegistry;
-let dir: string;
-let ledger: Ledger;
-let runner: TurnRunner;
-
-beforeEach(async () => {
-  registry = new TurnRegistry();
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-langgraph-'));
-  ledger = await Ledger.open(join(dir, 'history.jsonl'));
-  runner = new TurnRunner({ registry, pool, ledger, graceMs: 2000 });
-});
-
-afterEach(async () => {
-  await ledger.close();
-  rmSync(dir, { recursive: true, force: true });
-  expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
-  expect(workTree()).toEqual([]);
-});
-
-afterAll(() => pool.close());
+const scene = integrationScene('fullstop-langgraph-');
+const { pool } = scene;
 
 describe('LangGraph JS recipe', () => {
   it('a stop mid-tool stops the worker loop cooperatively, the exec tree is gone, invoke settles, and the call is aborted under the model id', async () => {
@@ -56,13 +35,13 @@ describe('LangGraph JS recipe', () => {
     const agent = createReactAgent({ llm, tools: [crunch] });
     const before = pool.stats();
     let invoked!: Promise<unknown>;
-    const run = runner.run('s', (turn) => {
+    const run = scene.runner.run('s', (turn) => {
       invoked = agent.invoke({ messages: [{ role: 'user', content: 'crunch' }] }, { signal: turn.signal, configurable: { turn } });
       return invoked;
     });
     await started(flags);
     const tree = await treePids(file);
-    const report = await runner.stop('s');
+    const report = await scene.runner.stop('s');
     const outcome = await run;
 
     expect(outcome.status).toBe('cancelled');
@@ -70,7 +49,7 @@ describe('LangGraph JS recipe', () => {
     expect(pool.stats()).toMatchObject({ cooperativeStops: before.cooperativeStops + 1, hardStops: before.hardStops, running: 0 });
     expect(tree.filter((pid) => !isGone(pid))).toEqual([]);
     await expect(invoked).rejects.toThrow();
-    const aborted = (await ledger.entries({ turnId: outcome.turnId })).filter((e) => e.type === 'tool_aborted');
+    const aborted = (await scene.ledger.entries({ turnId: outcome.turnId })).filter((e) => e.type === 'tool_aborted');
     expect(aborted).toEqual([expect.objectContaining({ callId: 'call_lg_1' })]);
   });
 });

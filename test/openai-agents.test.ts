@@ -5,39 +5,18 @@
  * the TurnPool worker loop cooperatively, the exec tree is gone, and `run` settles; a call that
  * finishes is recorded under the model's id and the agent goes on to its answer.
  */
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, Usage, run, setTracingDisabled, tool, type Model, type ModelResponse } from '@openai/agents';
-import { Ledger, TurnPool, TurnRegistry, TurnRunner, exec, type Turn } from '../dist/src/index.js';
+import { exec, type Turn } from '../dist/src/index.js';
 import { started } from './support/handshake.js';
 import { isGone } from './support/leaks.js';
-import { pidFile, SLEEPS, treePids, workTree } from './fixtures/integrations/tree.js';
+import { integrationScene } from './fixtures/integrations/scene.js';
+import { pidFile, SLEEPS, treePids } from './fixtures/integrations/tree.js';
 
 setTracingDisabled(true);
-const pool = new TurnPool({ filename: new URL('./fixtures/integrations/tasks.mjs', import.meta.url).href, minThreads: 1, maxThreads: 1 });
-let registry: TurnRegistry;
-let dir: string;
-let ledger: Ledger;
-let runner: TurnRunner;
-
-beforeEach(async () => {
-  registry = new TurnRegistry();
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-agents-'));
-  ledger = await Ledger.open(join(dir, 'history.jsonl'));
-  runner = new TurnRunner({ registry, pool, ledger, graceMs: 2000 });
-});
-
-afterEach(async () => {
-  await ledger.close();
-  rmSync(dir, { recursive: true, force: true });
-  expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
-  expect(workTree()).toEqual([]);
-});
-
-afterAll(() => pool.close());
+const scene = integrationScene('fullstop-agents-');
+const { pool } = scene;
 
 /** A model that answers each request with the next of `steps` (output items), the last one again after. */
 function scriptedModel(steps: ModelResponse['output'][]): Model {
@@ -77,13 +56,13 @@ describe('OpenAI Agents JS recipe', () => {
     const agent = new Agent({ name: 'cruncher', instructions: 'crunch', model: scriptedModel([callStep('call_ag_1', 'crunch', {}), textStep('never')]), tools: [crunch] });
     const before = pool.stats();
     let ran!: Promise<unknown>;
-    const outcome$ = runner.run('s', (turn) => {
+    const outcome$ = scene.runner.run('s', (turn) => {
       ran = run(agent, 'crunch', { signal: turn.signal, context: { turn } });
       return ran;
     });
     await started(flags);
     const tree = await treePids(file);
-    const report = await runner.stop('s');
+    const report = await scene.runner.stop('s');
     const outcome = await outcome$;
 
     expect(outcome.status).toBe('cancelled');
@@ -91,16 +70,16 @@ describe('OpenAI Agents JS recipe', () => {
     expect(pool.stats()).toMatchObject({ cooperativeStops: before.cooperativeStops + 1, hardStops: before.hardStops, running: 0 });
     expect(tree.filter((pid) => !isGone(pid))).toEqual([]);
     await expect(ran).rejects.toThrow();
-    const aborted = (await ledger.entries({ turnId: outcome.turnId })).filter((e) => e.type === 'tool_aborted');
+    const aborted = (await scene.ledger.entries({ turnId: outcome.turnId })).filter((e) => e.type === 'tool_aborted');
     expect(aborted).toEqual([expect.objectContaining({ callId: 'call_ag_1' })]);
   });
 
   it("a call that finishes is recorded under the model's id and the agent answers", async () => {
     const sum = turnTool('sum', z.object({ n: z.number() }), ({ n }) => pool.run({ n }, { name: 'sum' }));
     const agent = new Agent({ name: 'summer', instructions: 'sum', model: scriptedModel([callStep('call_ag_2', 'sum', { n: 4 }), textStep('ten')]), tools: [sum] });
-    const outcome = await runner.run('s', async (turn) => (await run(agent, 'sum to 4', { signal: turn.signal, context: { turn } })).finalOutput);
+    const outcome = await scene.runner.run('s', async (turn) => (await run(agent, 'sum to 4', { signal: turn.signal, context: { turn } })).finalOutput);
     expect(outcome).toMatchObject({ status: 'completed', value: 'ten' });
-    const output = (await ledger.entries({ turnId: outcome.turnId })).find((e) => e.type === 'tool_output');
+    const output = (await scene.ledger.entries({ turnId: outcome.turnId })).find((e) => e.type === 'tool_output');
     expect(output).toMatchObject({ callId: 'call_ag_2', success: true, output: { total: 10 } });
   });
 });
