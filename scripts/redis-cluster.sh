@@ -28,6 +28,21 @@ wait_ping() {
   echo "redis-cluster: port $1 does not answer" >&2; return 1
 }
 
+# True once the cluster is ok (as node ${1:-BASE} sees it) and all three replicas have their link to
+# their master up; gives up after 30 s.
+replicas_synced() {
+  local synced p
+  for _ in $(seq 600); do
+    synced=0
+    for p in $PORTS; do
+      redis-cli -p "$p" info replication | grep -q 'master_link_status:up' && synced=$((synced + 1))
+    done
+    redis-cli -p "${1:-$BASE}" cluster info | grep -q '^cluster_state:ok' && [ "$synced" = 3 ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
 case "${1:-}" in
   start)
     command -v redis-server >/dev/null || { echo 'redis-cluster: no redis-server on PATH' >&2; exit 1; }
@@ -40,10 +55,9 @@ case "${1:-}" in
       --cluster-replicas 1 --cluster-yes >"$DIR/create.log"
     for _ in $(seq 200); do ok && break; sleep 0.05; done
     ok || { echo 'redis-cluster: cluster_state is not ok' >&2; exit 1; }
-    # Every replica attached, so a failover test has one to promote.
-    for _ in $(seq 200); do
-      [ "$(redis-cli -p "$BASE" cluster nodes | grep -c 'slave.*connected')" = 3 ] && break; sleep 0.05
-    done
+    # Every replica synced with its master (attached is not enough: a replica that has not synced
+    # yet is not promoted), so a failover test has one to promote.
+    replicas_synced || { echo 'redis-cluster: the replicas did not sync' >&2; exit 1; }
     echo "redis-cluster: up on 127.0.0.1:$BASE-$((BASE + 5))"
     ;;
   stop)
@@ -63,15 +77,7 @@ case "${1:-}" in
     wait_ping "$port"
     # Back in: the cluster is ok as the restarted node sees it, and every replica (the restarted
     # one included) has its link to its master up, so the next failover has a replica to promote.
-    for _ in $(seq 600); do
-      synced=0
-      for p in $PORTS; do
-        redis-cli -p "$p" info replication | grep -q 'master_link_status:up' && synced=$((synced + 1))
-      done
-      redis-cli -p "$port" cluster info | grep -q '^cluster_state:ok' && [ "$synced" = 3 ] && break
-      sleep 0.05
-    done
-    [ "$synced" = 3 ] || { echo 'redis-cluster: the restarted node did not rejoin' >&2; exit 1; }
+    replicas_synced "$port" || { echo 'redis-cluster: the restarted node did not rejoin' >&2; exit 1; }
     ;;
   *) echo "usage: $0 start|stop|status|restart-node PORT" >&2; exit 2 ;;
 esac

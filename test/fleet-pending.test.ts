@@ -4,38 +4,22 @@
  * instance, starts nothing of its body and ends `cancelled` with the stop's reason; the pending
  * stop expires after `pendingStopMs`.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { uniquePrefix } from './fixtures/fleet/support.js';
-import { backends } from './fixtures/fleet/backends.js';
-import { eventually, FleetScene, held } from './fixtures/fleet/scene.js';
+import { describe, expect, it } from 'vitest';
+import { backendScene, backends } from './fixtures/fleet/backends.js';
+import { eventually, held } from './fixtures/fleet/scene.js';
 
 for (const backend of await backends('fleet-pending')) {
   describe.skipIf(!backend.up)(`stop before start, on ${backend.name}`, () => {
-    let scene: FleetScene;
-    let release: () => Promise<void>;
-
-    beforeEach(async () => {
-      release = await backend.hold();
-      scene = new FleetScene(uniquePrefix(), backend.client);
-    });
-
-    afterEach(async () => {
-      try {
-        await scene.cleanup();
-      } finally {
-        await backend.drop(scene.prefix);
-        await release();
-      }
-    });
+    const current = backendScene(backend);
 
     it('a stop of a turn id nobody registered answers pending, publishes nothing, and that turn then starts cancelled on another instance', async () => {
-      const a = await scene.instance('A');
-      const b = await scene.instance('B');
-      const c = await scene.instance('C');
+      const a = await current.scene.instance('A');
+      const b = await current.scene.instance('B');
+      const c = await current.scene.instance('C');
       // A's channel: anything published to the owner-to-be would arrive here.
       const heard: string[] = [];
       const listener = await backend.client();
-      await listener.subscribe(`${scene.prefix}:node:${a.fleet.nodeId}`, (m) => heard.push(m));
+      await listener.subscribe(`${current.scene.prefix}:node:${a.fleet.nodeId}`, (m) => heard.push(m));
       try {
         expect(await b.fleet.stop('s1', { turnId: 't1', reason: 'cancel.client' })).toEqual({ outcome: 'pending', sessionId: 's1', turnId: 't1' });
         // A stop without turnId still answers not_found for a session with no turn.
@@ -61,8 +45,8 @@ for (const backend of await backends('fleet-pending')) {
     });
 
     it('a pending stop leaves a running turn of the session alone, and expires after pendingStopMs', async () => {
-      const a = await scene.instance('A', { pendingStopMs: 300 });
-      const b = await scene.instance('B', { pendingStopMs: 300 });
+      const a = await current.scene.instance('A', { pendingStopMs: 300 });
+      const b = await current.scene.instance('B', { pendingStopMs: 300 });
       const h = held();
       const run = a.fleet.run('s1', h.body, { turnId: 't1' });
       const turn = await h.started;
@@ -72,7 +56,7 @@ for (const backend of await backends('fleet-pending')) {
       h.release();
       expect(await run).toMatchObject({ status: 'completed' });
       // Expired: the pending-stops key is gone, and t2 runs to its end.
-      await eventually(async () => !(await backend.keys(scene.prefix)).some((k) => k.endsWith(':pending')), 5000, 'the pending stop to expire');
+      await eventually(async () => !(await backend.keys(current.scene.prefix)).some((k) => k.endsWith(':pending')), 5000, 'the pending stop to expire');
       expect(await a.fleet.run('s1', async () => 2, { turnId: 't2' })).toMatchObject({ status: 'completed', value: 2 });
     });
   });

@@ -3,33 +3,18 @@
  * it resolves, the fleet records of the turns it stopped say `cancelled` (reason
  * `cancel.shutdown`), so another instance's stop answers `already_finished` at once.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client, RedisProxy, uniquePrefix } from './fixtures/fleet/support.js';
-import { backends } from './fixtures/fleet/backends.js';
+import { backendScene, backends } from './fixtures/fleet/backends.js';
 import { FleetScene, held } from './fixtures/fleet/scene.js';
 
 for (const backend of await backends('fleet-shutdown')) {
   describe.skipIf(!backend.up)(`shutdown with a fleet, on ${backend.name}`, () => {
-    let scene: FleetScene;
-    let release: () => Promise<void>;
-
-    beforeEach(async () => {
-      release = await backend.hold();
-      scene = new FleetScene(uniquePrefix(), backend.client);
-    });
-
-    afterEach(async () => {
-      try {
-        await scene.cleanup();
-      } finally {
-        await backend.drop(scene.prefix);
-        await release();
-      }
-    });
+    const current = backendScene(backend);
 
     it('the records of the turns shutdown stopped are cancelled (cancel.shutdown) before it resolves; a stop from another instance then answers already_finished', async () => {
-      const a = await scene.instance('A');
-      const b = await scene.instance('B');
+      const a = await current.scene.instance('A');
+      const b = await current.scene.instance('B');
       const sessions = ['s1', 's2', 's3'];
       const bodies = sessions.map(() => held());
       const runs = sessions.map((s, i) => a.fleet.run(s, bodies[i]!.body, { turnId: `t-${s}` }));
