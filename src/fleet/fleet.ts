@@ -8,7 +8,6 @@ import { checkFunction, checkId, describe, SessionBusyError, TurnIdUsedError } f
 import type { Turn } from '../turn/active-turn.js';
 import { asJson } from '../turn/json.js';
 import type { StopReport } from '../turn/report.js';
-import type { TurnRunner } from '../turn/runner.js';
 import type { FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
 import { duplicateSubscriber, ensureConnecting, type FleetRedisClient } from './client.js';
 import { FleetTurnRefusedError, FleetUnavailableError } from './errors.js';

@@ -6,7 +6,6 @@
  */
 
 import { slabById } from '../token/slab.js';
-import type { WorkerView } from './dispatch.js';
 import type { Condemned } from './options.js';
 import { attachBuffers, rootSlabOf, slabOf } from './protocol.js';
 import type { TaskRun } from './task-run.js';

@@ -14,14 +14,14 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import { CancelledError, checkFunction, checkId, describe, FatalToolError, ToolError } from '../errors.js';
+import { CancelledError, checkFunction, checkId, describe, FatalToolError } from '../errors.js';
 import { runInTurn } from '../token/context.js';
 import { addOwner } from '../token/owners.js';
 import type { CancelToken } from '../token/token.js';
 import type { Ledger } from './ledger.js';
 import { turnIdsJson, type TurnEntryBody } from './ledger-entry.js';
 import { asJson } from './json.js';
-import { messageOf, renderSafely } from './render.js';
+import { messageOf } from './render.js';
 import type { StopReport } from './report.js';
 
 /** What a turn's body gets. */

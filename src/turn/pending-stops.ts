@@ -9,7 +9,7 @@
  */
 
 /** The most pending stops kept at once; past it the oldest is dropped. */
-export const MAX_PENDING_STOPS = 10_000;
+const MAX_PENDING_STOPS = 10_000;
 
 /** What a pending stop keeps for its turn. */
 export interface PendingStop {
@@ -49,9 +49,6 @@ export class PendingStops {
     this.#entries.delete(key);
     return { reason: entry.reason };
   }
-
-  /** How many stops are pending (expired ones not yet dropped are counted until the next use). */
-  get size(): number { return this.#entries.size; }
 
   #dropExpired(now: number): void {
     for (const [key, entry] of this.#entries) {
