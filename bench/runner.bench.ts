@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type StopReport, type Turn } from '../src/index.js';
-import { fdatasyncFd } from '../src/turn/ledger-file.js';
+import { fdatasyncFd } from '../src/ledger/file.js';
 import { flagCells, GO, RawWorker, settle, started, TASKS } from './handshake.js';
 import { assertNothingLive, compare, median, samplePairs, suiteOf } from './harness.js';
 

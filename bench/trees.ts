@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { exec, type ExecOptions } from '../src/exec/index.js';
-import { isDead, readStat } from '../src/exec/proc.js';
+import { isDead, readStat } from '../src/base/proc.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'fullstop-bench-trees-'));
 process.once('exit', () => rmSync(dir, { recursive: true, force: true }));

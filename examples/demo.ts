@@ -18,7 +18,7 @@ import {
   exec, isCancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type ExecResult, type Turn,
 } from '../src/index.js';
 // The library's own /proc reader (internal, not part of the public API): gone = no process or a zombie.
-import { isDead, readStat } from '../src/exec/proc.js';
+import { isDead, readStat } from '../src/base/proc.js';
 
 // `--fleet` is a demo of its own (two processes and Redis); it takes over before the flags below.
 if (process.argv.includes('--fleet')) {

@@ -62,6 +62,8 @@ export const ErrorCodes = Object.freeze({
   turnIdUsed: 'ERR_FULLSTOP_TURN_ID_USED',
   /** `ShuttingDownError`: the runner is shutting down and starts no turn. */
   shuttingDown: 'ERR_FULLSTOP_SHUTTING_DOWN',
+  /** `LedgerTimeoutError`: a ledger store did not answer within its bound (a stop went on without it). */
+  ledgerTimeout: 'ERR_FULLSTOP_LEDGER_TIMEOUT',
   /** `FleetUnavailableError` (`fullstop/fleet`): Redis could not be reached in time. */
   fleetUnavailable: 'ERR_FULLSTOP_FLEET_UNAVAILABLE',
   /** `UsageError` (the `fullstop` CLI): bad command-line input. */

@@ -181,6 +181,16 @@ export class ShuttingDownError extends Error {
 }
 
 /**
+ * A ledger store did not answer within its bound: a stop's intent past the store's
+ * `intentTimeoutMs` (the stop signalled anyway), or a store's own `timeoutMs`.
+ */
+export class LedgerTimeoutError extends Error {
+  override readonly name: string = 'LedgerTimeoutError';
+  /** `'ERR_FULLSTOP_LEDGER_TIMEOUT'` */
+  readonly code: string = ErrorCodes.ledgerTimeout;
+}
+
+/**
  * A short rendering of a bad value for an error message. Never throws: a Proxy or an object with
  * a throwing getter is still described, so a refused argument always gets its TypeError.
  * @internal

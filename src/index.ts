@@ -6,7 +6,7 @@ export { CancelToken } from './token/token.js';
 export { TurnRegistry, turns, type TurnRegistryOptions, type RegistryStats } from './token/registry.js';
 export { runInTurn, runInSession, activeToken, checkCancelled } from './token/context.js';
 export {
-  CancelledError, isCancelledError, ToolError, FatalToolError, SessionBusyError, TurnIdUsedError, ShuttingDownError,
+  CancelledError, isCancelledError, ToolError, FatalToolError, SessionBusyError, TurnIdUsedError, ShuttingDownError, LedgerTimeoutError,
   type CancelledErrorOptions,
 } from './errors.js';
 export {
@@ -29,8 +29,9 @@ export type {
 } from './turn/report.js';
 export {
   Ledger, abortedToolText, TURN_ABORTED_MARKER, INTERRUPTED_TOOL_TEXT, TERMINAL_STATUSES, isTerminalStatus,
-  type LedgerEntry, type LedgerEntryInput, type LedgerFilter, type TurnStatus,
-} from './turn/ledger.js';
+  type LedgerEntry, type LedgerEntryInput, type TurnStatus,
+} from './ledger/ledger.js';
+export type { LedgerStore, LedgerFilter } from './ledger/store.js';
 export {
   exec, spawnBackground, killAllBackground, execContainment,
   type ExecOptions, type ExecResult, type BackgroundProcess, type Containment, type ContainmentOption, type OutputError,

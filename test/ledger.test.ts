@@ -13,7 +13,7 @@ import {
   INTERRUPTED_TOOL_TEXT, Ledger, TERMINAL_STATUSES, TURN_ABORTED_MARKER, abortedToolText, isTerminalStatus,
   type LedgerEntry, type LedgerEntryInput, type TurnStatus,
 } from '../dist/src/index.js';
-import { turnIdsJson } from '../dist/src/turn/ledger-entry.js';
+import { turnIdsJson } from '../dist/src/ledger/entry.js';
 import { spyOnFdatasync } from './support/fdatasync-spy.js';
 
 const HOST_FIXTURE = fileURLToPath(new URL('./fixtures/ledger/host-killed-mid-turn.mjs', import.meta.url));

@@ -8,8 +8,8 @@
  */
 
 import { describe } from '../errors.js';
-import { INTERRUPTED_TOOL_TEXT } from '../turn/ledger-entry.js';
-import type { LedgerEntry } from '../turn/ledger-entry.js';
+import { INTERRUPTED_TOOL_TEXT } from '../ledger/entry.js';
+import type { LedgerEntry } from '../ledger/entry.js';
 
 /** A JSON value, as the SDK's `JSONValue`. */
 export type JsonValue = null | string | number | boolean | JsonValue[] | { [key: string]: JsonValue };

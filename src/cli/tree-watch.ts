@@ -10,7 +10,7 @@
  */
 
 import { readFileSync } from 'node:fs';
-import { childrenOf, isDead, readStat, scanSession } from '../exec/proc.js';
+import { childrenOf, isDead, readStat, scanSession } from '../base/proc.js';
 import { isReaper } from '../exec/reaper.js';
 
 const POLL_MS = 5;

@@ -20,8 +20,8 @@ import { closeSync, constants, openSync, readFileSync, readSync, watch, writeSyn
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { removeCgroupOffThread } from './hierarchy.js';
-import { isDead, readStatOffThread } from './proc.js';
-import { holdReserve, withReserve } from './reserve.js';
+import { isDead, readStatOffThread } from '../base/proc.js';
+import { holdReserve, withReserve } from '../base/fd-reserve.js';
 import { GONE_BOUND_MS, until } from './sweep.js';
 import type { Tree } from './tree.js';
 

@@ -29,8 +29,8 @@
  * stranger that gets pid P within the same clock tick (10 ms) as the reap, when scanning (rule 3c).
  */
 
-import { childrenOf, isDead, nowTicks, readStat, scanSession, type ProcStat } from './proc.js';
-import { holdReserve } from './reserve.js';
+import { childrenOf, isDead, nowTicks, readStat, scanSession, type ProcStat } from '../base/proc.js';
+import { holdReserve } from '../base/fd-reserve.js';
 import type { Tree } from './tree.js';
 import { sweep } from './sweep.js';
 

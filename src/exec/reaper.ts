@@ -33,7 +33,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { readStat } from './proc.js';
+import { readStat } from '../base/proc.js';
 
 const SCRIPT = `
 trap '' HUP INT QUIT PIPE

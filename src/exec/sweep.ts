@@ -3,7 +3,7 @@
  * process is gone. (A cgroup's hard stop is one write to `cgroup.kill`, cgroup.ts.)
  */
 
-import type { ProcStat } from './proc.js';
+import type { ProcStat } from '../base/proc.js';
 
 /** What the sweep needs of a process-group tree (group.ts implements it). */
 export interface Sweepable {

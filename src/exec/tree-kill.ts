@@ -18,7 +18,7 @@ import { accessSync, constants } from 'node:fs';
 import { createRequire } from 'node:module';
 import { delimiter, join } from 'node:path';
 import type treeKillFn from 'tree-kill';
-import { readStat } from './proc.js';
+import { readStat } from '../base/proc.js';
 import { GONE_BOUND_MS, until } from './sweep.js';
 import type { Tree } from './tree.js';
 

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { checkFunction, checkId, describe, SessionBusyError, TurnIdUsedError } from '../errors.js';
 import type { Turn } from '../turn/active-turn.js';
-import { asJson } from '../turn/json.js';
+import { asJson } from '../base/json.js';
 import type { StopReport } from '../turn/report.js';
 import type { FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
 import { duplicateSubscriber, ensureConnecting, type FleetRedisClient } from './client.js';

@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
-import { abortedToolText } from '../turn/ledger-entry.js';
+import { abortedToolText } from '../ledger/entry.js';
 import { checkFunction, describe } from '../errors.js';
 import type { Turn } from '../turn/active-turn.js';
 import type { StopReport } from '../turn/report.js';

@@ -16,7 +16,7 @@
 import {
   context, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer,
 } from '@opentelemetry/api';
-import { messageOf, renderSafely } from '../turn/render.js';
+import { messageOf, renderSafely } from '../base/render.js';
 import type { StopReport } from '../turn/report.js';
 import { Attr, STOP_EVENT, STOP_PHASES, StopAttr, TOOL_SPAN, TURN_SPAN } from './names.js';
 

@@ -18,10 +18,11 @@ import { CancelledError, checkFunction, checkId, describe, FatalToolError } from
 import { runInTurn } from '../token/context.js';
 import { addOwner } from '../token/owners.js';
 import type { CancelToken } from '../token/token.js';
-import type { Ledger } from './ledger.js';
-import { turnIdsJson, type TurnEntryBody } from './ledger-entry.js';
-import { asJson } from './json.js';
-import { messageOf } from './render.js';
+import type { LedgerStore } from '../ledger/store.js';
+import type { TurnEntryBody } from '../ledger/entry.js';
+import { turnWriter, type TurnWrite } from './turn-writer.js';
+import { asJson } from '../base/json.js';
+import { messageOf } from '../base/render.js';
 import type { StopReport } from './report.js';
 
 /** What a turn's body gets. */
@@ -61,7 +62,7 @@ export interface ToolOptions {
 
 /** What the turn needs from its runner. @internal */
 export interface TurnHost {
-  readonly ledger: Ledger | undefined;
+  readonly ledger: LedgerStore | undefined;
   /** Emit an event to every listener; a throwing listener changes nothing here. */
   notify(event: string, payload: object): void;
   addQuestion(questionId: string, question: PendingQuestion): void;
@@ -122,8 +123,8 @@ export class ActiveTurn implements Turn {
   /** The first `FatalToolError` a tool threw; `undefined` if none (the body may have caught it). */
   fatal: FatalToolError | undefined;
   readonly #host: TurnHost;
-  /** This turn's ids as every ledger line of it spells them, encoded once (`Ledger.appendForTurn`). */
-  readonly #idsJson: string;
+  /** Appends one entry of this turn to the runner's store; `undefined` without one. */
+  readonly #append: TurnWrite | undefined;
   #callSeq = 0;
   /** Frees the session for its next turn (`release`); `undefined` once run, or before the runner set it. */
   #release: (() => void) | undefined;
@@ -132,7 +133,7 @@ export class ActiveTurn implements Turn {
     this.#host = host;
     this.sessionId = sessionId;
     this.turnId = turnId;
-    this.#idsJson = turnIdsJson(sessionId, turnId);
+    this.#append = turnWriter(host.ledger, sessionId, turnId);
     this.token = token;
     this.stopStarted = new Promise((resolve) => { this.#startStopped = resolve; });
     this.bodySettled = new Promise((resolve) => { this.#bodyDone = resolve; });
@@ -193,7 +194,7 @@ export class ActiveTurn implements Turn {
    */
   async write(entry: TurnEntryBody, event?: string, payload: object = entry): Promise<void> {
     if (this.closed) return;
-    await this.#host.ledger?.appendForTurn(this.sessionId, this.turnId, this.#idsJson, entry);
+    await this.#append?.(entry);
     if (event !== undefined && !this.closed) this.#host.notify(event, { sessionId: this.sessionId, turnId: this.turnId, ...payload });
   }
 

@@ -8,16 +8,16 @@ import { DEFAULT_GRACE_MS, DEFAULT_PENDING_STOP_MS, DEFAULT_SHUTDOWN_DEADLINE_MS
 import { checkId, checkMs, describe } from '../errors.js';
 import { TurnPool } from '../pool/pool.js';
 import { TurnRegistry, turns } from '../token/registry.js';
-import { Ledger } from './ledger.js';
-import { asJson } from './json.js';
+import { isLedgerStore, type LedgerStore } from '../ledger/store.js';
+import { asJson } from '../base/json.js';
 
 export interface TurnRunnerOptions {
   /** @default turns (the default registry) */
   registry?: TurnRegistry;
   /** The pool the turn's tools run on; kept as `runner.pool` for them. */
   pool?: TurnPool;
-  /** Where history goes; without one, nothing is written (events still are). */
-  ledger?: Ledger;
+  /** Where history goes (any `LedgerStore`: the file `Ledger`, `PgLedger`, your own); without one, nothing is written (events still are). */
+  ledger?: LedgerStore;
   /** Default grace of `stop()`, 0 to 2^31−1 ms. @default 100 */
   graceMs?: number;
   /**
@@ -43,7 +43,9 @@ export function checkRunnerOptions(options: unknown): Required<Omit<TurnRunnerOp
     fields('options', options, ['registry', 'pool', 'ledger', 'graceMs', 'pendingStopMs']);
   if (!(registry instanceof TurnRegistry)) throw new TypeError(`options.registry: expected a TurnRegistry, got ${describe(registry)}`);
   if (pool !== undefined && !(pool instanceof TurnPool)) throw new TypeError(`options.pool: expected a TurnPool, got ${describe(pool)}`);
-  if (ledger !== undefined && !(ledger instanceof Ledger)) throw new TypeError(`options.ledger: expected a Ledger, got ${describe(ledger)}`);
+  if (ledger !== undefined && !isLedgerStore(ledger)) {
+    throw new TypeError(`options.ledger: expected a LedgerStore (append, flush, entries, hasTurn, close), got ${describe(ledger)}`);
+  }
   checkMs('options.graceMs', graceMs);
   checkMs('options.pendingStopMs', pendingStopMs);
   return { registry, pool, ledger, graceMs: graceMs as number, pendingStopMs: pendingStopMs as number };

@@ -29,10 +29,10 @@ import { governStop } from '../token/owners.js';
 import type { TurnRegistry } from '../token/registry.js';
 import type { TurnPool } from '../pool/pool.js';
 import { ActiveTurn, type PendingQuestion, type Turn } from './active-turn.js';
-import type { Ledger } from './ledger.js';
-import type { TurnEntryBody } from './ledger-entry.js';
+import { describeStore, type LedgerStore } from '../ledger/store.js';
+import type { TurnEntryBody } from '../ledger/entry.js';
 import { PendingStops } from './pending-stops.js';
-import { messageOf, renderSafely } from './render.js';
+import { messageOf, renderSafely } from '../base/render.js';
 import type { StopReport, TurnOutcome } from './report.js';
 import type { TurnRunnerEventName, TurnRunnerEvents } from './runner-events.js';
 import {
@@ -62,7 +62,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   /** The pool given to the constructor, for the turns' tools; `undefined` when none was. */
   readonly pool: TurnPool | undefined;
   /** Where the history goes; `undefined`: nothing is written (events still fire). */
-  readonly ledger: Ledger | undefined;
+  readonly ledger: LedgerStore | undefined;
   /** The default grace of a stop, in ms. */
   readonly graceMs: number;
   /** How long a stop of a turn that has not started yet is kept for it, in ms. */
@@ -252,7 +252,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   #refuseUsedTurnId(turnId: string): void {
     const used = this.#usedBy(turnId);
     if (used !== undefined) {
-      throw new TurnIdUsedError(`TurnRunner.run: turn id ${JSON.stringify(turnId)} is already used ${used === 'running' ? 'by a running turn' : `in the ledger "${this.ledger!.path}"`}; a turn id is used once`, turnId);
+      throw new TurnIdUsedError(`TurnRunner.run: turn id ${JSON.stringify(turnId)} is already used ${used === 'running' ? 'by a running turn' : `in the ledger ${describeStore(this.ledger!)}`}; a turn id is used once`, turnId);
     }
   }
 

@@ -7,7 +7,9 @@
 
 import { ownersOf, settlesByItself, type Owner } from '../token/owners.js';
 import type { ActiveTurn } from './active-turn.js';
-import { abortedToolText, TURN_ABORTED_MARKER, type Ledger } from './ledger.js';
+import { abortedToolText, TURN_ABORTED_MARKER } from '../ledger/entry.js';
+import type { LedgerStore } from '../ledger/store.js';
+import { LedgerTimeoutError } from '../errors.js';
 
 /** What the grace window saw. */
 export interface Grace {
@@ -74,11 +76,11 @@ export class StopHistory {
   /** The first ledger failure of this stop; `undefined` while everything was written. */
   error: unknown = undefined;
   readonly #turn: ActiveTurn;
-  readonly #ledger: Ledger | undefined;
+  readonly #ledger: LedgerStore | undefined;
   /** Step 7's flush, begun by step 6; `undefined` before. */
   #flushing: Promise<void> | undefined;
 
-  constructor(turn: ActiveTurn, ledger: Ledger | undefined) {
+  constructor(turn: ActiveTurn, ledger: LedgerStore | undefined) {
     this.#turn = turn;
     this.#ledger = ledger;
   }
@@ -93,7 +95,24 @@ export class StopHistory {
     // `ActiveTurn.stopping` set, before any abort listener can join it).
     if (this.#ledger === undefined) return undefined;
     const written = this.#turn.write({ type: 'status', status: 'cancelling', reason });
-    return this.#keep([written, this.#ledger.flush()]);
+    const kept = this.#keep([written, this.#ledger.flush()]);
+    const bound = this.#ledger.intentTimeoutMs;
+    return bound === undefined ? kept : this.#within(kept, bound);
+  }
+
+  /**
+   * `kept`, or at `ms` a ledgerError saying the intent was not confirmed (the store's
+   * `intentTimeoutMs`: a Stop never waits seconds on a sick database). The write goes on.
+   */
+  #within(kept: Promise<void>, ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        this.error ??= new LedgerTimeoutError(`the stop's intent was not confirmed by the ledger within ${ms} ms (intentTimeoutMs); the stop went on`);
+        resolve();
+      }, ms);
+    });
+    return Promise.race([kept.finally(() => clearTimeout(timer)), late]);
   }
 
   /**

@@ -8,7 +8,7 @@
  */
 
 import type { FileHandle } from 'node:fs/promises';
-import type { LedgerEntry } from './ledger-entry.js';
+import type { LedgerEntry } from './entry.js';
 
 /** Ranges closer than this are read with one `pread` (the bytes between are read, not parsed). */
 const READ_GAP = 16 * 1024;

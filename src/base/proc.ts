@@ -6,7 +6,7 @@
  * (pid, start time) pair does, so every pid the library records is kept with its start time and
  * re-checked before it is signalled.
  *
- * The synchronous reads go through the reserve descriptor (reserve.ts): a stop must be able to walk
+ * The synchronous reads go through the reserve descriptor (fd-reserve.ts): a stop must be able to walk
  * the tree when the process has run out of descriptors.
  *
  * Cost: `readStat` and `childrenOf` touch one process each, so a walk costs O(the tree). Only
@@ -17,7 +17,7 @@
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
-import { withReserve } from './reserve.js';
+import { withReserve } from './fd-reserve.js';
 
 /** The fields of /proc/<pid>/stat the library uses. */
 export interface ProcStat {

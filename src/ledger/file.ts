@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import { statfs, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { renderSafely } from './render.js';
+import { renderSafely } from '../base/render.js';
 
 /** True for the errors of a full disk or an exhausted quota. */
 export function isDiskFull(error: unknown): boolean {

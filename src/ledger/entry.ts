@@ -9,7 +9,7 @@
 
 import { TERMINAL_STATUSES, TURN_STATUSES } from '../constants.js';
 import { checkId, describe } from '../errors.js';
-import { renderSafely } from './render.js';
+import { renderSafely } from '../base/render.js';
 
 export { TERMINAL_STATUSES, TURN_STATUSES };
 /** A turn's status. `cancelling` is the durable intent written before any stop signal. */

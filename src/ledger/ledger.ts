@@ -1,9 +1,9 @@
 /**
  * `Ledger`: the append-only JSONL history of one or more sessions (docs/design.md §2, §3). The entry
- * schema and its checks live in ledger-entry.ts; this file owns the file and its one writer.
+ * schema and its checks live in entry.ts; this file owns the file and its one writer.
  *
  * Invariants:
- * 1. One writer. Every line reaches the file through the `LedgerWriter` (ledger-writer.ts), one
+ * 1. One writer. Every line reaches the file through the `LedgerWriter` (writer.ts), one
  *    batch at a time, over one handle opened in append mode, so file order is the order lines were
  *    queued; its syncs are shared by every flush under way (group commit).
  * 2. `seq` is assigned synchronously inside `append()`, in call order, and only to an entry that
@@ -19,13 +19,13 @@
  *    entries. A complete entry is never rewritten or removed.
  *
  * 6. One writer per file: two `Ledger`s in one process on the same file are refused (by device and
- *    inode), and across processes the lock file of ledger-lock.ts names the holder. The lock is
+ *    inode), and across processes the lock file of lock.ts names the holder. The lock is
  *    taken on the real file (symlinks resolved), so a path through a symlink meets the same lock.
  * 7. A turn id is used once: a `turn_started` of a turn the file already holds is refused.
  * 8. Every seq is a safe integer: an append that would pass `Number.MAX_SAFE_INTEGER` is refused
  *    rather than written as a line the reader would then refuse.
  *
- * 9. The session index (ledger-index.ts) holds the byte range of every line, added as the line is
+ * 9. The session index (session-index.ts) holds the byte range of every line, added as the line is
  *    queued: lines are written in queue order at the end of the file, so its offsets are exact
  *    while no write has failed (after one, `entries` reads the whole file instead).
  *
@@ -35,26 +35,23 @@
 
 import { open as openFile, realpath, stat as statPath, type FileHandle } from 'node:fs/promises';
 import { checkId, describe } from '../errors.js';
-import { openError, readAll } from './ledger-file.js';
+import { openError, readAll } from './file.js';
 import {
   closingEntries, isTerminalStatus, parseLedger, renderEntry, renderTurnEntry, type LedgerEntry, type LedgerEntryInput, type TurnEntryBody,
-} from './ledger-entry.js';
-import { readSession, SessionIndex } from './ledger-index.js';
-import { lockLedger, type LedgerLock } from './ledger-lock.js';
-import { LedgerWriter } from './ledger-writer.js';
+} from './entry.js';
+import { readSession, SessionIndex } from './session-index.js';
+import { lockLedger, type LedgerLock } from './lock.js';
+import { LedgerWriter } from './writer.js';
+import type { LedgerFilter, LedgerStore } from './store.js';
 
 export {
   TURN_STATUSES, TERMINAL_STATUSES, isTerminalStatus, LEDGER_ENTRY_TYPES, TURN_ABORTED_MARKER, abortedToolText, INTERRUPTED_TOOL_TEXT,
   type TurnStatus, type TerminalStatus, type LedgerEntryType, type LedgerEntryBase, type LedgerEntry,
   type LedgerEntryInput, type TurnStartedEntry, type ToolCallEntry, type ToolOutputEntry, type ToolAbortedEntry,
   type SayEntry, type StatusEntry, type TurnAbortedEntry,
-} from './ledger-entry.js';
+} from './entry.js';
 
-/** Narrows `Ledger.entries()`; both fields must match when both are given. */
-export interface LedgerFilter {
-  sessionId?: string;
-  turnId?: string;
-}
+export type { LedgerFilter, LedgerStore } from './store.js';
 
 
 /** `dev:ino` of every ledger file open in this process, so a second writer is refused (see header). */
@@ -90,7 +87,7 @@ const openFiles = new Set<string>();
  * const history = await ledger.entries({ sessionId: 's1' });
  * await ledger.close();
  */
-export class Ledger {
+export class Ledger implements LedgerStore {
   /** The file, as given to `open`. */
   readonly path: string;
   readonly #handle: FileHandle;
@@ -187,6 +184,9 @@ export class Ledger {
     }
   }
 
+  /** `"<path>"`, for messages (`LedgerStore.description`). */
+  get description(): string { return `"${this.path}"`; }
+
   /** True when the file holds an entry of `turnId` (a turn id is used once: invariant 7). */
   hasTurn(turnId: string): boolean {
     checkId('Ledger.hasTurn: turnId', turnId);
@@ -265,7 +265,7 @@ export class Ledger {
     this.#end += Buffer.byteLength(line, 'utf8');
     this.#index.add(sessionId, start, this.#end);
     // From its `cancelling` to its terminal status, a turn's lines are a stop's: they skip the queue of
-    // other sessions' released appends (ledger-writer.ts).
+    // other sessions' released appends (writer.ts).
     if (status === 'cancelling') this.#stopping.add(turnId);
     const urgent = this.#stopping.has(turnId);
     if (isTerminalStatus(status)) this.#stopping.delete(turnId);

@@ -11,15 +11,15 @@
  * A stop is never kept behind other sessions' work: a sync waiting for a write in flight is started
  * by that write's completion itself (which also writes what queued up meanwhile), before the
  * appends the write answers go on; those appends, like the flushes a sync answers, are released a
- * slice per turn of the event loop (ledger-release.ts), the lines of a turn being stopped first.
+ * slice per turn of the event loop (release.ts), the lines of a turn being stopped first.
  */
 
 import { writeSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { fdatasyncFd, isDiskFull, writeAll } from './ledger-file.js';
-import { ReleaseQueue, releaseSliced } from './ledger-release.js';
-import { renderSafely } from './render.js';
+import { fdatasyncFd, isDiskFull, writeAll } from './file.js';
+import { ReleaseQueue, releaseSliced } from './release.js';
+import { renderSafely } from '../base/render.js';
 
 /** A promise's settlers. */
 interface Waiter {
@@ -32,7 +32,7 @@ interface PendingLine extends Waiter {
   line: string;
   seq: number;
   turnId: string;
-  /** A line of a turn being stopped: released ahead of the others (ledger-release.ts). */
+  /** A line of a turn being stopped: released ahead of the others (release.ts). */
   urgent: boolean;
   released: boolean;
 }
@@ -68,7 +68,7 @@ export class LedgerWriter {
   #pending: Waiter[] | undefined;
   /** Set while a starting sync waits for the pump's write in flight: that write's completion calls it. */
   #afterWrite: (() => void) | undefined;
-  /** Written lines whose appends are not released yet (ledger-release.ts). */
+  /** Written lines whose appends are not released yet (release.ts). */
   readonly #releases = new ReleaseQueue();
   /** `fdatasync`s issued, for the ledger's statistics. */
   #syncs = 0;

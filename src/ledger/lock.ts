@@ -25,7 +25,7 @@ import { randomBytes } from 'node:crypto';
 import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import { readStat } from '../exec/proc.js';
+import { readStat } from '../base/proc.js';
 
 /** Who holds a ledger. */
 interface LockHolder {
