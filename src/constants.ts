@@ -14,6 +14,13 @@ export const DEFAULT_PENDING_STOP_MS = 60_000;
 export const DEFAULT_SHUTDOWN_DEADLINE_MS = 10_000;
 
 /**
+ * The longest id fullstop keeps, in characters: a session, turn, call or question id, a stop's
+ * reason, a fleet's node id or prefix. A longer one is refused with a RangeError naming the
+ * argument, before anything is kept (a hostile caller cannot make a stop cost a megabyte).
+ */
+export const MAX_ID_LENGTH = 1024;
+
+/**
  * Reason codes by intent, for `runner.stop(sessionId, { reason })` and the ledger's `status`
  * entries. A reason is any non-empty string; these are the ones fullstop itself gives.
  *

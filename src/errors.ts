@@ -5,7 +5,7 @@
  * value given by a caller (a cancel reason, a thrown value) into text: `renderReason`.
  */
 
-import { ErrorCodes } from './constants.js';
+import { ErrorCodes, MAX_ID_LENGTH } from './constants.js';
 
 /**
  * Marker that survives structured cloning, so a CancelledError that crossed threads is still known.
@@ -248,8 +248,19 @@ function constructorName(value: object): string {
   }
 }
 
-/** `name` must be a non-empty string. @internal */
+/**
+ * `name` must be an id: a non-empty string of at most `MAX_ID_LENGTH` characters (a TypeError, or
+ * a RangeError naming the argument and its length), checked before anything is kept. @internal
+ */
 export function checkId(name: string, value: unknown): asserts value is string {
+  checkText(name, value);
+  if (value.length > MAX_ID_LENGTH) {
+    throw new RangeError(`${name}: at most ${MAX_ID_LENGTH} characters, got ${value.length}`);
+  }
+}
+
+/** `name` must be a non-empty string (a path, say: no length bound of ours). @internal */
+export function checkText(name: string, value: unknown): asserts value is string {
   if (typeof value !== 'string' || value.length === 0) {
     throw new TypeError(`${name}: expected a non-empty string, got ${describe(value)}`);
   }

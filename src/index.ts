@@ -10,7 +10,7 @@ export {
   type CancelledErrorOptions,
 } from './errors.js';
 export {
-  StopReasons, ErrorCodes, DEFAULT_GRACE_MS, DEFAULT_PENDING_STOP_MS, DEFAULT_SHUTDOWN_DEADLINE_MS, type StopReason,
+  StopReasons, ErrorCodes, MAX_ID_LENGTH, DEFAULT_GRACE_MS, DEFAULT_PENDING_STOP_MS, DEFAULT_SHUTDOWN_DEADLINE_MS, type StopReason,
 } from './constants.js';
 export type { TokenHandle } from './token/slot.js';
 export { TurnPool, type TurnPoolOptions, type TurnPoolRunOptions, type TurnPoolStats } from './pool/pool.js';

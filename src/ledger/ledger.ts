@@ -34,7 +34,7 @@
  */
 
 import { open as openFile, realpath, stat as statPath, type FileHandle } from 'node:fs/promises';
-import { checkId, describe } from '../errors.js';
+import { checkId, checkText, describe } from '../errors.js';
 import { openError, readAll } from './file.js';
 import {
   closingEntries, isTerminalStatus, parseLedger, renderEntry, renderTurnEntry, type LedgerEntry, type LedgerEntryInput, type TurnEntryBody,
@@ -134,7 +134,7 @@ export class Ledger implements LedgerStore {
    * says so, how much is free, and what to free.
    */
   static async open(path: string): Promise<Ledger> {
-    checkId('Ledger.open: path', path);
+    checkText('Ledger.open: path', path);
     let handle: FileHandle;
     try {
       // 'a+': appends always land at the end, and the same handle can read the file back for repair.
