@@ -20,6 +20,15 @@ export const DEFAULT_SHUTDOWN_DEADLINE_MS = 10_000;
  */
 export const MAX_ID_LENGTH = 1024;
 
+/** `fullstop/postgres`: the schema `PgLedger.open` keeps its tables in when none is given. */
+export const DEFAULT_PG_SCHEMA = 'fullstop';
+
+/** `fullstop/postgres`: the bound of every wait on the database (`PgLedger.open` `timeoutMs`), in ms. */
+export const DEFAULT_PG_TIMEOUT_MS = 5_000;
+
+/** `fullstop/postgres`: how long a stop's signal waits for its intent's commit (`intentTimeoutMs`), in ms. */
+export const DEFAULT_PG_INTENT_TIMEOUT_MS = 1_000;
+
 /**
  * Reason codes by intent, for `runner.stop(sessionId, { reason })` and the ledger's `status`
  * entries. A reason is any non-empty string; these are the ones fullstop itself gives.
