@@ -20,6 +20,9 @@ export interface PgPoolClient {
   query(query: PgQuery): Promise<{ rows: any[] }>;
   /** Returns the client; with an Error (or `true`) the pool destroys it instead of keeping it. */
   release(destroy?: Error | boolean): void;
+  /** A checked-out client's connection errors are its user's to handle (the pool listens only to idle ones). */
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  off(event: 'error', listener: (error: Error) => void): unknown;
 }
 
 /** What `PgLedger` needs of a pool: a `pg.Pool` (node-postgres 8) fits. The caller owns it. */
@@ -65,6 +68,9 @@ export async function withClient<T>(pool: PgPool, where: string, timeoutMs: numb
   const deadline = performance.now() + timeoutMs;
   const client = await checkout(pool, where, timeoutMs);
   let broken: Error | undefined;
+  // Unheard, an 'error' of a checked-out client (its connection reset) would be an uncaught exception.
+  const onError = (error: Error) => { broken ??= error; };
+  client.on('error', onError);
   const query = async (text: string, values?: unknown[]): Promise<any[]> => {
     const left = Math.max(1, Math.ceil(deadline - performance.now()));
     try {
@@ -80,6 +86,7 @@ export async function withClient<T>(pool: PgPool, where: string, timeoutMs: numb
   try {
     return await use(query);
   } finally {
+    client.off('error', onError);
     client.release(broken ?? undefined);
   }
 }
