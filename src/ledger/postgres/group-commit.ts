@@ -2,8 +2,9 @@
  * Group commit: the appends of one `PgLedger` share transactions.
  *
  * Invariants:
- * 1. At most one transaction is in flight. Rows appended meanwhile wait in `#queue` and all go
- *    in the next one (one multi-row call), in the order they were appended; so a storm of
+ * 1. At most one transaction is in flight. Rows appended meanwhile, or in the same synchronous
+ *    run, wait in `#queue` and all go in the next one (one multi-row call), in the order they
+ *    were appended; so a storm of
  *    concurrent stops costs a few transactions, not two a stop, and order is kept across batches.
  * 2. Every row settles within `timeoutMs` of its append: a batch is sent with the time its oldest
  *    row has left, and a row still queued at its deadline (the transaction ahead never answered)
@@ -61,7 +62,10 @@ export class GroupCommit {
   add(row: Row): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.#queue.push({ row, deadline: performance.now() + this.#timeoutMs, resolve, reject });
-      this.#pump();
+      // Sent at the end of this synchronous run, not at the first append of it: a stop's history
+      // (its aborted outputs, the marker, `cancelled`, appended back to back) is one transaction.
+      if (this.#queue.length === 1 && this.#inFlight === undefined) queueMicrotask(() => this.#pump());
+      else if (this.#inFlight !== undefined && this.#expiry === undefined) this.#armExpiry();
     });
   }
 
@@ -79,7 +83,10 @@ export class GroupCommit {
 
   /** Sends the queue as one transaction, unless one is in flight (invariant 1). */
   #pump(): void {
-    if (this.#inFlight !== undefined) return this.#armExpiry();
+    if (this.#inFlight !== undefined) {
+      if (this.#expiry === undefined) this.#armExpiry();
+      return;
+    }
     this.#expire();
     if (this.#queue.length === 0) return;
     const batch = this.#queue;
