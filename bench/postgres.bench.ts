@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { CancelledError, Ledger, TurnRegistry, TurnRunner, type LedgerStore, type Turn, type TurnOutcome } from '../src/index.js';
 import { PgLedger } from '../src/ledger/postgres/index.js';
-import { assertNothingLive, compare, median, samplePairs, suiteOf } from './harness.js';
+import { assertNothingLive, compare, median, samplePairs, suiteOf, type SuiteContext } from './harness.js';
 
 const GRACE_MS = 5000; // far above any cooperative settle: no sample times out into a hard stop
 const STORM = 1000;
@@ -35,10 +35,18 @@ function countdown(n: number): { tick: () => void; done: Promise<void> } {
   return { tick: () => { if (--left === 0) resolve(); }, done };
 }
 
-/** A pool and a fresh schema for `fn`, dropped after. */
-async function withDatabase<T>(fn: (pool: pg.Pool, schema: string) => Promise<T>): Promise<T> {
-  const pool = new pg.Pool({ host: process.env.PGHOST ?? '127.0.0.1', user: process.env.PGUSER ?? 'postgres', database: process.env.PGDATABASE ?? 'test' });
+/** A pool and a fresh schema for `fn`, dropped after; no rows (a note) when PostgreSQL does not answer. */
+async function withDatabase<T>(ctx: SuiteContext, id: string, fn: (pool: pg.Pool, schema: string) => Promise<T[]>): Promise<T[]> {
+  const pool = new pg.Pool({ host: process.env.PGHOST ?? '127.0.0.1', user: process.env.PGUSER ?? 'postgres', database: process.env.PGDATABASE ?? 'test',
+    connectionTimeoutMillis: 2000 });
   const schema = `bench_${randomBytes(5).toString('hex')}`;
+  try {
+    await pool.query('SELECT 1');
+  } catch (error) {
+    await pool.end();
+    ctx.progress(`no PostgreSQL (${(error as Error).message}) — ${id} skipped (start it: pg_ctlcluster <version> main start)`);
+    return [];
+  }
   try {
     return await fn(pool, schema);
   } finally {
@@ -106,7 +114,7 @@ export const suite = suiteOf({
   async 'R1-pg'(ctx) {
     const pairs = ctx.quick ? 10 : 200;
     const registry = new TurnRegistry();
-    return withDatabase(async (pool, schema) => {
+    return withDatabase(ctx, 'R1-pg', async (pool, schema) => {
       const ledger = await PgLedger.open({ pool, schema, instanceId: 'bench' });
       const table = `"${schema}".floor`;
       await pool.query(`CREATE TABLE ${table} (seq bigserial PRIMARY KEY, body json NOT NULL)`);
@@ -119,9 +127,9 @@ export const suite = suiteOf({
           floor: () => orderedFloor(pool, table, ++n),
         }, ctx);
         assertNothingLive(registry, 'R1-pg');
-        return compare({ id: 'R1-pg', metric: 'cooperative turn on PgLedger: stop request → turn_aborted emitted', unit: 'ms', extra: {
+        return [compare({ id: 'R1-pg', metric: 'cooperative turn on PgLedger: stop request → turn_aborted emitted', unit: 'ms', extra: {
           goal: '≤ 1.6×', pairs, transactionsPerStop: { median: median(transactions), max: Math.max(...transactions) },
-        } }, s.stop, ['ordered floor: raw pg INSERT+COMMIT, abort, INSERT+COMMIT', s.floor]);
+        } }, s.stop, ['ordered floor: raw pg INSERT+COMMIT, abort, INSERT+COMMIT', s.floor])];
       } finally {
         await ledger.close();
       }
@@ -133,7 +141,7 @@ export const suite = suiteOf({
     const registry = new TurnRegistry();
     const dir = mkdtempSync(join(tmpdir(), 'fullstop-bench-l1pg-'));
     try {
-      return await withDatabase(async (pool, schema) => {
+      return await withDatabase(ctx, 'L1-pg', async (pool, schema) => {
         const [ledger, file] = [await PgLedger.open({ pool, schema, instanceId: 'bench' }), await Ledger.open(join(dir, 'history.jsonl'))];
         try {
           const [onPg, onFile, without] = [ledger, file, undefined].map((l) => new TurnRunner({ registry, ledger: l, graceMs: GRACE_MS }));
@@ -145,11 +153,11 @@ export const suite = suiteOf({
           }, ctx);
           assertNothingLive(registry, 'L1-pg');
           const transactions = s.pg.map((x) => x.transactions);
-          return compare({ id: 'L1-pg', metric: `stop storm on PgLedger: ${STORM} running turns stopped at once → last turn_aborted`, unit: 'ms', extra: {
+          return [compare({ id: 'L1-pg', metric: `stop storm on PgLedger: ${STORM} running turns stopped at once → last turn_aborted`, unit: 'ms', extra: {
             goal: '≤ 100 transactions a storm', turns: STORM, pairs,
             transactionsPerStorm: { median: median(transactions), max: Math.max(...transactions) },
             fileLedgerMedianMs: Math.round(median(s.file.map((x) => x.ms))),
-          } }, s.pg.map((x) => x.ms), ['the same storm, no ledger', s.none.map((x) => x.ms)], { shape: ['the same storm, file Ledger', s.file.map((x) => x.ms)] });
+          } }, s.pg.map((x) => x.ms), ['the same storm, no ledger', s.none.map((x) => x.ms)], { shape: ['the same storm, file Ledger', s.file.map((x) => x.ms)] })];
         } finally {
           await Promise.all([ledger.close(), file.close()]);
         }
