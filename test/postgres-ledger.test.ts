@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { Ledger, TurnIdUsedError, type LedgerEntry, type LedgerEntryInput } from '../dist/src/index.js';
 import { PgLedger } from '../dist/src/ledger/postgres/index.js';
 import { INTERRUPTED_TOOL_TEXT, TURN_ABORTED_MARKER } from '../dist/src/ledger/entry.js';
+import { statementsFor } from '../dist/src/ledger/postgres/statements.js';
 import { pgScene } from './support/pg.js';
 
 const pg = pgScene('ledger');
@@ -107,6 +108,32 @@ describe('entries', () => {
     await expect(ledger.entries({ afterSeq: '3' as never })).rejects.toThrow(/filter\.afterSeq: expected a number/);
     await expect(ledger.entries({ afterSeq: -1 })).rejects.toThrow(RangeError);
     await expect(ledger.entries({ limit: 1.5 })).rejects.toThrow(/filter\.limit/);
+    await ledger.close();
+  });
+});
+
+describe('the session index', () => {
+  it('entries({ sessionId }) reads that session\'s rows through entries_by_session, not the table', async () => {
+    const schema = pg.schema();
+    const pool = pg.pool();
+    const ledger = await PgLedger.open({ pool, schema, instanceId: 'A' });
+    for (let batch = 0; batch < 10; batch++) {
+      await Promise.all(Array.from({ length: 200 }, (_, i) => ledger.append({ sessionId: `s${batch * 200 + i}`, turnId: `t${batch * 200 + i}`, type: 'turn_started' })));
+    }
+    await pool.query(`ANALYZE "${schema}".entries`);
+    const { text } = statementsFor(schema).selectEntries({ sessionId: true, turnId: false, afterSeq: true, limit: true });
+    const client = await pool.connect();
+    try {
+      // The plan the database picks for these values (a generic plan too: no session is special).
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      const { rows } = await client.query({ text: `EXPLAIN ${text}`, values: ['s7', 0, 50] });
+      const plan = rows.map((r) => r['QUERY PLAN'] as string).join('\n');
+      expect(plan).toContain('entries_by_session');
+      expect(plan).not.toMatch(/Seq Scan/);
+    } finally {
+      client.release();
+    }
+    expect((await ledger.entries({ sessionId: 's7' })).map((e) => e.turnId)).toEqual(['t7']);
     await ledger.close();
   });
 });
