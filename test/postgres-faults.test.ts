@@ -76,6 +76,16 @@ describe('a broken store never prevents a stop', () => {
     });
   }
 
+  it('open on a partitioned database rejects within timeoutMs with a LedgerTimeoutError', async () => {
+    const proxy = await TcpProxy.start(PG.port);
+    proxies.push(proxy);
+    proxy.hang();
+    const t0 = performance.now();
+    const opening = PgLedger.open({ pool: pg.pool(proxy.port), schema: pg.schema(), instanceId: 'A', timeoutMs: 300 });
+    await expect(opening).rejects.toThrow(LedgerTimeoutError);
+    expect(performance.now() - t0).toBeLessThan(300 + 1000);
+  });
+
   it('a reset connection: the stop commits on a new connection, each entry once, with no ledgerError', async () => {
     const { proxy, pool, ledger, reader, runner } = await brokenScene();
     const { outcome } = await waitingTurn(runner, 's');

@@ -51,8 +51,10 @@ describe('the stop order across instances', () => {
       ]);
     }, { turnId: 't' });
     await running.done;
+    const before = a.transactions;
     const report = await runner.stop('s', { graceMs: 50 });
     expect(report?.ledgerError).toBeUndefined();
+    expect(a.transactions - before).toBe(2); // the intent's, then the history's (both tool_aborted, marker, cancelled)
     expect((await outcome).status).toBe('cancelled');
     const seenAtSignal = (await atSignal!).map(typeOf);
     expect(seenAtSignal).toContain('status:cancelling');

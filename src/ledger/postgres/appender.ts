@@ -5,6 +5,7 @@
  * first attempt already wrote: an entry is written at most once however often it is sent.
  */
 
+import { LedgerTimeoutError } from '../../errors.js';
 import { PgCallError, withClient, type PgPool } from './pool.js';
 import type { Statements } from './statements.js';
 
@@ -65,7 +66,10 @@ export class Appender {
     for (let attempt = 1; ; attempt++) {
       const left = deadline - performance.now();
       try {
-        if (left <= 0) throw new PgCallError(`${this.#where}: out of time before the transaction was sent`, 'before', undefined);
+        if (left <= 0) {
+          const late = new LedgerTimeoutError(`${this.#where}: out of time (timeoutMs) before the transaction could be sent again`);
+          throw new PgCallError(late.message, 'before', late);
+        }
         const result = await withClient(this.#pool, this.#where, Math.ceil(left), async (query) => {
           this.transactions++;
           return query(this.#statements.append, values);

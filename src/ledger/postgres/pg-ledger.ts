@@ -89,12 +89,16 @@ export class PgLedger implements LedgerStore {
   static async open(options: PgLedgerOptions): Promise<PgLedger> {
     const resolved = resolveOptions(options);
     const statements = statementsFor(resolved.schema);
-    await migrate(resolved.pool, statements, resolved.timeoutMs);
-    const ledger = new PgLedger(resolved, statements);
-    for (const { sessionId, turnId } of await openTurnsOf(ledger.#repair, 'PgLedger.open', resolved.instanceId)) {
-      await closeTurn(ledger.#repair, 'PgLedger.open', sessionId, turnId);
+    try {
+      await migrate(resolved.pool, statements, resolved.timeoutMs);
+      const ledger = new PgLedger(resolved, statements);
+      for (const { sessionId, turnId } of await openTurnsOf(ledger.#repair, 'PgLedger.open', resolved.instanceId)) {
+        await closeTurn(ledger.#repair, 'PgLedger.open', sessionId, turnId);
+      }
+      return ledger;
+    } catch (error) {
+      throw reported(error);
     }
-    return ledger;
   }
 
   /** `postgres schema "<schema>"`, for messages (`LedgerStore.description`). */
@@ -201,6 +205,7 @@ export class PgLedger implements LedgerStore {
     if (verdict === 'used') {
       return new TurnIdUsedError(`PgLedger.append: turn ${JSON.stringify(row.turnId)} is already in ${this.description}; a turn id is used once`, row.turnId);
     }
+    if (verdict !== 'ended') return new Error(`PgLedger.append: the database did not write the entry of turn ${JSON.stringify(row.turnId)} (${verdict})`);
     return new Error(`PgLedger.append: turn ${JSON.stringify(row.turnId)} has ended (its end is recorded in ${this.description}); nothing of a turn is written after its end`);
   }
 }
