@@ -184,6 +184,33 @@ describe('what the database decides, for every instance', () => {
   });
 });
 
+describe('one batch decides as the rows would one by one', () => {
+  // A batch of up to 16 rows is written row by row, a larger one as one set statement: both must decide alike.
+  for (const filler of [0, 40]) {
+    it(`with ${filler + 5} rows in the transaction: a start, an end and what follows it, a second start, a used id`, async () => {
+      const schema = pg.schema();
+      const ledger = await open(schema, 'A');
+      await ledger.append({ sessionId: 'old', turnId: 'old', type: 'turn_started' });
+      const before = ledger.transactions;
+      const results = await Promise.allSettled([
+        ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' }),
+        ...Array.from({ length: filler }, (_, i) => ledger.append({ sessionId: `f${i}`, turnId: `f${i}`, type: 'turn_started' })),
+        ledger.append({ sessionId: 's', turnId: 't', type: 'status', status: 'completed' }),
+        ledger.append({ sessionId: 's', turnId: 't', type: 'say', text: 'after the end' }),
+        ledger.append({ sessionId: 's2', turnId: 't', type: 'turn_started' }),
+        ledger.append({ sessionId: 's3', turnId: 'old', type: 'turn_started' }),
+      ]);
+      expect(ledger.transactions - before).toBe(1);
+      const tail = results.slice(filler + 1).map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as Error).name));
+      expect([results[0]!.status, ...tail]).toEqual(['fulfilled', 'ok', 'Error', 'TurnIdUsedError', 'TurnIdUsedError']);
+      expect((await ledger.entries({ turnId: 't' })).map(typeOf)).toEqual(['turn_started', 'status:completed']);
+      const all = await ledger.entries();
+      expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
+      await ledger.close();
+    });
+  }
+});
+
 describe('repair', () => {
   it('open closes the unfinished turns of its own instanceId and leaves a live instance\'s turns alone', async () => {
     const schema = pg.schema();
