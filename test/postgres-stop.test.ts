@@ -5,7 +5,7 @@
  * most 100 transactions, each stop's entries in order.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { CancelledError, TurnRegistry, TurnRunner, type LedgerEntry, type Turn } from '../dist/src/index.js';
+import { CancelledError, TurnIdUsedError, TurnRegistry, TurnRunner, type LedgerEntry, type Turn } from '../dist/src/index.js';
 import { PgLedger } from '../dist/src/ledger/postgres/index.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 import { PG, pgScene } from './support/pg.js';
@@ -60,6 +60,24 @@ describe('the stop order across instances', () => {
     expect(seenAtSignal).toContain('status:cancelling');
     const seenAtEvent = (await atEvent!).map(typeOf);
     expect(seenAtEvent).toEqual(['turn_started', 'tool_call', 'tool_call', 'status:cancelling', 'tool_aborted', 'tool_aborted', 'turn_aborted', 'status:cancelled']);
+    await a.close();
+    await b.close();
+    expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
+  });
+});
+
+describe('a turn id across instances', () => {
+  it('run on instance B of a turn id instance A used rejects with TurnIdUsedError and runs nothing of its body', async () => {
+    const schema = pg.schema();
+    const [a, b] = [await PgLedger.open({ pool: pg.pool(), schema, instanceId: 'A' }), await PgLedger.open({ pool: pg.pool(), schema, instanceId: 'B' })];
+    const registry = new TurnRegistry();
+    const [onA, onB] = [new TurnRunner({ registry, ledger: a }), new TurnRunner({ registry, ledger: b })];
+    expect((await onA.run('s', async () => 'done', { turnId: 'shared-id' })).status).toBe('completed');
+    let ran = false;
+    const refused = await onB.run('s', async () => { ran = true; }, { turnId: 'shared-id' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(TurnIdUsedError);
+    expect(ran).toBe(false);
+    expect((await b.entries({ turnId: 'shared-id' })).map(typeOf)).toEqual(['turn_started', 'status:completed']);
     await a.close();
     await b.close();
     expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
