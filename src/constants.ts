@@ -21,6 +21,12 @@ export const DEFAULT_SHUTDOWN_DEADLINE_MS = 10_000;
 export const MAX_ID_LENGTH = 1024;
 
 /**
+ * The `type` of the warnings a throwing user callback raises (`process.on('warning')`): a
+ * `TurnRunner` event listener, an `exec` `onOutput`. The work it was called from goes on.
+ */
+export const LISTENER_WARNING = 'FullstopListenerWarning';
+
+/**
  * Reason codes by intent, for `runner.stop(sessionId, { reason })` and the ledger's `status`
  * entries. A reason is any non-empty string; these are the ones fullstop itself gives.
  *

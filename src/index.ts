@@ -34,5 +34,5 @@ export {
 export type { LedgerStore, LedgerFilter } from './ledger/store.js';
 export {
   exec, spawnBackground, killAllBackground, execContainment,
-  type ExecOptions, type ExecResult, type BackgroundProcess, type Containment, type ContainmentOption, type OutputError,
+  type ExecOptions, type ExecResult, type BackgroundProcess, type Containment, type ContainmentOption, type OutputError, type OutputChunk, type OnOutput,
 } from './exec/index.js';

@@ -20,7 +20,7 @@
 
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
-import { StopReasons } from '../constants.js';
+import { LISTENER_WARNING, StopReasons } from '../constants.js';
 import {
   cancelledError, checkFunction, checkId, SessionBusyError, ShuttingDownError, TurnIdUsedError,
 } from '../errors.js';
@@ -43,8 +43,7 @@ import { hardStopLeft, isBodyAbandoned, StopHistory, waitForGrace } from './stop
 
 export type { RunOptions, ShutdownOptions, StopOptions, TurnRunnerOptions } from './runner-options.js';
 
-/** The `type` of the warnings a throwing event listener raises (`process.on('warning')`). */
-export const LISTENER_WARNING = 'FullstopListenerWarning';
+export { LISTENER_WARNING } from '../constants.js';
 
 /**
  * @example
