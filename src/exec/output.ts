@@ -12,8 +12,9 @@
  * 3. Memory is bounded and nothing is copied: the tail is a queue of the pieces as they arrived
  *    (small ones merged), whole pieces dropped from its front while the rest still holds
  *    `tailCap` characters, so it holds at most `tailCap` plus one piece. Head and tail are joined
- *    once, as rope strings (`+`), never flattened here; every count (characters, bytes) is kept
- *    per piece, since reading a rope's characters would flatten (copy) all of it.
+ *    once, as rope strings (`+`), never flattened here: characters are counted per piece, and bytes
+ *    only of what is kept, piece by piece, once the output is cut (reading a rope's characters
+ *    would flatten, that is copy, all of it).
  * 4. `onOutput` is never called once the stream is `sealed` (the exec has settled), and a throw
  *    (or a rejected promise) from it is reported once per stream as a warning, never thrown here:
  *    it runs inside a stream callback, where a throw would kill the host and leak the child.
@@ -67,9 +68,8 @@ export class Output {
   /** True once the head takes no more (its cap reached, or one short of a cut surrogate pair). */
   #headFull = false;
   #headEndsWithNewline = false;
-  /** The tail's pieces from `#first` on, their byte counts, and their characters in all. */
+  /** The tail's pieces from `#first` on, and their characters in all. */
   #pieces: string[] = [];
-  #pieceBytes: number[] = [];
   #first = 0;
   #tailLength = 0;
   /** True once a piece was dropped from the tail: more than `cap` characters arrived. */
@@ -116,15 +116,13 @@ export class Output {
     const excess = this.#tailLength - this.#tailCap;
     for (let i = this.#first; i < this.#pieces.length; i++) {
       let piece = this.#pieces[i]!;
-      let bytes = this.#pieceBytes[i]!;
       if (i === this.#first && excess > 0) {
         // Only this piece is cut, and it is small: reading its characters copies little.
         piece = piece.slice(excess);
         if (isLowSurrogate(piece.charCodeAt(0))) piece = piece.slice(1);
-        bytes = Buffer.byteLength(piece);
       }
       tail += piece;
-      tailBytes += bytes;
+      tailBytes += Buffer.byteLength(piece);
     }
     const omittedBytes = Math.max(0, this.#bytes - this.#headBytes - tailBytes);
     const newline = this.#headEndsWithNewline || this.#headLength === 0 ? '' : '\n';
@@ -170,15 +168,9 @@ export class Output {
   }
 
   #addToTail(piece: string): void {
-    const bytes = Buffer.byteLength(piece);
     const last = this.#pieces.length - 1;
-    if (last >= this.#first && this.#pieces[last]!.length < MERGE_BELOW) {
-      this.#pieces[last] += piece;
-      this.#pieceBytes[last]! += bytes;
-    } else {
-      this.#pieces.push(piece);
-      this.#pieceBytes.push(bytes);
-    }
+    if (last >= this.#first && this.#pieces[last]!.length < MERGE_BELOW) this.#pieces[last] += piece;
+    else this.#pieces.push(piece);
     this.#tailLength += piece.length;
     // Drop whole pieces from the front while the rest still holds `tailCap` characters.
     while (this.#first < this.#pieces.length && this.#tailLength - this.#pieces[this.#first]!.length >= this.#tailCap) {
@@ -188,7 +180,6 @@ export class Output {
     }
     if (this.#first > 1024 && this.#first * 2 > this.#pieces.length) {
       this.#pieces = this.#pieces.slice(this.#first);
-      this.#pieceBytes = this.#pieceBytes.slice(this.#first);
       this.#first = 0;
     }
   }
