@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { TurnPool, TurnRegistry, CancelledError } from '../dist/src/index.js';
+import { TurnPool, TurnRegistry, TurnRunner, CancelledError } from '../dist/src/index.js';
 import { threadCount, eventually } from './support/leaks.js';
 import { flags, started } from './support/handshake.js';
 import { rejection } from './support/rejection.js';
@@ -86,6 +86,23 @@ describe('TurnPool.close() while a cancelled task is in its grace', () => {
       expect(pool.stats()).toMatchObject({ hardStops: 1, running: 0, queued: 0 });
     });
   }
+
+  it("README's SIGTERM recipe: shutdown's deadline passes inside a task's grace, and close() resolves at its hard stop", async () => {
+    const pool = await warmPool();
+    const runner = new TurnRunner({ registry, pool, graceMs: GRACE_MS });
+    const f = flags();
+    const outcome = runner.run('s', (turn) => turn.tool('spin', {}, (token) => pool.run({ flags: f }, { token, name: 'neverChecks' })));
+    await started(f);
+    const t0 = performance.now();
+    expect(await runner.shutdown({ deadlineMs: 20 })).toEqual([]); // the deadline passed first: no report finished yet
+    await pool.close();
+    const closeMs = performance.now() - t0;
+    expect(closeMs).toBeGreaterThanOrEqual(GRACE_MS - 5);
+    expect(closeMs).toBeLessThan(LIVENESS_MS);
+    expect((await outcome).status).toBe('cancelled');
+    expect(pool.threads).toHaveLength(0);
+    expect(pool.stats()).toMatchObject({ hardStops: 1, running: 0, queued: 0 });
+  });
 
   it('lets a running task that is not stopped finish, and resolves with it', async () => {
     const pool = await warmPool();
