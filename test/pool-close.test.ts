@@ -87,6 +87,24 @@ describe('TurnPool.close() while a cancelled task is in its grace', () => {
     });
   }
 
+  it('a second close() joins the first, and a forced one stops the queue of a close already waiting', async () => {
+    const pool = await warmPool();
+    const token = registry.beginTurn('s');
+    const f = flags();
+    const run = pool.run({ flags: f }, { token, name: 'neverChecks' });
+    await started(f);
+    const counter = new Int32Array(new SharedArrayBuffer(4));
+    const queued = pool.run({ counter }, { name: 'counts' });
+    token.cancel();
+    const first = pool.close();
+    const second = pool.close({ force: true });
+    expect((await rejection(run)).hard).toBe(true);
+    expect((await rejection(queued)).name).toBe('AbortError');
+    await Promise.all([first, second]);
+    expect(Atomics.load(counter, 0)).toBe(0);
+    expect(pool.threads).toHaveLength(0);
+  });
+
   it("README's SIGTERM recipe: shutdown's deadline passes inside a task's grace, and close() resolves at its hard stop", async () => {
     const pool = await warmPool();
     const runner = new TurnRunner({ registry, pool, graceMs: GRACE_MS });

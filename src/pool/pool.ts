@@ -93,6 +93,8 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
   #inFlight = 0;
   /** True once `close()` was called: new tasks are refused, as piscina refuses them while it closes. */
   #closing = false;
+  /** The close under way or done; `undefined` until `close()` is first called (a second call joins it). */
+  #closed: Promise<void> | undefined;
   /** The wait of a `close()` for the tasks it must let end (close.ts). */
   readonly #idle = new IdleWait();
   #completed = 0;
@@ -279,14 +281,21 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
    * @example
    * process.once('SIGTERM', async () => { await runner.shutdown({ deadlineMs: 5_000 }); await pool.close(); });
    */
-  override async close(options: { force?: boolean } = {}): Promise<void> {
+  override close(options: { force?: boolean } = {}): Promise<void> {
     // A bad argument is piscina's own rejection, with nothing changed.
     if (options === null || typeof options !== 'object' || (options.force !== undefined && typeof options.force !== 'boolean')) return super.close(options);
+    if (options.force === true) {
+      this.#setup.gate.held = true;
+      this.#idle.check(); // a close already waiting now waits for the running tasks only
+    }
+    return (this.#closed ??= this.#close());
+  }
+
+  async #close(): Promise<void> {
     this.#closing = true;
-    const force = options.force === true;
-    if (force) this.#setup.gate.held = true;
-    // A queued task is either run (no force) or left to piscina to reject (force).
-    const idle = force ? () => this.#inFlight - this.queueSize <= 0 : () => this.#inFlight === 0;
+    const gate = this.#setup.gate;
+    // Held (force), a queued task is left to piscina to reject; otherwise it runs, and is waited for.
+    const idle = () => this.#inFlight - (gate.held ? this.queueSize : 0) <= 0;
     // A worker coming up changes `queueSize` (piscina counts a starting worker's room as taken).
     const recheck = () => queueMicrotask(() => this.#idle.check());
     this.on('workerCreate', recheck);
@@ -295,7 +304,7 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     } finally {
       this.off('workerCreate', recheck);
     }
-    return super.close(options);
+    return super.close({ force: gate.held });
   }
 
   /** Counts of this pool's tasks since it was made (`running`/`queued` are now). */
