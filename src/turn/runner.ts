@@ -33,6 +33,7 @@ import { describeStore, type LedgerStore } from '../ledger/store.js';
 import type { TurnEntryBody } from '../ledger/entry.js';
 import { PendingStops } from './pending-stops.js';
 import { messageOf, renderSafely } from '../base/render.js';
+import { callEach } from './listeners.js';
 import type { StopReport, TurnOutcome } from './report.js';
 import type { StopRequest } from './stop-request.js';
 import type { TurnRunnerEventName, TurnRunnerEvents } from './runner-events.js';
@@ -45,8 +46,7 @@ import { hardStopLeft, isBodyAbandoned, StopHistory, waitForGrace } from './stop
 export type { RunOptions, ShutdownOptions, StopOptions, TurnRunnerOptions } from './runner-options.js';
 export type { StopRequest, StopRefusal } from './stop-request.js';
 
-/** The `type` of the warnings a throwing event listener raises (`process.on('warning')`). */
-export const LISTENER_WARNING = 'FullstopListenerWarning';
+export { LISTENER_WARNING } from './listeners.js';
 
 /**
  * @example
@@ -255,16 +255,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
    * is reported with `process.emitWarning` (type `LISTENER_WARNING`).
    */
   notify(event: string, payload: object): void {
-    for (const listener of this.rawListeners(event as TurnRunnerEventName) as Array<(payload: object) => unknown>) {
-      try {
-        const result: unknown = listener.call(this, payload);
-        if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') {
-          (result as PromiseLike<unknown>).then(undefined, (error: unknown) => listenerThrew(event, error));
-        }
-      } catch (error) {
-        listenerThrew(event, error);
-      }
-    }
+    callEach(this.rawListeners(event as TurnRunnerEventName) as Array<(payload: object) => unknown>, this, event, payload);
   }
 
   /** @internal TurnHost */
@@ -380,15 +371,5 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     turn.release(); // rule 4
     this.notify('turn_aborted', { sessionId, turnId, reason, report });
     return report;
-  }
-}
-
-function listenerThrew(event: string, error: unknown): void {
-  try {
-    process.emitWarning(`TurnRunner: a "${event}" listener threw: ${renderSafely(error)}; the turn went on unchanged`, {
-      type: LISTENER_WARNING, code: 'FULLSTOP_LISTENER_THREW',
-    });
-  } catch {
-    // Reporting must not become the failure it reports.
   }
 }
