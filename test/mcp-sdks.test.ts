@@ -150,3 +150,20 @@ describe('mcpTurns progressIntervalMs', () => {
     expect(() => mcpTurns(server, { runner, progressIntervalMs: 'x' as any })).toThrow(/^options\.progressIntervalMs: /);
   });
 });
+
+describe('examples/mcp-v2.ts (compiled with the package)', () => {
+  it('serves its run tool as a turn to a v2 client, saying first', async () => {
+    const { createServer } = await import('../dist/examples/mcp-v2.js');
+    const v2 = SDKS.find((s) => s.major === 2)!;
+    const server = createServer(runner);
+    const [clientSide, serverSide] = v2.linkedPair();
+    await server.connect(serverSide);
+    const client = v2.client();
+    await client.connect(clientSide);
+    closers.push(() => client.close());
+    const progress: any[] = [];
+    const result = await v2.callTool(client, { name: 'run', arguments: { command: 'sh', args: ['-c', 'echo built'] } }, { onprogress: (p: any) => progress.push(p) });
+    expect(result).toMatchObject({ content: [{ type: 'text', text: 'built\n' }], isError: false });
+    expect(progress[0]).toMatchObject({ message: 'running sh' });
+  });
+});
