@@ -26,6 +26,8 @@ type Executable = { execute: (input: never, options: ToolExecutionOptions) => un
 /**
  * The same tools with each `execute(input, options)` run through
  * `turn.tool(name, input, fn, { callId: options.toolCallId })`:
+ * - a `toolCallId` the model already used in this turn is recorded as `<id>-2` (then `-3`, …): the
+ *   call still runs and is recorded, and the SDK still gets its result under the model's id;
  * - the call's child token is ambient inside `execute`, so `pool.run`/`exec` need no token argument;
  * - `options.abortSignal` is replaced by the call's token's signal, which aborts when the turn is
  *   stopped whether or not the SDK call was given an `abortSignal`; an `abortSignal` the SDK call
@@ -79,9 +81,27 @@ function wrapExecute(turn: Turn, name: string, execute: Execute): (input: unknow
   });
 }
 
+/** The call ids `aiTools` recorded in each turn, so a repeated `toolCallId` gets one of its own. */
+const recordedIds = new WeakMap<Turn, Set<string>>();
+
+/**
+ * The call id to record for the model's `toolCallId`: itself, or, when the model already used it in
+ * this turn (models do repeat them), `<id>-2`, `<id>-3`, … The call still runs and is recorded; the
+ * SDK pairs its result by its own id, and the history keeps every call's id unique in its turn.
+ */
+function recordedId(turn: Turn, toolCallId: string): string {
+  let ids = recordedIds.get(turn);
+  if (ids === undefined) recordedIds.set(turn, ids = new Set());
+  let id = toolCallId;
+  for (let n = 2; ids.has(id); n++) id = `${toolCallId}-${n}`;
+  ids.add(id);
+  return id;
+}
+
 /** One `turn.tool` call under the model's id, with the SDK call's own signal tied to the call's token. */
 function call<R>(turn: Turn, name: string, input: unknown, options: ToolExecutionOptions, fn: (token: CancelToken) => Promise<R>): Promise<R> {
   checkId('options.toolCallId', options?.toolCallId);
+  const callId = recordedId(turn, options.toolCallId);
   const outer = options.abortSignal;
   return turn.tool(name, input, (token) => {
     if (outer === undefined || outer === turn.signal) return fn(token);
@@ -91,7 +111,7 @@ function call<R>(turn: Turn, name: string, input: unknown, options: ToolExecutio
     if (outer.aborted) onAbort();
     else outer.addEventListener('abort', onAbort, { once: true });
     return fn(token).finally(() => outer.removeEventListener('abort', onAbort));
-  }, { callId: options.toolCallId });
+  }, { callId });
 }
 
 /** Why a streamed call is cancelled when its consumer leaves (`return()` on its iterator). */
