@@ -65,7 +65,7 @@ describe.each(SDKS)('MCP SDK v$major ($version), as fullstop/mcp reads it', (sdk
 
   it("a client's request timeout cancels with a reason naming the timeout", async () => {
     const { client, aborted, running } = await scene();
-    const call = sdk.callTool(client, { name: 'x' }, { timeout: 200 });
+    const call = sdk.callTool(client, { name: 'x' }, { timeout: 1000 }); // long enough for the handler to start under load
     call.catch(() => {});
     await running;
     const s = await aborted;

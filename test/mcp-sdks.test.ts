@@ -95,7 +95,7 @@ describe.each(SDKS)('fullstop/mcp with MCP SDK v$major ($version)', (sdk) => {
   it("the client's request timeout stops the turn with cancel.timeout", async () => {
     const { client, running } = await connected(sdk);
     const aborted = once(runner, 'turn_aborted');
-    const call = sdk.callTool(client, { name: 'wait' }, { timeout: 300 });
+    const call = sdk.callTool(client, { name: 'wait' }, { timeout: 1500 }); // long enough for the call to start under load
     await running;
     await expect(call).rejects.toThrow(/timed out/i);
     const [{ report, turnId }] = await aborted;
