@@ -8,11 +8,13 @@
 /**
  * The text of a `partial` as the ledger keeps it (`{ output, success }`, or the output itself): a
  * string as it is, else its JSON; `undefined` for none, an empty one, or a failure (`success:
- * false`: what a call threw once stopped is the stop's own echo, not output the call produced).
+ * false`: what a call threw once stopped is the stop's own echo, not output the call produced),
+ * unless it is the call's progress output the runner kept (`progress: true`).
  */
 export function partialText(partial: unknown): string | undefined {
   const wrapped = partial !== null && typeof partial === 'object' && 'output' in partial;
-  if (wrapped && (partial as { success?: unknown }).success === false) return undefined;
+  const kept = partial as { success?: unknown; progress?: unknown };
+  if (wrapped && kept.success === false && kept.progress !== true) return undefined;
   const output = wrapped ? (partial as { output: unknown }).output : partial;
   if (output === undefined || output === null || output === '') return undefined;
   return typeof output === 'string' ? output : JSON.stringify(output);

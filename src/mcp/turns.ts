@@ -90,7 +90,7 @@ export function mcpTurns(server: McpServerLike, options: McpTurnsOptions): McpTu
     const sessionId = `${prefix}-${n}`;
     const startedAt = performance.now();
     let stoppedAt: number | undefined;
-    if (request.signal.aborted) return errorResult(abortedToolText(0));
+    if (request.signal.aborted) return errorResult(abortedToolText(0, stopReasonOf(request.signal, protocol.transport === undefined)));
     // One microtask later: v1 drops `transport` right after aborting (request.ts).
     const onAbort = () => queueMicrotask(() => {
       void runner.stop(sessionId, { reason: stopReasonOf(request.signal, protocol.transport === undefined) });
@@ -107,7 +107,7 @@ export function mcpTurns(server: McpServerLike, options: McpTurnsOptions): McpTu
           return toolErrorResult(error);
         }
       }, { turnId: `${sessionId}-call`, input: args });
-      return resultOf(outcome, () => abortedToolText((stoppedAt ?? startedAt) - startedAt));
+      return resultOf(outcome, () => abortedToolText((stoppedAt ?? startedAt) - startedAt, outcome.status === 'cancelled' ? outcome.report.reason : undefined));
     } finally {
       endProgress();
       running.delete(sessionId);
