@@ -90,7 +90,7 @@ export function mcpTurns(server: McpServerLike, options: McpTurnsOptions): McpTu
     const sessionId = `${prefix}-${n}`;
     const startedAt = performance.now();
     let stoppedAt: number | undefined;
-    if (request.signal.aborted) return errorResult(abortedToolText(0, stopReasonOf(request.signal, protocol.transport === undefined)));
+    if (request.signal.aborted) return errorResult(abortedToolText(0, stopReasonOf(request.signal, false)));
     // One microtask later: v1 drops `transport` right after aborting (request.ts).
     const onAbort = () => queueMicrotask(() => {
       void runner.stop(sessionId, { reason: stopReasonOf(request.signal, protocol.transport === undefined) });
