@@ -171,9 +171,9 @@ describe('exec maxBuffer: past it, the head and the tail', () => {
     expect(r.exitCode).toBe(0); // the command ran to its end
   });
 
-  it('a head ending with a newline gets no blank line; output that fits is whole, with nothing omitted', async () => {
+  it('the omitted-bytes line stands between two newlines whatever the head ends with; output that fits is whole', async () => {
     const r = await exec('printf', ['ab\\ncd\\nEFGH\\nij\\n'], { maxBuffer: 6 });
-    expect(r.stdout).toBe('ab\n… 8 bytes omitted …\nij\n');
+    expect(r.stdout).toBe('ab\n\n… 8 bytes omitted …\nij\n');
     const whole = await exec('printf', ['ab\\ncd\\n'], { maxBuffer: 6 });
     expect(whole).toMatchObject({ stdout: 'ab\ncd\n', omittedBytes: { stdout: 0, stderr: 0 } });
   });
@@ -190,7 +190,7 @@ describe('exec maxBuffer: past it, the head and the tail', () => {
   it('a command writing without end is not stopped by maxBuffer: a timeout or a token is what ends it', async () => {
     const r = await exec('yes', [], { maxBuffer: 100, timeoutMs: 300 });
     expect(r.timedOut).toBe(true);
-    expect(r.stdout).toMatch(/^(y\n){25}… \d+ bytes omitted …\n(\n?y)+\n?$/);
+    expect(r.stdout).toMatch(/^(y\n){25}\n… \d+ bytes omitted …\n(\n?y)+\n?$/);
     expect(r.omittedBytes.stdout).toBeGreaterThan(1000);
     expect(isGone(r.pid)).toBe(true);
   }, LIVENESS_MS);

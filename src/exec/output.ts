@@ -67,7 +67,6 @@ export class Output {
   #headBytes = 0;
   /** True once the head takes no more (its cap reached, or one short of a cut surrogate pair). */
   #headFull = false;
-  #headEndsWithNewline = false;
   /** The tail's pieces from `#first` on, and their characters in all. */
   #pieces: string[] = [];
   #first = 0;
@@ -125,8 +124,8 @@ export class Output {
       tailBytes += Buffer.byteLength(piece);
     }
     const omittedBytes = Math.max(0, this.#bytes - this.#headBytes - tailBytes);
-    const newline = this.#headEndsWithNewline || this.#headLength === 0 ? '' : '\n';
-    return { text: `${this.#head}${newline}${omittedLine(omittedBytes)}\n${tail}`, omittedBytes };
+    // The same shape as the runner's bounded outputs and toModelMessages' partials: `head\n… N …\ntail`.
+    return { text: `${this.#head}\n${omittedLine(omittedBytes)}\n${tail}`, omittedBytes };
   }
 
   /** No `onOutput` call after this (the exec has settled). */
@@ -164,7 +163,6 @@ export class Output {
     this.#head += piece;
     this.#headLength += piece.length;
     this.#headBytes += Buffer.byteLength(piece);
-    this.#headEndsWithNewline = piece.endsWith('\n');
   }
 
   #addToTail(piece: string): void {
