@@ -24,6 +24,7 @@ import { constants } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { LISTENER_WARNING } from '../constants.js';
+import { omittedLine } from '../base/head-tail.js';
 import { renderSafely } from '../base/render.js';
 
 /** What `onOutput` receives: the stream and the text that arrived on it, never a split character. */
@@ -43,11 +44,6 @@ export type OnOutput = (chunk: OutputChunk) => void;
  * stream callback, where nothing can catch it).
  */
 export const MAX_OUTPUT_CHARS = constants.MAX_STRING_LENGTH - 64;
-
-/** The line put between the head and the tail of an output past its budget. */
-export function omittedLine(bytes: number): string {
-  return `… ${bytes} bytes omitted …`;
-}
 
 /** Pieces shorter than this are merged into the tail's last piece (per-string overhead, invariant 3). */
 const MERGE_BELOW = 8192;
