@@ -40,6 +40,21 @@ export const StopReasons = Object.freeze({
   timeout: 'cancel.timeout',
 } as const);
 
+/**
+ * Reason codes `fullstop/fleet` (and the ledger's repair) write themselves, beside the stop's own:
+ * on a turn's fleet record, its `StopReport` or its history's `status` entry.
+ */
+export const FleetReasons = Object.freeze({
+  /** The owner could not renew its lease in time and stopped its own turn (`runner.stop`). */
+  leaseLost: 'lease.lost',
+  /** `fleet.close()` released a turn still running here: its record becomes `interrupted`. */
+  closed: 'fleet.closed',
+  /** A turn found unfinished when its history was reopened (a crash, a restart) is `interrupted`. */
+  restart: 'restart',
+  /** A sweep (or any script) found the turn's lease past its deadline: the record becomes `interrupted`. */
+  leaseExpired: 'lease.expired',
+} as const);
+
 /** One of `StopReasons`' values. */
 export type StopReason = (typeof StopReasons)[keyof typeof StopReasons];
 

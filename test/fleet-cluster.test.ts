@@ -118,8 +118,8 @@ describe.skipIf(!up)('fleet on Redis Cluster', () => {
 describe('a cluster client with no node reachable', () => {
   it('Fleet.start resolves, stop answers relay_unavailable, run refuses, and close leaves no timer', async () => {
     const { createCluster } = await import('redis');
-    const { TurnRegistry, TurnRunner } = await import('../src/index.js');
-    const { Fleet, FleetUnavailableError } = await import('../src/fleet/index.js');
+    const { TurnRegistry, TurnRunner } = await import('../dist/src/index.js');
+    const { Fleet, FleetUnavailableError } = await import('../dist/src/fleet/index.js');
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
     const before = timers();
     // Port 1 on loopback: nothing listens there, so every connect is refused at once.
@@ -133,7 +133,7 @@ describe('a cluster client with no node reachable', () => {
     await expect(fleet.run('s1', async () => 1)).rejects.toThrow(FleetUnavailableError);
     expect(registry.currentToken('s1')).toBeUndefined();
     await fleet.close();
-    expect(fleet.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0, timers: 0 });
+    expect(fleet.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0, openQuestions: 0, timers: 0 });
     redis.destroy();
     // The connect retry (one a second) ends with the fleet.
     await eventually(() => timers() <= before, 3000, 'the connect retry to end');
