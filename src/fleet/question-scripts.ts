@@ -35,7 +35,7 @@ return { 'claimed', q.node }
 /**
  * take_answer: the owner takes a claimed answer to give it to its runner (claim '' = whichever is
  * claimed: the renewal's poll, for a lost publish), and keeps its record alive another ttlMs.
- * ARGV node, claim, ttlMs. → {'take', claim, answerJson} | {'none'}
+ * ARGV node, claim, ttlMs. → {'take', claim, answerJson, requester} | {'none'}
  */
 const TAKE_ANSWER = String.raw`
 local raw = redis.call('GET', KEYS[1])
@@ -46,26 +46,29 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 if q.state ~= 'claimed' or (ARGV[2] ~= '' and q.claim ~= ARGV[2]) then return { 'none' } end
 q.state = 'delivered'
 redis.call('SET', KEYS[1], cjson.encode(q), 'KEEPTTL')
-return { 'take', q.claim, q.answer }
+return { 'take', q.claim, q.answer, q.requester }
 `;
 
 /**
  * settle_answer: the owner's runner took the answer (accepted '1': the record says answered, so
  * later answers are already_answered) or refused it ('0': the question is gone); the requester
- * hears it. ARGV questionId, claim, accepted, node, channelPrefix. → 'ok' | 'stale'
+ * hears it, also when the turn's end has deleted the record meanwhile (the answer may be what
+ * ended it). ARGV questionId, claim, accepted, node, channelPrefix, requester. → 'ok'
  */
 const SETTLE_ANSWER = String.raw`
 local raw = redis.call('GET', KEYS[1])
-if not raw then return 'stale' end
-local q = cjson.decode(raw)
-if q.state ~= 'delivered' or q.claim ~= ARGV[2] then return 'stale' end
-if ARGV[3] == '1' then
-  q.state, q.answer = 'answered', nil
-  redis.call('SET', KEYS[1], cjson.encode(q), 'KEEPTTL')
-else
-  redis.call('DEL', KEYS[1])
+if raw then
+  local q = cjson.decode(raw)
+  if q.state == 'delivered' and q.claim == ARGV[2] then
+    if ARGV[3] == '1' then
+      q.state, q.answer = 'answered', nil
+      redis.call('SET', KEYS[1], cjson.encode(q), 'KEEPTTL')
+    else
+      redis.call('DEL', KEYS[1])
+    end
+  end
 end
-redis.call('PUBLISH', ARGV[5] .. q.requester, cjson.encode({ kind = 'answered', questionId = ARGV[1], claim = ARGV[2],
+redis.call('PUBLISH', ARGV[5] .. ARGV[6], cjson.encode({ kind = 'answered', questionId = ARGV[1], claim = ARGV[2],
   accepted = ARGV[3] == '1', node = ARGV[4] }))
 return 'ok'
 `;

@@ -119,7 +119,7 @@ export class Questions {
       if (took[0] !== 'take') return;
       let accepted = false;
       try { accepted = runner.answer(questionId, JSON.parse(took[2]!)); } catch { /* an answer it cannot take is not accepted */ }
-      await this.#script(questionId, QUESTION_SCRIPTS.settle, [toWire(questionId), took[1]!, accepted ? '1' : '0', nodeId, keys.channelPrefix]);
+      await this.#script(questionId, QUESTION_SCRIPTS.settle, [toWire(questionId), took[1]!, accepted ? '1' : '0', nodeId, keys.channelPrefix, took[3]!]);
     } catch {
       // Redis away: the claim stays taken; the requester's wait ends and says so.
     }
