@@ -1,6 +1,6 @@
 /**
  * What the fleet answers: a session's turn as Redis has it (`FleetTurn`), a stop's answer
- * (`StopAnswer`) and a fleet turn's outcome (`FleetOutcome`).
+ * (`StopAnswer`), a fleet turn's outcome (`FleetOutcome`) and an answer's reply (`AnswerReply`).
  */
 import type { StopReport, TurnOutcome } from '../turn/report.js';
 
