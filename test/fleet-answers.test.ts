@@ -4,9 +4,10 @@
  * instances answer at once, `not_found` once its turn is stopped or over, `relay_unavailable`
  * without Redis; and the question's record is gone with its turn.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { backendScene, backends } from './fixtures/fleet/backends.js';
-import { client } from './fixtures/fleet/support.js';
+import { client, clientIdByName, dropKeys, RedisProxy, redisReachable, uniquePrefix, type Client } from './fixtures/fleet/support.js';
+import { eventually as waitFor, FleetScene } from './fixtures/fleet/scene.js';
 import type { Instance } from './fixtures/fleet/scene.js';
 import type { Turn } from '../dist/src/index.js';
 
@@ -92,3 +93,64 @@ for (const backend of await backends('fleet-answers')) {
     });
   });
 }
+
+describe.skipIf(!(await redisReachable()))('fleet answers when the owner\'s subscriber is down, on one Redis', () => {
+  let scene: FleetScene;
+  let raw: Client;
+  let proxy: Awaited<ReturnType<typeof RedisProxy.start>>;
+  let viaProxy: Client;
+
+  beforeEach(async () => {
+    scene = new FleetScene(uniquePrefix(), () => client());
+    raw = await client();
+    proxy = await RedisProxy.start();
+    viaProxy = await client(proxy.port, { reconnectMs: 100 });
+  });
+
+  afterEach(async () => {
+    try {
+      await scene.cleanup();
+    } finally {
+      viaProxy.destroy();
+      await proxy.close();
+      await dropKeys(raw, scene.prefix);
+      await raw.close();
+    }
+  });
+
+  /** Owner A reaches Redis through the proxy, which keeps its subscriber down (closed at the handshake); its commands work. */
+  async function ownerWithoutSubscriber(renewMs: number) {
+    const a = await scene.instance('A', { redis: viaProxy, leaseMs: 60_000, renewMs });
+    proxy.blockName = a.fleet.subscriberName;
+    const id = await clientIdByName(raw, a.fleet.subscriberName);
+    expect(await raw.sendCommand(['CLIENT', 'KILL', 'ID', id!])).toBe(1);
+    const q = asking(a);
+    const run = a.fleet.run('s1', q.body, { turnId: 't1' });
+    const questionId = await q.asked;
+    await waitFor(async () => (await raw.sendCommand(['EXISTS', `${scene.prefix}:{q:${questionId}}:question`])) === 1, 5000, 'the question record');
+    return { a, run, questionId };
+  }
+
+  it('an answer whose publish was lost reaches the owner at its next poll: accepted', async () => {
+    const { a, run, questionId } = await ownerWithoutSubscriber(300);
+    const b = await scene.instance('B');
+    expect(await b.fleet.answer(questionId, 'polled', { timeoutMs: 10_000 })).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
+    expect(await run).toMatchObject({ status: 'completed', value: 'polled' });
+    expect(await clientIdByName(raw, a.fleet.subscriberName)).toBeUndefined();
+  });
+
+  it('an answer the owner cannot take within timeoutMs is undone (relay_unavailable, nothing given) and can be given again', async () => {
+    // The owner's next poll is 60 s away: only the publish could deliver, and it reaches nobody.
+    const { a, run, questionId } = await ownerWithoutSubscriber(59_000);
+    const b = await scene.instance('B');
+    const early = await b.fleet.answer(questionId, 'early', { timeoutMs: 300 });
+    expect(early).toMatchObject({ outcome: 'relay_unavailable', questionId });
+    expect(early.outcome === 'relay_unavailable' && early.error.message).toMatch(/nothing was given/);
+    // The subscriber back: the same question takes a new answer.
+    proxy.blockName = undefined;
+    await waitFor(async () => (await clientIdByName(raw, a.fleet.subscriberName)) !== undefined, 10_000, 'the subscriber to come back');
+    await waitFor(async () => ((await raw.sendCommand(['PUBSUB', 'NUMSUB', `${scene.prefix}:node:${a.fleet.nodeId}`])) as [string, number])[1] === 1, 10_000, 'the resubscription');
+    expect(await b.fleet.answer(questionId, 'again', { timeoutMs: 5000 })).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
+    expect(await run).toMatchObject({ status: 'completed', value: 'again' });
+  });
+});

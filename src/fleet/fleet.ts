@@ -311,7 +311,7 @@ export class Fleet {
     this.#unholdShutdown();
     this.#leases.close();
     this.#sweep.close();
-    this.#questions.close();
+    const questionsClosed = this.#questions.close();
     for (const timer of this.#retries) clearTimeout(timer);
     this.#retries.clear();
     this.#requests.cancelAll();
@@ -319,6 +319,7 @@ export class Fleet {
       if (owned.epoch === undefined || owned.ending) return;
       await this.#recordEnd(owned, 'interrupted', FleetReasons.closed, undefined);
     }));
+    await questionsClosed;
     let closeTimer: NodeJS.Timeout | undefined;
     if (this.#sub.isReady) {
       await Promise.race([this.#sub.unsubscribe().catch(() => {}), new Promise((r) => { closeTimer = setTimeout(r, this.#o.commandTimeoutMs); })]);

@@ -78,7 +78,9 @@ export class Questions {
       try {
         reply = await this.#script(questionId, QUESTION_SCRIPTS.claim, [toWire(questionId), claim, nodeId, answerJson, keys.channelPrefix], Math.max(1, timeoutMs)) as string[];
       } catch (cause) {
-        return unavailable(`Fleet.answer: Redis did not answer (${messageOf(cause)})`, cause);
+        // The claim may have landed with its reply lost: undo it, or it would hold the question.
+        if (redis.isReady) await this.#script(questionId, QUESTION_SCRIPTS.release, [claim]).catch(() => {});
+        return unavailable(`Fleet.answer: Redis did not answer (${messageOf(cause)}); nothing was given`, cause);
       }
       if (reply[0] === 'not_found') return { outcome: 'not_found', questionId };
       if (reply[0] === 'already_answered') return { outcome: 'already_answered', questionId };
@@ -153,10 +155,15 @@ export class Questions {
   /** Live timers (the poll interval). */
   get timers(): number { return Number(this.#poll !== undefined); }
 
-  close(): void {
+  /** Stop polling and listening; the questions of turns still running here are removed from Redis (answerable here only). */
+  async close(): Promise<void> {
     this.#ctx.runner.off('question', this.#onQuestion);
     clearInterval(this.#poll);
     this.#poll = undefined;
     for (const settle of this.#waiting.values()) settle(undefined);
+    await Promise.allSettled([...this.#open.keys()].map((key) => {
+      const [sessionId, turnId] = JSON.parse(key) as [string, string];
+      return this.endTurn(sessionId, turnId);
+    }));
   }
 }
