@@ -79,7 +79,9 @@ export class Questions {
         reply = await this.#script(questionId, QUESTION_SCRIPTS.claim, [toWire(questionId), claim, nodeId, answerJson, keys.channelPrefix], Math.max(1, timeoutMs)) as string[];
       } catch (cause) {
         // The claim may have landed with its reply lost: undo it, or it would hold the question.
-        if (redis.isReady) await this.#script(questionId, QUESTION_SCRIPTS.release, [claim]).catch(() => {});
+        const undone = redis.isReady ? await this.#script(questionId, QUESTION_SCRIPTS.release, [claim]).catch(() => undefined) as string[] | undefined : undefined;
+        if (undone?.[0] === 'answered') return { outcome: 'accepted', questionId, node: undone[1]! };
+        if (undone?.[0] === 'delivered') return unavailable(`Fleet.answer: Redis did not answer in time (${messageOf(cause)}); the owner took the answer but did not confirm`, cause);
         return unavailable(`Fleet.answer: Redis did not answer (${messageOf(cause)}); nothing was given`, cause);
       }
       if (reply[0] === 'not_found') return { outcome: 'not_found', questionId };
