@@ -141,6 +141,8 @@ export class Questions {
     const ids = this.#open.get(key);
     if (ids === undefined) return;
     this.#open.delete(key);
+    // Redis away: nothing to wait for; the records expire `leaseMs` after the last poll.
+    if (!this.#ctx.redis.isReady) return;
     await Promise.allSettled([...ids].map((id) => {
       const k = this.#ctx.keys.question(id);
       return command(this.#ctx.redis, k, ['DEL', k], this.#ctx.commandTimeoutMs);
