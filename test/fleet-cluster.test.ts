@@ -9,7 +9,7 @@ import { uniquePrefix } from './fixtures/fleet/support.js';
 import { eventually, FleetScene, held, type Instance } from './fixtures/fleet/scene.js';
 import {
   beginSlotMigration, CLUSTER_PORT, CLUSTER_PORTS, clusterClient, clusterKeysUnder, clusterLock, clusterReachable, dropClusterKeys, masterOf,
-  noSubscriberOn, pidOf, restartNode, slotOf, topology, tryAgainCount,
+  noSubscriberOn, pidOf, promoteBack, restartNode, slotOf, topology, tryAgainCount,
 } from './fixtures/fleet/cluster.js';
 
 const up = await clusterReachable();
@@ -160,6 +160,8 @@ describe.skipIf(!up)('fleet on Redis Cluster', () => {
       console.info(`failover: victim turn ended ${Math.round(endedAfter)} ms after the SIGKILL (${victimOutcome.report!.reason}); replica promoted after ${Math.round(failoverMs)} ms`);
     } finally {
       await restartNode(victimPort);
+      // Its old replica was promoted: hand the master role back, so the roles are as before.
+      await promoteBack(victimPort);
     }
   }, 60_000);
 });
