@@ -1,5 +1,5 @@
 /**
- * The file-system side of the Ledger: reading and writing whole buffers through a handle, and the
+ * The file-system side of the Ledger: writing whole buffers through a handle, keeping a cut tail, and the
  * errors `Ledger.open` gives, which name the path, what failed and — on a full disk — how much room
  * is left and what to free.
  */
@@ -36,15 +36,25 @@ export async function writeAll(handle: FileHandle, buffer: Buffer): Promise<void
   }
 }
 
-export async function readAll(handle: FileHandle, size: number): Promise<Buffer> {
-  const buffer = Buffer.alloc(size);
-  let offset = 0;
-  while (offset < size) {
-    const { bytesRead } = await handle.read(buffer, offset, size - offset, offset);
-    if (bytesRead === 0) break;
-    offset += bytesRead;
+/**
+ * Copies bytes [from, to) of the file open as `handle` to a new file `target` (synced), a chunk at
+ * a time: what `Ledger.open` cuts at a hole is kept there, never deleted. Returns `target`.
+ */
+export async function saveCut(handle: FileHandle, from: number, to: number, target: string): Promise<string> {
+  const out = await fs.promises.open(target, 'w');
+  try {
+    const chunk = Buffer.allocUnsafe(1024 * 1024);
+    for (let position = from; position < to;) {
+      const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, to - position), position);
+      if (bytesRead === 0) break;
+      await writeAll(out, chunk.subarray(0, bytesRead));
+      position += bytesRead;
+    }
+    await out.sync();
+  } finally {
+    await out.close();
   }
-  return buffer.subarray(0, offset);
+  return target;
 }
 
 /**
