@@ -1,6 +1,6 @@
 // L4's measured process (bench/ledger.bench.ts): `node ledger-open-child.js open|read FILE [LEDGER_MODULE_URL]` opens the
 // ledger FILE with `Ledger.open` (or, `read`, reads it raw in 1 MiB chunks: the floor), then prints one JSON line:
-// { ms, peakRssMb, loopMaxMs } — wall time, the process's peak RSS (getrusage maxrss) and the event loop's longest delay.
+// { ms, cpuMs, peakRssMb, loopMaxMs } — wall time, CPU time, the process's peak RSS (getrusage maxrss) and the event loop's longest delay.
 // A process of its own per sample, so peak RSS is this open's alone. LEDGER_MODULE_URL: another build's ledger (a before figure).
 import { open } from 'node:fs/promises';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -28,4 +28,5 @@ if (mode === 'open') {
 }
 const ms = performance.now() - t0;
 loop.disable();
-process.stdout.write(`${JSON.stringify({ ms, peakRssMb: process.resourceUsage().maxRSS / 1024, loopMaxMs: loop.max / 1e6 })}\n`);
+const { user, system } = process.cpuUsage();
+process.stdout.write(`${JSON.stringify({ ms, cpuMs: (user + system) / 1000, peakRssMb: process.resourceUsage().maxRSS / 1024, loopMaxMs: loop.max / 1e6 })}\n`);

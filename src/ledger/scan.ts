@@ -91,6 +91,9 @@ export async function scanFile(handle: FileHandle, size: number, options: ScanOp
     const chunk = await readAt(handle, position, Math.min(READ_CHUNK, size - position));
     if (chunk.length === 0) break;
     position += chunk.length;
+    // One check of the chunk's whole lines is far cheaper than one a line; a line is checked alone only if it fails.
+    const lastNewline = chunk.lastIndexOf(0x0a);
+    const chunkUtf8 = lastNewline !== -1 && isUtf8(chunk.subarray(0, lastNewline));
     for (let from = 0; ;) {
       const newline = chunk.indexOf(0x0a, from);
       if (newline === -1) {
@@ -104,7 +107,8 @@ export async function scanFile(handle: FileHandle, size: number, options: ScanOp
         }
         break;
       }
-      const line = parts.length === 0 ? chunk.subarray(from, newline) : Buffer.concat([...parts, chunk.subarray(from, newline)]);
+      const spanned = parts.length > 0;
+      const line = spanned ? Buffer.concat([...parts, chunk.subarray(from, newline)]) : chunk.subarray(from, newline);
       parts = [];
       partBytes = 0;
       lineNumber += 1;
@@ -114,7 +118,7 @@ export async function scanFile(handle: FileHandle, size: number, options: ScanOp
           `${LEDGER_MAX_LINE_BYTES}, the most a ledger line may hold (no ledger writes one); repair or move the file by hand`);
       }
       if (tail && line.includes(0)) return cutHere(true);
-      if (!isUtf8(line)) {
+      if ((spanned || !chunkUtf8) && !isUtf8(line)) {
         if (tail && end === size) return cutHere(false);
         throw refuse('it holds bytes that are not UTF-8');
       }
