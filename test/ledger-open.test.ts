@@ -232,6 +232,27 @@ describe('segments: Ledger.open(path, { segmentBytes })', () => {
     expect(crashed.map((e) => [e.type, (e as { status?: string }).status])).toEqual([['turn_started', undefined], ['status', 'interrupted']]);
   });
 
+  it('reads whole and in order while segments are sealed under it (appends and reads interleaved)', async () => {
+    const ledger = await Ledger.open(file, { segmentBytes: 500 });
+    opened.push(ledger);
+    const checks: Promise<void>[] = [];
+    for (let i = 0; i < 300; i++) {
+      void ledger.append({ sessionId: `s${i % 3}`, turnId: `t${i % 3}`, type: 'say', text: `${i}` });
+      if (i % 7 === 0) {
+        const seq = ledger.seq;
+        const session = `s${i % 3}`;
+        checks.push(ledger.entries().then((all) => { expect(all.slice(0, seq).map((e) => e.seq)).toEqual(Array.from({ length: seq }, (_, k) => k + 1)); }));
+        checks.push(ledger.entries({ sessionId: session }).then((mine) => {
+          const expected = Array.from({ length: seq }, (_, k) => k + 1).filter((q) => (q - 1) % 3 === i % 3);
+          expect(mine.map((e) => e.seq).slice(0, expected.length)).toEqual(expected);
+        }));
+      }
+      if (i % 50 === 49) await ledger.flush();
+    }
+    await Promise.all(checks);
+    expect(ledger.segments().length).toBeGreaterThan(10);
+  });
+
   it('refuses a bad segmentBytes or closeWaitMs with the option named', async () => {
     await expect(Ledger.open(file, { segmentBytes: 0 })).rejects.toThrow(/options\.segmentBytes/);
     await expect(Ledger.open(file, { segmentBytes: '1' as never })).rejects.toThrow(TypeError);

@@ -5,7 +5,7 @@
  */
 
 import fs from 'node:fs';
-import { statfs, type FileHandle } from 'node:fs/promises';
+import { open as openFile, statfs, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { renderSafely } from '../base/render.js';
 
@@ -66,4 +66,30 @@ export async function saveCut(handle: FileHandle, from: number, to: number, targ
  */
 export function fdatasyncFd(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fs.fdatasync(fd, (error) => (error === null ? resolve() : reject(error))));
+}
+
+/** Reads up to `length` bytes at `position` through `handle`. */
+export async function readAtLeast(handle: FileHandle, position: number, length: number): Promise<Buffer> {
+  const buffer = Buffer.allocUnsafe(length);
+  let offset = 0;
+  while (offset < length) {
+    const { bytesRead } = await handle.read(buffer, offset, length - offset, position + offset);
+    if (bytesRead === 0) break;
+    offset += bytesRead;
+  }
+  return buffer.subarray(0, offset);
+}
+
+/** Opens `path` for reading, runs `fn` with its handle and size, closes it; with `fileKey`, refuses another file than that one. */
+export async function withFile<T>(path: string, fn: (handle: FileHandle, size: number) => Promise<T>, fileKey?: string): Promise<T> {
+  const handle = await openFile(path, 'r');
+  try {
+    const stat = await handle.stat();
+    if (fileKey !== undefined && `${stat.dev}:${stat.ino}` !== fileKey) {
+      throw new Error(`Ledger.entries: "${path}" is no longer the file this ledger wrote (it was moved or replaced)`);
+    }
+    return await fn(handle, stat.size);
+  } finally {
+    await handle.close();
+  }
 }

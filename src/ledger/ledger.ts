@@ -1,6 +1,7 @@
 /**
  * `Ledger`: the append-only JSONL history of one or more sessions (docs/design.md §2, §3). The entry
- * schema and its checks live in entry.ts; this file owns the file and its one writer.
+ * schema and its checks live in entry.ts, the streamed reading in scan.ts and load.ts; this file
+ * owns the files (the one being written and the sealed segments) and their one writer.
  *
  * Invariants:
  * 1. One writer. Every line reaches the file through the `LedgerWriter` (writer.ts), one
@@ -15,8 +16,10 @@
  *    after a sync, lines already written may never reach the disk, and no later sync can say
  *    which. So every later append and flush rejects with the first failure; the next
  *    `Ledger.open` repairs the tail.
- * 5. `open` changes a file in two ways only: it truncates a torn last line and it appends status
- *    entries. A complete entry is never rewritten or removed.
+ * 5. `open` changes a file in two ways only: it cuts a torn tail (a cut-short last line, or a hole
+ *    of zeros and what follows it, whose bytes it first copies to `<path>.cut-<byte>`) and it
+ *    appends status entries. A complete entry is never rewritten; one is removed only with its
+ *    sealed segment, by `removeSegments` (retention: the caller's decision).
  *
  * 6. One writer per file: two `Ledger`s in one process on the same file are refused (by device and
  *    inode), and across processes the lock file of lock.ts names the holder. The lock is
@@ -27,7 +30,11 @@
  *
  * 9. The session index (session-index.ts) holds the byte range of every line, added as the line is
  *    queued: lines are written in queue order at the end of the file, so its offsets are exact
- *    while no write has failed (after one, `entries` reads the whole file instead).
+ *    while no write has failed (after one, `entries` reads the whole file instead). Offsets run
+ *    across segments (segments.ts): the sealing of a segment is decided as a line is queued, so
+ *    the next line's offset is known then.
+ * 10. A read sees the files standing still: a sealing (rename) or a removal of segments waits for
+ *    the reads under way, and a read waits for a sealing under way (`#alone`).
  *
  * Not guaranteed: the lock is advisory, and two hard links to one file (two real paths) in two
  * processes are two locks.
@@ -36,8 +43,9 @@
 import { open as openFile, realpath, rename, stat as statPath, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { DEFAULT_LEDGER_CLOSE_WAIT_MS, LEDGER_MAX_LINE_BYTES } from '../constants.js';
-import { checkId, checkMs, checkText, describe } from '../errors.js';
-import { openError, saveCut } from './file.js';
+import { checkId, checkText } from '../errors.js';
+import { checkFilter, checkOpenOptions, checkSeq, type LedgerOpenOptions } from './checks.js';
+import { openError, readAtLeast, saveCut, withFile } from './file.js';
 import {
   isTerminalStatus, renderEntry, renderTurnEntry, type LedgerEntry, type LedgerEntryInput, type TurnEntryBody,
 } from './entry.js';
@@ -58,25 +66,11 @@ export {
 
 export type { LedgerFilter, LedgerStore } from './store.js';
 export type { LedgerSegment } from './segments.js';
+export type { LedgerOpenOptions } from './checks.js';
 
 
 /** `dev:ino` of every ledger file open in this process, so a second writer is refused (see header). */
 const openFiles = new Set<string>();
-
-/** `Ledger.open`'s options. */
-export interface LedgerOpenOptions {
-  /**
-   * Seal the file once it holds this many bytes and go on in a new one (segments, see the class).
-   * Unset: one file that grows for ever.
-   * @default undefined
-   */
-  segmentBytes?: number;
-  /**
-   * How long `close()` waits for the stops under way to write and flush their history, in ms.
-   * @default 10_000 (DEFAULT_LEDGER_CLOSE_WAIT_MS)
-   */
-  closeWaitMs?: number;
-}
 
 /** What `Ledger.open` repaired (`ledger.repair`). */
 export interface LedgerRepair {
@@ -161,9 +155,13 @@ export class Ledger implements LedgerStore {
   #closed = false;
   /** Set as the handle closes, so `entries` reads the path instead. */
   #handleClosed = false;
-  /** Reads under way through a handle, and the handles a rotation retired, closed once none is. */
+  /** The segments whose sealing is queued (their last line is queued, their file not yet renamed), oldest first. */
+  readonly #sealing: PlacedSegment[] = [];
+  /** A sealing or a removal of segments under way (it waits for the reads under way, and reads wait for it). */
+  #rotation: Promise<unknown> | undefined;
+  /** `entries` calls reading files now, and who waits for them to end. */
   #reads = 0;
-  #retired: FileHandle[] = [];
+  #readsDone: (() => void)[] = [];
 
   private constructor(path: string, real: string, fileKey: string, lock: LedgerLock, loaded: Awaited<ReturnType<typeof loadLedger>>,
     handle: FileHandle, options: LedgerOpenOptions, repair: LedgerRepair) {
@@ -297,18 +295,19 @@ export class Ledger implements LedgerStore {
   async removeSegments(throughSeq: number): Promise<LedgerSegment[]> {
     checkSeq('Ledger.removeSegments: throughSeq', throughSeq);
     if (this.#closing !== undefined) throw new Error(`Ledger.removeSegments: the ledger "${this.path}" is closed`);
-    await this.#writer.lastWrite;
-    const removed: LedgerSegment[] = [];
-    while (this.#segments.length > 0 && this.#segments[0]!.lastSeq <= throughSeq) {
-      const segment = this.#segments.shift()!;
-      await unlink(segment.path).catch((error: NodeJS.ErrnoException) => { if (error.code !== 'ENOENT') throw error; });
-      removed.push({ path: segment.path, firstSeq: segment.firstSeq, lastSeq: segment.lastSeq, bytes: segment.bytes });
-    }
-    if (removed.length > 0) {
-      this.#index.prune(this.#segments[0]?.base ?? this.#activeBase);
-      await syncDirectory(dirname(this.#real));
-    }
-    return removed;
+    return this.#alone(async () => {
+      const removed: LedgerSegment[] = [];
+      while (this.#segments.length > 0 && this.#segments[0]!.lastSeq <= throughSeq) {
+        const segment = this.#segments.shift()!;
+        await unlink(segment.path).catch((error: NodeJS.ErrnoException) => { if (error.code !== 'ENOENT') throw error; });
+        removed.push({ path: segment.path, firstSeq: segment.firstSeq, lastSeq: segment.lastSeq, bytes: segment.bytes });
+      }
+      if (removed.length > 0) {
+        this.#index.prune(this.#segments[0]?.base ?? this.#currentBase());
+        await syncDirectory(dirname(this.#real));
+      }
+      return removed;
+    });
   }
 
   /**
@@ -410,31 +409,42 @@ export class Ledger implements LedgerStore {
       path: sealedPath(this.#real, this.#activeFirstSeq, seq - 1), firstSeq: this.#activeFirstSeq, lastSeq: seq - 1,
       bytes: this.#end - this.#activeBase, base: this.#activeBase,
     };
+    this.#sealing.push(segment);
     this.#activeBase = this.#end + 1;
     this.#end = this.#activeBase;
     this.#activeFirstSeq = seq;
-    return async (old: FileHandle): Promise<FileHandle> => {
-      await rename(this.#real, segment.path);
-      const handle = await openFile(this.#real, 'a+');
-      const stat = await handle.stat();
-      await syncDirectory(dirname(this.#real));
-      openFiles.delete(this.#fileKey);
-      this.#fileKey = `${stat.dev}:${stat.ino}`;
-      openFiles.add(this.#fileKey);
-      this.#segments.push(segment);
-      this.#retire(old);
-      return handle;
-    };
+    return (old: FileHandle): Promise<FileHandle> => this.#alone(() => this.#seal(segment, old));
   }
 
-  /** Close a handle a rotation replaced once no read uses it. */
-  #retire(handle: FileHandle): void {
-    this.#retired.push(handle);
-    if (this.#reads === 0) void this.#closeRetired();
+  /**
+   * Runs `change` (a change of the files: a sealing, a removal) once no read and no other change
+   * is under way; reads and changes that come meanwhile wait for it. So a read sees the files as
+   * they stand.
+   */
+  async #alone<T>(change: () => Promise<T>): Promise<T> {
+    while (this.#rotation !== undefined) await this.#rotation.catch(() => {});
+    const run = (async () => {
+      if (this.#reads > 0) await new Promise<void>((resolve) => { this.#readsDone.push(resolve); });
+      return change();
+    })();
+    const settled = run.finally(() => { if (this.#rotation === settled) this.#rotation = undefined; });
+    this.#rotation = settled;
+    return run;
   }
 
-  async #closeRetired(): Promise<void> {
-    for (const handle of this.#retired.splice(0)) await handle.close().catch(() => {});
+  /** Renames the file being written to `segment.path` and opens the next one at the path. */
+  async #seal(segment: PlacedSegment, old: FileHandle): Promise<FileHandle> {
+    await rename(this.#real, segment.path);
+    this.#sealing.shift();
+    this.#segments.push(segment);
+    await old.close();
+    const handle = await openFile(this.#real, 'a+');
+    const stat = await handle.stat();
+    await syncDirectory(dirname(this.#real));
+    openFiles.delete(this.#fileKey);
+    this.#fileKey = `${stat.dev}:${stat.ino}`;
+    openFiles.add(this.#fileKey);
+    return handle;
   }
 
   /**
@@ -461,20 +471,21 @@ export class Ledger implements LedgerStore {
   async entries(filter?: LedgerFilter): Promise<LedgerEntry[]> {
     const { sessionId, turnId, afterSeq = 0, limit = Infinity } = checkFilter(filter);
     const ranges = sessionId === undefined ? undefined : this.#index.snapshot(sessionId);
-    const segments = this.#segments.slice();
-    const active = { base: this.#activeBase, end: this.#end };
     await this.#writer.lastWrite;
-    const out: LedgerEntry[] = [];
-    const visit = (e: LedgerEntry): boolean => {
-      if (e.seq > afterSeq && (turnId === undefined || e.turnId === turnId) && (sessionId === undefined || e.sessionId === sessionId)) out.push(e);
-      return out.length < limit;
-    };
+    while (this.#rotation !== undefined) await this.#rotation.catch(() => {});
+    // From here no file is renamed until this read ends (#seal waits for it): the files stand still.
     this.#reads += 1;
     try {
+      const out: LedgerEntry[] = [];
+      const visit = (e: LedgerEntry): boolean => {
+        if (e.seq > afterSeq && (turnId === undefined || e.turnId === turnId) && (sessionId === undefined || e.sessionId === sessionId)) out.push(e);
+        return out.length < limit;
+      };
+      const segments = this.#segments.slice();
       if (sessionId !== undefined && !this.#handleClosed && this.#writer.failure === undefined) {
         if (ranges === undefined) return [];
-        const skip = segments.find((s) => s.lastSeq > afterSeq)?.base ?? active.base;
-        await readSession(this.#reader(segments, active, skip), 'Ledger.entries', this.path, sessionId, ranges, visit);
+        const skip = segments.find((s) => s.lastSeq > afterSeq)?.base ?? this.#currentBase();
+        await readSession(this.#reader(segments, skip), 'Ledger.entries', this.path, sessionId, ranges, visit);
         return out;
       }
       // The whole of each segment after `afterSeq`: a torn tail can only follow a failed write
@@ -494,24 +505,30 @@ export class Ledger implements LedgerStore {
       return out;
     } finally {
       this.#reads -= 1;
-      if (this.#reads === 0 && this.#retired.length > 0) void this.#closeRetired();
+      if (this.#reads === 0) for (const done of this.#readsDone.splice(0)) done();
     }
   }
 
+  /** Where the file being written starts in the index's offsets (a segment whose sealing is queued is still that file). */
+  #currentBase(): number {
+    return this.#sealing[0]?.base ?? this.#activeBase;
+  }
+
   /** How `readSession` reads the index's offsets: the sealed segments by path, the file being written by its handle. */
-  #reader(segments: readonly PlacedSegment[], active: { base: number; end: number }, from: number) {
-    const segmentOf = (offset: number) => segments.findLast((s) => s.base <= offset);
+  #reader(segments: readonly PlacedSegment[], from: number) {
+    const currentBase = this.#currentBase();
     const handle = this.#writer.handle;
+    const segmentOf = (offset: number) => (offset >= currentBase ? undefined : segments.findLast((s) => s.base <= offset));
     return {
       from,
       boundary: (offset: number) => {
-        const segment = offset >= active.base ? undefined : segmentOf(offset);
-        return segment === undefined ? active.end : segment.base + segment.bytes;
+        const segment = segmentOf(offset);
+        return segment === undefined ? Infinity : segment.base + segment.bytes;
       },
       read: async (position: number, length: number) => {
-        const segment = position >= active.base ? undefined : segmentOf(position);
+        const segment = segmentOf(position);
         const bytes = segment === undefined
-          ? await readAtLeast(handle, position - active.base, length)
+          ? await readAtLeast(handle, position - currentBase, length)
           : await withFile(segment.path, (file) => readAtLeast(file, position - segment.base, length));
         if (bytes.length < length) {
           throw new Error(`Ledger.entries: "${segment?.path ?? this.path}" is shorter than this ledger wrote it (was it truncated by another program?)`);
@@ -551,7 +568,6 @@ export class Ledger implements LedgerStore {
       this.#handleClosed = true;
       openFiles.delete(this.#fileKey);
       await this.#writer.handle.close();
-      await this.#closeRetired();
       await this.#lock.release();
     }
   }
@@ -569,32 +585,6 @@ export class Ledger implements LedgerStore {
   }
 }
 
-/** Reads up to `length` bytes at `position` through `handle`. */
-async function readAtLeast(handle: FileHandle, position: number, length: number): Promise<Buffer> {
-  const buffer = Buffer.allocUnsafe(length);
-  let offset = 0;
-  while (offset < length) {
-    const { bytesRead } = await handle.read(buffer, offset, length - offset, position + offset);
-    if (bytesRead === 0) break;
-    offset += bytesRead;
-  }
-  return buffer.subarray(0, offset);
-}
-
-/** Opens `path` for reading, runs `fn` with its handle and size, closes it; with `fileKey`, refuses another file than that one. */
-async function withFile<T>(path: string, fn: (handle: FileHandle, size: number) => Promise<T>, fileKey?: string): Promise<T> {
-  const handle = await openFile(path, 'r');
-  try {
-    const stat = await handle.stat();
-    if (fileKey !== undefined && `${stat.dev}:${stat.ino}` !== fileKey) {
-      throw new Error(`Ledger.entries: "${path}" is no longer the file this ledger wrote (it was moved or replaced)`);
-    }
-    return await fn(handle, stat.size);
-  } finally {
-    await handle.close();
-  }
-}
-
 /**
  * The real path of the file open as `fileKey` (`dev:ino`) under `path`: the lock is taken there, so
  * every symlink to one file meets one lock. Rejects if the path no longer names that file.
@@ -606,39 +596,4 @@ async function realFileOf(path: string, fileKey: string): Promise<string> {
     throw new Error(`Ledger.open: "${path}" was replaced while it was being opened; open it again`);
   }
   return real;
-}
-
-function checkOpenOptions(options: unknown): asserts options is LedgerOpenOptions {
-  if (options === null || typeof options !== 'object') {
-    throw new TypeError(`Ledger.open: options: expected an object, got ${describe(options)}`);
-  }
-  const { segmentBytes, closeWaitMs } = options as Record<string, unknown>;
-  if (segmentBytes !== undefined) {
-    if (typeof segmentBytes !== 'number') throw new TypeError(`Ledger.open: options.segmentBytes: expected a number of bytes, got ${describe(segmentBytes)}`);
-    if (!Number.isSafeInteger(segmentBytes) || segmentBytes < 1) {
-      throw new RangeError(`Ledger.open: options.segmentBytes: expected a positive integer, got ${describe(segmentBytes)}`);
-    }
-  }
-  checkMs('Ledger.open: options.closeWaitMs', closeWaitMs);
-}
-
-function checkSeq(name: string, value: unknown): asserts value is number {
-  if (typeof value !== 'number') throw new TypeError(`${name}: expected a seq (a number), got ${describe(value)}`);
-  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name}: expected a non-negative integer, got ${describe(value)}`);
-}
-
-function checkFilter(filter: unknown): LedgerFilter {
-  if (filter === undefined) return {};
-  if (filter === null || typeof filter !== 'object') {
-    throw new TypeError(`Ledger.entries: filter: expected an object, got ${describe(filter)}`);
-  }
-  const { sessionId, turnId, afterSeq, limit } = filter as Record<string, unknown>;
-  if (sessionId !== undefined) checkId('Ledger.entries: filter.sessionId', sessionId);
-  if (turnId !== undefined) checkId('Ledger.entries: filter.turnId', turnId);
-  if (afterSeq !== undefined) checkSeq('Ledger.entries: filter.afterSeq', afterSeq);
-  if (limit !== undefined) {
-    if (typeof limit !== 'number') throw new TypeError(`Ledger.entries: filter.limit: expected a number of entries, got ${describe(limit)}`);
-    if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`Ledger.entries: filter.limit: expected a positive integer, got ${describe(limit)}`);
-  }
-  return { sessionId, turnId, afterSeq, limit } as LedgerFilter;
 }
