@@ -82,6 +82,19 @@ describe('a hole of zeros a power loss left', () => {
     expect(again.repair).toEqual({ closedTurns: 0 });
     expect(onDisk()).toHaveLength(2);
   });
+  it('keeps an earlier cut at the same byte: a second one goes to a file of its own', async () => {
+    const kept = line(1, 's', 't1', { type: 'turn_started' });
+    writeFileSync(file, kept + '\0'.repeat(100) + line(2, 's', 't1', { type: 'say', text: 'first' }));
+    let ledger = await openLedger();
+    const first = ledger.repair.cut!.savedTo!;
+    await ledger.close();
+    opened.length = 0;
+    writeFileSync(file, kept + '\0'.repeat(100) + line(2, 's', 't1', { type: 'say', text: 'second' }));
+    ledger = await openLedger();
+    expect(ledger.repair.cut!.savedTo).toBe(`${first}.1`);
+    expect(readFileSync(first, 'utf8')).toContain('first');
+    expect(readFileSync(`${first}.1`, 'utf8')).toContain('second');
+  });
 });
 
 describe('a bad line is named', () => {
@@ -257,5 +270,20 @@ describe('segments: Ledger.open(path, { segmentBytes })', () => {
     await expect(Ledger.open(file, { segmentBytes: 0 })).rejects.toThrow(/options\.segmentBytes/);
     await expect(Ledger.open(file, { segmentBytes: '1' as never })).rejects.toThrow(TypeError);
     await expect(Ledger.open(file, { closeWaitMs: -1 })).rejects.toThrow(/options\.closeWaitMs/);
+  });
+});
+
+describe('nothing of a turn after its end', () => {
+  it('refuses an append for a turn whose terminal status is recorded, also after a reopen, and keeps the file as it was', async () => {
+    let ledger = await openLedger();
+    await ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
+    await ledger.append({ sessionId: 's', turnId: 't', type: 'status', status: 'completed' });
+    await expect(ledger.append({ sessionId: 's', turnId: 't', type: 'say', text: 'late' })).rejects.toThrow(/turn "t" has ended/);
+    await ledger.close();
+    opened.length = 0;
+    ledger = await openLedger();
+    await expect(ledger.append({ sessionId: 's', turnId: 't', type: 'tool_output', callId: 'c', output: 1, success: true })).rejects.toThrow(/has ended/);
+    await ledger.append({ sessionId: 's', turnId: 'u', type: 'turn_started' });
+    expect(onDisk().map((e) => [e.seq, e.turnId])).toEqual([[1, 't'], [2, 't'], [3, 'u']]);
   });
 });

@@ -38,10 +38,20 @@ export async function writeAll(handle: FileHandle, buffer: Buffer): Promise<void
 
 /**
  * Copies bytes [from, to) of the file open as `handle` to a new file `target` (synced), a chunk at
- * a time: what `Ledger.open` cuts at a hole is kept there, never deleted. Returns `target`.
+ * a time: what `Ledger.open` cuts at a hole is kept there, never deleted. A file already there
+ * (an earlier cut at the same byte) is kept too: the copy goes to `target.1`, `target.2`, …
+ * Returns the path written.
  */
 export async function saveCut(handle: FileHandle, from: number, to: number, target: string): Promise<string> {
-  const out = await fs.promises.open(target, 'w');
+  let out: FileHandle | undefined;
+  for (let n = 0; out === undefined; n++) {
+    const path = n === 0 ? target : `${target}.${n}`;
+    out = await fs.promises.open(path, 'wx').catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'EEXIST') return undefined;
+      throw error;
+    });
+    if (out !== undefined) target = path;
+  }
   try {
     const chunk = Buffer.allocUnsafe(1024 * 1024);
     for (let position = from; position < to;) {

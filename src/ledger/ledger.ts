@@ -35,6 +35,7 @@
  *    the next line's offset is known then.
  * 10. A read sees the files standing still: a sealing (rename) or a removal of segments waits for
  *    the reads under way, and a read waits for a sealing under way (`#alone`).
+ * 11. Nothing after the end: an append for a turn whose terminal status is written is refused.
  *
  * Not guaranteed: the lock is advisory, and two hard links to one file (two real paths) in two
  * processes are two locks.
@@ -132,8 +133,8 @@ export class Ledger implements LedgerStore {
   readonly #writer: LedgerWriter;
   readonly #segmentBytes: number | undefined;
   readonly #closeWaitMs: number;
-  /** Every turn id in the file (invariant 7). */
-  readonly #turnIds: Set<string>;
+  /** Every turn id in the file (invariant 7), true once the turn has ended (invariant 11). */
+  readonly #turnIds: Map<string, boolean>;
   /** The turns whose `cancelling` is written and whose terminal status is not: their lines are urgent, and `close` waits for them. */
   readonly #stopping = new Set<string>();
   /** Called when `#stopping` empties (while `close` waits for it). */
@@ -381,12 +382,16 @@ export class Ledger implements LedgerStore {
       return Promise.reject(new Error(`Ledger.append: turn ${JSON.stringify(turnId)} is already in "${this.path}"; ` +
         'a turn id is used once (a second turn under it could never be told apart from the first)'));
     }
+    if (this.#turnIds.get(turnId) === true) {
+      return Promise.reject(new Error(`Ledger.append: turn ${JSON.stringify(turnId)} has ended in "${this.path}" (its terminal status is ` +
+        'recorded); nothing of a turn is appended after its end'));
+    }
     const bytes = Buffer.byteLength(line, 'utf8');
     if (bytes > LEDGER_MAX_LINE_BYTES) {
       return Promise.reject(new RangeError(`Ledger.append: the entry's line is ${bytes} bytes, over the ${LEDGER_MAX_LINE_BYTES} ` +
         'a ledger line may hold (LEDGER_MAX_LINE_BYTES); record a large output as a file and its path'));
     }
-    this.#turnIds.add(turnId);
+    this.#turnIds.set(turnId, isTerminalStatus(status));
     this.#seq += 1;
     const rotate = this.#segmentBytes !== undefined && this.#end - this.#activeBase >= this.#segmentBytes ? this.#sealAt(this.#seq) : undefined;
     const start = this.#end;

@@ -6,7 +6,7 @@
  */
 
 import { open as openFile, type FileHandle } from 'node:fs/promises';
-import type { LedgerEntryInput } from './entry.js';
+import { isTerminalStatus, type LedgerEntryInput } from './entry.js';
 import { OpenTurns } from './open-turns.js';
 import { scanFile, type ScanCut } from './scan.js';
 import { listSegments, type PlacedSegment } from './segments.js';
@@ -27,7 +27,8 @@ export interface LoadedLedger {
   /** What was cut off the end of the file being written. */
   cut: ScanCut | undefined;
   index: SessionIndex;
-  turnIds: Set<string>;
+  /** Every turn id, true once the turn's terminal status is read. */
+  turnIds: Map<string, boolean>;
   /** The entries that close the turns left open (entry.ts `closingEntries`). */
   repairs: LedgerEntryInput[];
 }
@@ -35,14 +36,14 @@ export interface LoadedLedger {
 /** Reads every segment of the ledger at `real` and the file being written (`handle`, `size` bytes). */
 export async function loadLedger(path: string, real: string, handle: FileHandle, size: number): Promise<LoadedLedger> {
   const index = new SessionIndex();
-  const turnIds = new Set<string>();
+  const turnIds = new Map<string, boolean>();
   const open = new OpenTurns();
   const segments: PlacedSegment[] = [];
   let seq = 0;
   let base = 0;
   const onEntryAt = (offset: number) => (entry: Parameters<OpenTurns['add']>[0], start: number, end: number) => {
     index.add(entry.sessionId, offset + start, offset + end);
-    turnIds.add(entry.turnId);
+    if (turnIds.get(entry.turnId) !== true) turnIds.set(entry.turnId, entry.type === 'status' && isTerminalStatus(entry.status));
     open.add(entry);
   };
   for (const segment of await listSegments(real)) {
