@@ -152,7 +152,7 @@ export class LedgerWriter {
   #startSync(waiters: Waiter[]): void {
     const sync: Sync = { covers: this.#queuedSeq, done: Promise.resolve(), waiters };
     this.#syncing = sync;
-    sync.done = this.#sync();
+    sync.done = this.#sync(sync.covers);
     const end = (failure: unknown) => {
       if (this.#syncing === sync) this.#syncing = undefined;
       const pending = this.#pending;
@@ -167,17 +167,19 @@ export class LedgerWriter {
     sync.done.then(() => end(undefined), end);
   }
 
-  async #sync(): Promise<void> {
+  /** Waits until every line up to `covers` is written, then syncs (covering whatever is written by then). */
+  async #sync(covers: number): Promise<void> {
     // The lines queued so far written by this very call when nothing is in flight: the sync then
     // starts in the same synchronous run, not behind whatever else the microtask queue holds.
     // Else the pump's write in flight (or a long line, or a rotation), as it completes, writes the
-    // rest and lets the sync go on.
+    // rest and lets the sync go on. Lines queued after the sync began are not waited for: a
+    // steady stream of other sessions' appends never holds it.
     this.#writeQueuedNow();
-    while (this.failure === undefined && (this.#writing || this.#queue.length > 0)) {
+    while (this.failure === undefined && this.#writtenSeq < covers) {
       await new Promise<void>((resolve) => { this.#afterWrite = resolve; });
     }
     if (this.failure !== undefined) throw this.failure;
-    const covers = this.#writtenSeq;
+    const written = this.#writtenSeq;
     this.#syncs += 1;
     try {
       const synced = fdatasyncFd(this.#handle.fd);
@@ -188,7 +190,7 @@ export class LedgerWriter {
       // once, so a later sync could succeed although lines before it never reached the disk.
       throw this.breakOn(`syncing "${this.#path}" failed, so what was written since the last good sync may not be on disk`, cause);
     }
-    if (covers > this.#durableSeq) this.#durableSeq = covers;
+    if (written > this.#durableSeq) this.#durableSeq = written;
   }
 
   /** Breaks the ledger for good (invariant 4) and returns the failure: the first one, if it already was. */
