@@ -287,3 +287,16 @@ describe('nothing of a turn after its end', () => {
     expect(onDisk().map((e) => [e.seq, e.turnId])).toEqual([[1, 't'], [2, 't'], [3, 'u']]);
   });
 });
+
+describe('a sealed segment', () => {
+  it('is refused, naming it and the line, when it holds a hole (it was synced whole: that is damage, not a power loss)', async () => {
+    const ledger = await Ledger.open(file, { segmentBytes: 200 });
+    for (let i = 0; i < 10; i++) void ledger.append({ sessionId: 's', turnId: `t${i}`, type: 'say', text: 'x'.repeat(30) });
+    await ledger.close();
+    const sealed = ledger.segments()[0]!.path;
+    const bytes = readFileSync(sealed);
+    bytes.fill(0, 10, 40);
+    writeFileSync(sealed, bytes);
+    await expect(Ledger.open(file)).rejects.toThrow(/Ledger\.open: ".*history\.jsonl\.1-\d+" line 1 is not a valid ledger entry/);
+  });
+});
