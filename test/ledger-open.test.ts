@@ -228,6 +228,12 @@ describe('segments: Ledger.open(path, { segmentBytes })', () => {
     expect((await ledger.entries())[0]!.seq).toBe(segments[2]!.firstSeq);
     expect((await ledger.entries({ sessionId: 'long' })).map((e) => e.seq)).toEqual([66, 67, 68]);
     await expect(ledger.removeSegments(-1)).rejects.toThrow(RangeError);
+    await expect(ledger.removeSegments('3' as never)).rejects.toThrow(TypeError);
+    // After close, entries reads the files at their paths, across the segments kept.
+    const before = await ledger.entries();
+    await ledger.close();
+    expect(await ledger.entries()).toEqual(before);
+    await expect(ledger.removeSegments(Number.MAX_SAFE_INTEGER)).rejects.toThrow(/closed/);
   });
 
   it('repairs at open a turn whose start is in a sealed segment', async () => {
