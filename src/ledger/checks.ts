@@ -23,6 +23,7 @@ export interface LedgerOpenOptions {
   closeWaitMs?: number;
 }
 
+/** `Ledger.open`'s options: `segmentBytes` a positive integer, `closeWaitMs` a timer's ms. */
 export function checkOpenOptions(options: unknown): asserts options is LedgerOpenOptions {
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`Ledger.open: options: expected an object, got ${describe(options)}`);
@@ -37,11 +38,13 @@ export function checkOpenOptions(options: unknown): asserts options is LedgerOpe
   checkMs('Ledger.open: options.closeWaitMs', closeWaitMs);
 }
 
+/** A seq argument: a non-negative safe integer. */
 export function checkSeq(name: string, value: unknown): asserts value is number {
   if (typeof value !== 'number') throw new TypeError(`${name}: expected a seq (a number), got ${describe(value)}`);
   if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name}: expected a non-negative integer, got ${describe(value)}`);
 }
 
+/** `entries`' filter: ids checked as ids, `afterSeq` a seq, `limit` a positive safe integer; returns its fields. */
 export function checkFilter(filter: unknown): LedgerFilter {
   if (filter === undefined) return {};
   if (filter === null || typeof filter !== 'object') {
