@@ -3,7 +3,7 @@
  * ledger shares its fdatasyncs, and each stop still has its `cancelling` on disk before its signal
  * and its history on disk before its `turn_aborted`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import fs, { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -108,17 +108,25 @@ describe('group commit', () => {
     const gate = new Promise<void>((resolve) => { release = resolve; });
     let inFirst!: () => void;
     const firstStarted = new Promise<void>((resolve) => { inFirst = resolve; });
+    // Counted as the call is made (the shared spy's hook runs a microtask later): a sync started
+    // for the late append would be counted before that append's own promise goes on.
     let calls = 0;
-    spyOnFdatasync(async () => {
-      if (++calls === 1) { inFirst(); await gate; }
-    });
+    const realSync = fs.fdatasync;
+    vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => {
+      if (++calls === 1) {
+        inFirst();
+        void gate.then(() => realSync(fd, callback));
+      } else {
+        realSync(fd, callback);
+      }
+    }) as never);
     const first = ledger.flush();
     await firstStarted;
     const seqOfLate = ledger.seq + 1;
-    void ledger.append({ sessionId: 's', turnId: 't', type: 'say', text: 'late' });
+    const lateWritten = ledger.append({ sessionId: 's', turnId: 't', type: 'say', text: 'late' });
     let lateDone = false;
     const late = Promise.all([ledger.flush(), ledger.flush(), ledger.flush()]).then(() => { lateDone = true; });
-    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    await lateWritten; // the late line is written: a sync of its own could start now, and would have
     expect(calls).toBe(1); // at most one sync in flight: the late flushes wait, they start none
     release();
     await first;
