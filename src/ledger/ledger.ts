@@ -34,28 +34,27 @@
  *    across segments (segments.ts): the sealing of a segment is decided as a line is queued, so
  *    the next line's offset is known then.
  * 10. A read sees the files standing still: a sealing (rename) or a removal of segments waits for
- *    the reads under way, and a read waits for a sealing under way (`#alone`).
+ *    the reads under way, and a read waits for a sealing under way (files.ts).
  * 11. Nothing after the end: an append for a turn whose terminal status is written is refused.
  *
  * Not guaranteed: the lock is advisory, and two hard links to one file (two real paths) in two
  * processes are two locks.
  */
 
-import { open as openFile, realpath, rename, stat as statPath, unlink, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { open as openFile, realpath, stat as statPath, type FileHandle } from 'node:fs/promises';
 import { DEFAULT_LEDGER_CLOSE_WAIT_MS, LEDGER_MAX_LINE_BYTES } from '../constants.js';
 import { checkId, checkText } from '../errors.js';
 import { checkFilter, checkOpenOptions, checkSeq, type LedgerOpenOptions } from './checks.js';
-import { openError, readAtLeast, saveCut, withFile } from './file.js';
+import { openError, saveCut } from './file.js';
+import { LedgerFiles } from './files.js';
 import {
   isTerminalStatus, renderEntry, renderTurnEntry, type LedgerEntry, type LedgerEntryInput, type TurnEntryBody,
 } from './entry.js';
 import { loadLedger } from './load.js';
 import { lockLedger, type LedgerLock } from './lock.js';
-import { scanFile } from './scan.js';
-import { sealedPath, syncDirectory, type LedgerSegment, type PlacedSegment } from './segments.js';
+import { sealedPath, type LedgerSegment, type PlacedSegment } from './segments.js';
 import { readSession, type SessionIndex } from './session-index.js';
-import { LedgerWriter } from './writer.js';
+import { LedgerWriter, type Rotate } from './writer.js';
 import type { LedgerFilter, LedgerStore } from './store.js';
 
 export {
@@ -126,9 +125,8 @@ export class Ledger implements LedgerStore {
   readonly path: string;
   /** What `open` repaired. */
   readonly repair: LedgerRepair;
-  /** The real path (symlinks resolved): segments are sealed next to it. */
-  readonly #real: string;
-  #fileKey: string;
+  /** The files: the one being written and the sealed segments. */
+  readonly #files: LedgerFiles;
   readonly #lock: LedgerLock;
   readonly #writer: LedgerWriter;
   readonly #segmentBytes: number | undefined;
@@ -141,8 +139,6 @@ export class Ledger implements LedgerStore {
   #stopsDone: (() => void) | undefined;
   /** Where each session's lines are (invariant 9). */
   readonly #index: SessionIndex;
-  /** The sealed segments, oldest first. */
-  readonly #segments: PlacedSegment[];
   /** Where the file being written starts in the index's offsets, and the seq of its first line. */
   #activeBase: number;
   #activeFirstSeq: number;
@@ -156,26 +152,19 @@ export class Ledger implements LedgerStore {
   #closed = false;
   /** Set as the handle closes, so `entries` reads the path instead. */
   #handleClosed = false;
-  /** The segments whose sealing is queued (their last line is queued, their file not yet renamed), oldest first. */
-  readonly #sealing: PlacedSegment[] = [];
-  /** A sealing or a removal of segments under way (it waits for the reads under way, and reads wait for it). */
-  #rotation: Promise<unknown> | undefined;
-  /** `entries` calls reading files now, and who waits for them to end. */
-  #reads = 0;
-  #readsDone: (() => void)[] = [];
-
   private constructor(path: string, real: string, fileKey: string, lock: LedgerLock, loaded: Awaited<ReturnType<typeof loadLedger>>,
     handle: FileHandle, options: LedgerOpenOptions, repair: LedgerRepair) {
     this.path = path;
     this.repair = repair;
-    this.#real = real;
-    this.#fileKey = fileKey;
+    this.#files = new LedgerFiles(path, real, fileKey, loaded.segments, (oldKey, newKey) => {
+      openFiles.delete(oldKey);
+      openFiles.add(newKey);
+    });
     this.#lock = lock;
     this.#segmentBytes = options.segmentBytes;
     this.#closeWaitMs = options.closeWaitMs ?? DEFAULT_LEDGER_CLOSE_WAIT_MS;
     this.#index = loaded.index;
     this.#turnIds = loaded.turnIds;
-    this.#segments = loaded.segments;
     this.#activeBase = loaded.activeBase;
     this.#activeFirstSeq = loaded.activeFirstSeq;
     this.#seq = loaded.seq;
@@ -283,7 +272,7 @@ export class Ledger implements LedgerStore {
    * the ledger was opened with `segmentBytes` (or found segments at open).
    */
   segments(): LedgerSegment[] {
-    return this.#segments.map(({ path, firstSeq, lastSeq, bytes }) => ({ path, firstSeq, lastSeq, bytes }));
+    return this.#files.segments.map(({ path, firstSeq, lastSeq, bytes }) => ({ path, firstSeq, lastSeq, bytes }));
   }
 
   /**
@@ -296,19 +285,7 @@ export class Ledger implements LedgerStore {
   async removeSegments(throughSeq: number): Promise<LedgerSegment[]> {
     checkSeq('Ledger.removeSegments: throughSeq', throughSeq);
     if (this.#closing !== undefined) throw new Error(`Ledger.removeSegments: the ledger "${this.path}" is closed`);
-    return this.#alone(async () => {
-      const removed: LedgerSegment[] = [];
-      while (this.#segments.length > 0 && this.#segments[0]!.lastSeq <= throughSeq) {
-        const segment = this.#segments.shift()!;
-        await unlink(segment.path).catch((error: NodeJS.ErrnoException) => { if (error.code !== 'ENOENT') throw error; });
-        removed.push({ path: segment.path, firstSeq: segment.firstSeq, lastSeq: segment.lastSeq, bytes: segment.bytes });
-      }
-      if (removed.length > 0) {
-        this.#index.prune(this.#segments[0]?.base ?? this.#currentBase());
-        await syncDirectory(dirname(this.#real));
-      }
-      return removed;
-    });
+    return this.#files.remove(throughSeq, (firstKeptBase) => this.#index.prune(firstKeptBase ?? this.#files.currentBase(this.#activeBase)));
   }
 
   /**
@@ -409,47 +386,15 @@ export class Ledger implements LedgerStore {
    * The file being written is sealed before the line of `seq`: its segment is placed now (the
    * index's offsets of the next lines depend on it), renamed when the writer gets there.
    */
-  #sealAt(seq: number) {
+  #sealAt(seq: number): Rotate {
     const segment: PlacedSegment = {
-      path: sealedPath(this.#real, this.#activeFirstSeq, seq - 1), firstSeq: this.#activeFirstSeq, lastSeq: seq - 1,
+      path: sealedPath(this.#files.real, this.#activeFirstSeq, seq - 1), firstSeq: this.#activeFirstSeq, lastSeq: seq - 1,
       bytes: this.#end - this.#activeBase, base: this.#activeBase,
     };
-    this.#sealing.push(segment);
     this.#activeBase = this.#end + 1;
     this.#end = this.#activeBase;
     this.#activeFirstSeq = seq;
-    return (old: FileHandle): Promise<FileHandle> => this.#alone(() => this.#seal(segment, old));
-  }
-
-  /**
-   * Runs `change` (a change of the files: a sealing, a removal) once no read and no other change
-   * is under way; reads and changes that come meanwhile wait for it. So a read sees the files as
-   * they stand.
-   */
-  async #alone<T>(change: () => Promise<T>): Promise<T> {
-    while (this.#rotation !== undefined) await this.#rotation.catch(() => {});
-    const run = (async () => {
-      if (this.#reads > 0) await new Promise<void>((resolve) => { this.#readsDone.push(resolve); });
-      return change();
-    })();
-    const settled = run.finally(() => { if (this.#rotation === settled) this.#rotation = undefined; });
-    this.#rotation = settled;
-    return run;
-  }
-
-  /** Renames the file being written to `segment.path` and opens the next one at the path. */
-  async #seal(segment: PlacedSegment, old: FileHandle): Promise<FileHandle> {
-    await rename(this.#real, segment.path);
-    this.#sealing.shift();
-    this.#segments.push(segment);
-    await old.close();
-    const handle = await openFile(this.#real, 'a+');
-    const stat = await handle.stat();
-    await syncDirectory(dirname(this.#real));
-    openFiles.delete(this.#fileKey);
-    this.#fileKey = `${stat.dev}:${stat.ino}`;
-    openFiles.add(this.#fileKey);
-    return handle;
+    return this.#files.seal(segment);
   }
 
   /**
@@ -477,70 +422,23 @@ export class Ledger implements LedgerStore {
     const { sessionId, turnId, afterSeq = 0, limit = Infinity } = checkFilter(filter);
     const ranges = sessionId === undefined ? undefined : this.#index.snapshot(sessionId);
     await this.#writer.lastWrite;
-    while (this.#rotation !== undefined) await this.#rotation.catch(() => {});
-    // From here no file is renamed until this read ends (#seal waits for it): the files stand still.
-    this.#reads += 1;
-    try {
+    return this.#files.reading(async () => {
       const out: LedgerEntry[] = [];
       const visit = (e: LedgerEntry): boolean => {
         if (e.seq > afterSeq && (turnId === undefined || e.turnId === turnId) && (sessionId === undefined || e.sessionId === sessionId)) out.push(e);
         return out.length < limit;
       };
-      const segments = this.#segments.slice();
       if (sessionId !== undefined && !this.#handleClosed && this.#writer.failure === undefined) {
         if (ranges === undefined) return [];
-        const skip = segments.find((s) => s.lastSeq > afterSeq)?.base ?? this.#currentBase();
-        await readSession(this.#reader(segments, skip), 'Ledger.entries', this.path, sessionId, ranges, visit);
+        const currentBase = this.#files.currentBase(this.#activeBase);
+        const from = this.#files.segments.find((s) => s.lastSeq > afterSeq)?.base ?? currentBase;
+        await readSession(this.#files.reader(this.#writer.handle, currentBase, from), 'Ledger.entries', this.path, sessionId, ranges, visit);
         return out;
       }
-      // The whole of each segment after `afterSeq`: a torn tail can only follow a failed write
-      // (invariant 4); it is not an entry, so it is skipped.
-      let previousSeq = 0;
-      for (const segment of segments) {
-        if (segment.lastSeq <= afterSeq) continue;
-        const scanned = await withFile(segment.path, (handle, size) =>
-          scanFile(handle, size, { where: 'Ledger.entries', path: segment.path, previousSeq, tail: false, onEntry: visit }));
-        if (scanned.stopped) return out;
-        previousSeq = scanned.lastSeq;
-      }
-      const scan = (handle: FileHandle, size: number) =>
-        scanFile(handle, size, { where: 'Ledger.entries', path: this.path, previousSeq, tail: true, onEntry: visit });
-      if (!this.#handleClosed) await scan(this.#writer.handle, (await this.#writer.handle.stat()).size);
-      else await withFile(this.path, scan, this.#fileKey);
+      // Every file (a torn tail can only follow a failed write, invariant 4: it is skipped).
+      await this.#files.scan(afterSeq, this.#handleClosed ? undefined : this.#writer.handle, visit);
       return out;
-    } finally {
-      this.#reads -= 1;
-      if (this.#reads === 0) for (const done of this.#readsDone.splice(0)) done();
-    }
-  }
-
-  /** Where the file being written starts in the index's offsets (a segment whose sealing is queued is still that file). */
-  #currentBase(): number {
-    return this.#sealing[0]?.base ?? this.#activeBase;
-  }
-
-  /** How `readSession` reads the index's offsets: the sealed segments by path, the file being written by its handle. */
-  #reader(segments: readonly PlacedSegment[], from: number) {
-    const currentBase = this.#currentBase();
-    const handle = this.#writer.handle;
-    const segmentOf = (offset: number) => (offset >= currentBase ? undefined : segments.findLast((s) => s.base <= offset));
-    return {
-      from,
-      boundary: (offset: number) => {
-        const segment = segmentOf(offset);
-        return segment === undefined ? Infinity : segment.base + segment.bytes;
-      },
-      read: async (position: number, length: number) => {
-        const segment = segmentOf(position);
-        const bytes = segment === undefined
-          ? await readAtLeast(handle, position - currentBase, length)
-          : await withFile(segment.path, (file) => readAtLeast(file, position - segment.base, length));
-        if (bytes.length < length) {
-          throw new Error(`Ledger.entries: "${segment?.path ?? this.path}" is shorter than this ledger wrote it (was it truncated by another program?)`);
-        }
-        return bytes;
-      },
-    };
+    });
   }
 
   /**
@@ -571,7 +469,7 @@ export class Ledger implements LedgerStore {
       // A flush's sync started before the close holds the fd: closing it first could sync another file.
       await this.#writer.drain();
       this.#handleClosed = true;
-      openFiles.delete(this.#fileKey);
+      openFiles.delete(this.#files.fileKey);
       await this.#writer.handle.close();
       await this.#lock.release();
     }
