@@ -66,3 +66,32 @@ it('writes a 16 MB line in slices, the event loop turning between them, and a st
   expect(lines[0].text).toBe(text);
   expect(ledger.durableSeq).toBe(2);
 });
+
+it("a stop's flush waits only for the lines queued before it, not for a steady stream of other sessions' long lines", async () => {
+  const long = 'x'.repeat(1536 * 1024); // longer than a slice: always written by the background writer
+  let written = 0;
+  let issued = 0;
+  let stopFlushed = false;
+  let writtenAtFlush = -1;
+  // Session A appends a long line every turn of the event loop (so new ones queue while each is
+  // being written, a slice at a time) until the stop's flush resolves, or 60 lines.
+  const appendsOfA: Promise<void>[] = [];
+  const streamA = () => {
+    if (stopFlushed || issued >= 60) return;
+    issued++;
+    appendsOfA.push(ledger.append({ sessionId: 'A', turnId: 'a', type: 'say', text: long }).then(() => { written++; }));
+    setImmediate(streamA);
+  };
+  streamA();
+  await new Promise((resolve) => setImmediate(resolve));
+  const queuedBefore = ledger.seq;
+  void ledger.append({ sessionId: 'B', turnId: 'b', type: 'status', status: 'cancelling', reason: 'cancel.user' });
+  await ledger.flush();
+  stopFlushed = true;
+  writtenAtFlush = written;
+  await Promise.all(appendsOfA);
+  expect(ledger.durableSeq).toBeGreaterThanOrEqual(queuedBefore + 1);
+  // The flush did not wait for the stream to end: A was still appending when it resolved.
+  expect(writtenAtFlush).toBeLessThan(30);
+  expect(issued).toBeLessThan(60);
+});
