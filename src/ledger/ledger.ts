@@ -198,6 +198,7 @@ export class Ledger implements LedgerStore {
     }
     let fileKey: string | undefined;
     let lock: LedgerLock | undefined;
+    let ledger: Ledger | undefined;
     try {
       const stat = await handle.stat();
       if (!stat.isFile()) throw new Error(`Ledger.open: "${path}" is not a regular file`);
@@ -230,7 +231,7 @@ export class Ledger implements LedgerStore {
         closedTurns: turns,
         ...(cut === undefined ? {} : { cut: { bytes: cut.bytes, lines: cut.lines, hole: cut.hole, ...(savedTo === undefined ? {} : { savedTo }) } }),
       };
-      const ledger = new Ledger(path, real, fileKey, lock, loaded, handle, options, repair);
+      ledger = new Ledger(path, real, fileKey, lock, loaded, handle, options, repair);
       for (const entry of repairs) void ledger.#appendRepair(entry);
       // fdatasync covers the truncation too: the new size is metadata needed to read the data.
       if (cut !== undefined || repairs.length > 0) {
@@ -243,6 +244,11 @@ export class Ledger implements LedgerStore {
       return ledger;
     } catch (error) {
       if (fileKey !== undefined) openFiles.delete(fileKey);
+      // A repair longer than segmentBytes may have sealed a segment: the file being written is then another.
+      if (ledger !== undefined && ledger.#writer.handle !== handle) {
+        openFiles.delete(ledger.#files.fileKey);
+        await ledger.#writer.handle.close().catch(() => {});
+      }
       await lock?.release();
       await handle.close().catch(() => {});
       throw error;
