@@ -10,8 +10,38 @@ export const DEFAULT_GRACE_MS = 100;
 /** How long a stop of a turn that has not started yet waits for it (`TurnRunner` `pendingStopMs`), in ms. */
 export const DEFAULT_PENDING_STOP_MS = 60_000;
 
+/**
+ * The most pending stops (stops sent to a turn that has not started) a `TurnRunner` keeps for one
+ * session. Past it a new one is refused (`stop_refused`, why `session_full`), never another dropped.
+ */
+export const MAX_PENDING_STOPS_PER_SESSION = 100;
+
+/**
+ * The most pending stops a `TurnRunner` keeps in all. Past it a new one is refused (`stop_refused`,
+ * why `book_full`): one client's flood can fill the book, but never erase a stop already kept.
+ */
+export const MAX_PENDING_STOPS = 10_000;
+
+/**
+ * The most UTF-8 bytes of a tool's output the history records (`TurnRunner` `maxOutputBytes`);
+ * a larger one is recorded as its head and tail around a `… N bytes omitted …` line.
+ */
+export const DEFAULT_MAX_OUTPUT_BYTES = 1_048_576;
+
+/**
+ * The most UTF-8 bytes of a tool call's progress text (`call.progress`) the runner keeps for its
+ * `tool_aborted` entry: the first quarter and the latest three quarters, with the count between.
+ */
+export const MAX_PROGRESS_BYTES = 65_536;
+
 /** How long `runner.shutdown()` waits for the stops it began before it resolves, in ms. */
 export const DEFAULT_SHUTDOWN_DEADLINE_MS = 10_000;
+
+/** How often `fullstop/mcp` sends a running call's progress notification (`progressIntervalMs`), in ms. */
+export const DEFAULT_MCP_PROGRESS_INTERVAL_MS = 10_000;
+
+/** How much of a cut call's output `toModelMessages` gives the model (`partialBudgetBytes`), in bytes. */
+export const DEFAULT_PARTIAL_BUDGET_BYTES = 4096;
 
 /**
  * The longest id fullstop keeps, in characters: a session, turn, call or question id, a stop's
@@ -28,6 +58,26 @@ export const DEFAULT_PG_TIMEOUT_MS = 5_000;
 
 /** `fullstop/postgres`: how long a stop's signal waits for its intent's commit (`intentTimeoutMs`), in ms. */
 export const DEFAULT_PG_INTENT_TIMEOUT_MS = 1_000;
+
+/**
+ * The `type` of the warnings a throwing user callback raises (`process.on('warning')`): a
+ * `TurnRunner` event listener, an `exec` `onOutput`. The work it was called from goes on.
+ */
+export const LISTENER_WARNING = 'FullstopListenerWarning';
+
+/**
+ * The longest line a ledger holds, in bytes (128 MiB): an append whose line is longer is refused
+ * with a RangeError, and `Ledger.open` refuses a file holding one (naming the path and the line)
+ * instead of building a string the runtime cannot hold.
+ */
+export const LEDGER_MAX_LINE_BYTES = 128 * 1024 * 1024;
+
+/**
+ * How long `ledger.close()` waits for the stops under way (their `cancelling` written, their end
+ * not yet) to write and flush their history before it closes anyway, in ms (`Ledger.open`'s
+ * `closeWaitMs`).
+ */
+export const DEFAULT_LEDGER_CLOSE_WAIT_MS = 10_000;
 
 /**
  * Reason codes by intent, for `runner.stop(sessionId, { reason })` and the ledger's `status`
@@ -48,6 +98,25 @@ export const StopReasons = Object.freeze({
   /** A deadline ran out. */
   timeout: 'cancel.timeout',
 } as const);
+
+/**
+ * Reason codes fullstop writes itself when no one asked for a stop: a fleet's lease (a turn whose
+ * owner lost or let its lease run out), a fleet closing, and a restart (a turn the host lost with no
+ * recorded stop, closed by `Ledger.open`'s repair or a fleet's sweep).
+ */
+export const FleetReasons = Object.freeze({
+  /** The instance running the turn could not renew its lease in time and stopped its own turn. */
+  leaseLost: 'lease.lost',
+  /** The turn's lease expired (its instance went silent); another instance closed its record. */
+  leaseExpired: 'lease.expired',
+  /** `fleet.close()` ended the turn's record while the turn was still running. */
+  closed: 'fleet.closed',
+  /** The host stopped (a crash, a restart) with the turn open and no stop recorded. */
+  restart: 'restart',
+} as const);
+
+/** One of `FleetReasons`' values. */
+export type FleetReason = (typeof FleetReasons)[keyof typeof FleetReasons];
 
 /** One of `StopReasons`' values. */
 export type StopReason = (typeof StopReasons)[keyof typeof StopReasons];

@@ -1,0 +1,25 @@
+/**
+ * What the history keeps of a big tool output: its head and its tail around a
+ * `… N bytes omitted …` line, within a byte bound (`TurnRunner` `maxOutputBytes`). The first error
+ * and the last lines are what a reader needs; the middle of a 64 MB log is not worth a stop's time.
+ *
+ * A value is serialised once: the JSON text that measures it is the text that is cut (a value under
+ * the bound is parsed back, as the history records plain JSON).
+ */
+
+import { headAndTail, utf8Bytes } from '../base/head-tail.js';
+import { renderSafely } from '../base/render.js';
+
+/** `value` as the history records it, within `maxBytes`; a TypeError naming `name` when JSON cannot encode it. */
+export function recordable(name: string, value: unknown, maxBytes: number): unknown {
+  // A string is cut as itself, not as its JSON text (whose escapes a reader would see doubled).
+  if (typeof value === 'string') return utf8Bytes(value) <= maxBytes ? value : headAndTail(value, maxBytes);
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (cause) {
+    throw new TypeError(`${name}: cannot be recorded as JSON (${renderSafely(cause)})`, { cause });
+  }
+  if (text === undefined) return undefined;
+  return utf8Bytes(text) <= maxBytes ? JSON.parse(text) : headAndTail(text, maxBytes);
+}
