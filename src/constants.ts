@@ -74,8 +74,8 @@ export const LEDGER_MAX_LINE_BYTES = 128 * 1024 * 1024;
 
 /**
  * How long `ledger.close()` waits for the stops under way (their `cancelling` written, their end
- * not yet) to write and flush their history before it closes anyway, in ms (`Ledger.open`'s
- * `closeWaitMs`).
+ * not yet) to write and flush their history before it closes anyway, in ms (`Ledger.open`'s and
+ * `PgLedger.open`'s `closeWaitMs`).
  */
 export const DEFAULT_LEDGER_CLOSE_WAIT_MS = 10_000;
 

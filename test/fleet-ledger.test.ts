@@ -62,7 +62,7 @@ describe.skipIf(!up)('the fleet and the history', () => {
     await eventually(() => ledgerB.abandoned.length + ledgerC.abandoned.length > 0, 5000, 'the history to be closed');
     // More sweeps on both instances find nothing more to close.
     await Promise.all([b.fleet.sweep(), c.fleet.sweep(), b.fleet.sweep(), c.fleet.sweep()]);
-    expect([...ledgerB.abandoned, ...ledgerC.abandoned]).toEqual([['s-dead', 't-dead']]);
+    expect([...ledgerB.abandoned, ...ledgerC.abandoned]).toEqual([['s-dead', 't-dead', 'lease.expired']]);
     expect(liveTurn.signal.aborted).toBe(false);
     expect(await b.fleet.turn('s-live')).toMatchObject({ status: 'running', node: c.fleet.nodeId });
     h.release();
@@ -80,7 +80,7 @@ describe.skipIf(!up)('the fleet and the history', () => {
       let swept = 0;
       await eventually(async () => (swept += await b.fleet.sweep()) > 0, 10_000, 'the sweep to mark the dead owner\'s turn');
       expect(swept).toBe(1);
-      expect(failing.abandoned).toEqual([['s-dead', 't-dead']]);
+      expect(failing.abandoned).toEqual([['s-dead', 't-dead', 'lease.expired']]);
       await eventually(() => warnings.length === 1, 5000, 'the warning');
       expect(warnings[0]!.message).toMatch(/t-dead.*database away/);
       expect(await b.fleet.turn('s-dead')).toMatchObject({ status: 'interrupted', reason: 'lease.expired' });

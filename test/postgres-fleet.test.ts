@@ -66,6 +66,9 @@ describe.skipIf(!up)('a fleet on PgLedger', () => {
     const history = await ledgerC.entries({ sessionId: 's-dead' });
     expect(history.map(typeOf)).toEqual(['turn_started', 'say', 'tool_call', 'tool_aborted', 'status:interrupted']);
     expect(history[3]).toMatchObject({ output: INTERRUPTED_TOOL_TEXT });
+    // The history says why, as the fleet's record does.
+    expect(history[4]).toMatchObject({ reason: 'lease.expired' });
+    expect(await b.fleet.turn('s-dead')).toMatchObject({ status: 'interrupted', reason: 'lease.expired' });
     await Promise.all([b.fleet.sweep(), c.fleet.sweep()]);
     expect(await ledgerB.entries({ sessionId: 's-dead' })).toHaveLength(5);
 

@@ -38,6 +38,9 @@ describe('PgLedger.open', () => {
       [{ pool, timeoutMs: 0 }, RangeError, /options\.timeoutMs/],
       [{ pool, timeoutMs: -1 }, RangeError, /options\.timeoutMs/],
       [{ pool, intentTimeoutMs: Number.NaN }, RangeError, /options\.intentTimeoutMs/],
+      // In a scene's schema: an option not refused would otherwise open the default one.
+      [{ pool, schema: pg.schema(), closeWaitMs: '10' }, TypeError, /options\.closeWaitMs/],
+      [{ pool, schema: pg.schema(), closeWaitMs: -1 }, RangeError, /options\.closeWaitMs/],
     ];
     for (const [options, type, message] of cases) {
       await expect(PgLedger.open(options as never)).rejects.toThrow(type);
@@ -101,13 +104,33 @@ describe('entries', () => {
     }
     expect(pages).toEqual([['t0', 't2'], ['t4', 't6'], ['t8']]);
     expect(await ledger.entries({ sessionId: 'none' })).toEqual([]);
-    expect(await ledger.entries({ limit: 0 })).toEqual([]);
     await expect(ledger.entries(null as never)).rejects.toThrow(/filter: expected an object/);
     await expect(ledger.entries({ sessionId: '' })).rejects.toThrow(TypeError);
     await expect(ledger.entries({ turnId: 'x'.repeat(1025) })).rejects.toThrow(/filter\.turnId: at most 1024/);
-    await expect(ledger.entries({ afterSeq: '3' as never })).rejects.toThrow(/filter\.afterSeq: expected a number/);
+    await expect(ledger.entries({ afterSeq: '3' as never })).rejects.toThrow(/filter\.afterSeq: expected a seq/);
     await expect(ledger.entries({ afterSeq: -1 })).rejects.toThrow(RangeError);
     await expect(ledger.entries({ limit: 1.5 })).rejects.toThrow(/filter\.limit/);
+    await expect(ledger.entries({ limit: 0 })).rejects.toThrow(RangeError);
+    await ledger.close();
+  });
+
+  it('refuse a bad filter exactly as the file Ledger does (the same check, limit: 0 included)', async () => {
+    const ledger = await open(pg.schema(), 'A');
+    const dir = mkdtempSync(join(tmpdir(), 'fullstop-pg-file-'));
+    dirs.push(dir);
+    const file = await Ledger.open(join(dir, 'history.jsonl'));
+    const bad: unknown[] = [
+      null, 7, 'filter', { sessionId: '' }, { sessionId: 7 }, { turnId: 'x'.repeat(1025) }, { afterSeq: '3' }, { afterSeq: -1 }, { afterSeq: 1.5 },
+      { afterSeq: Number.MAX_SAFE_INTEGER + 1 }, { limit: 0 }, { limit: -1 }, { limit: 1.5 }, { limit: Infinity }, { limit: null }, { limit: '2' },
+    ];
+    for (const filter of bad) {
+      const [fromPg, fromFile] = await Promise.all([ledger.entries(filter as never).catch((e: Error) => e), file.entries(filter as never).catch((e: Error) => e)]);
+      expect(fromFile, JSON.stringify(filter)).toBeInstanceOf(Error);
+      expect(fromPg, JSON.stringify(filter)).toBeInstanceOf((fromFile as Error).constructor);
+      expect((fromPg as Error).message).toBe((fromFile as Error).message.replace(/^Ledger\.entries/, 'PgLedger.entries'));
+    }
+    expect(await ledger.entries({ limit: 1 })).toEqual(await file.entries({ limit: 1 }));
+    await file.close();
     await ledger.close();
   });
 });
@@ -214,7 +237,8 @@ describe('one batch decides as the rows would one by one', () => {
 describe('repair', () => {
   it('open closes the unfinished turns of its own instanceId and leaves a live instance\'s turns alone', async () => {
     const schema = pg.schema();
-    const [crashed, live] = [await open(schema, 'crashing'), await open(schema, 'live')];
+    // closeWaitMs 0: the crashed process never closes (its close here is cleanup), so it waits for no stop.
+    const [crashed, live] = [await open(schema, 'crashing', { closeWaitMs: 0 }), await open(schema, 'live')];
     await crashed.append({ sessionId: 's1', turnId: 'plain', type: 'turn_started' });
     await crashed.append({ sessionId: 's1', turnId: 'plain', type: 'tool_call', callId: 'c1', name: 'n', args: {} });
     await crashed.append({ sessionId: 's2', turnId: 'stopping', type: 'turn_started' });
@@ -255,10 +279,28 @@ describe('repair', () => {
     const entries = await other.entries({ turnId: 't' });
     expect(entries.map(typeOf)).toEqual(['turn_started', 'tool_call', 'tool_call', 'tool_output', 'tool_aborted', 'status:interrupted']);
     expect(entries[4]).toMatchObject({ callId: 'b', output: INTERRUPTED_TOOL_TEXT });
+    expect(entries[5]).toMatchObject({ reason: 'restart' }); // the default reason
     // The owner waking up late writes nothing more of it.
     await expect(dead.append({ sessionId: 's', turnId: 't', type: 'tool_output', callId: 'b', output: 2, success: true })).rejects.toThrow(/has ended/);
     await expect(sweeper.closeAbandonedTurn('', 't')).rejects.toThrow(TypeError);
     await Promise.all([dead.close(), sweeper.close(), other.close()]);
+  });
+
+  it('closeAbandonedTurn records the reason it is given on interrupted; a recorded stop keeps its own on cancelled', async () => {
+    const schema = pg.schema();
+    const [dead, sweeper] = [await open(schema, 'dead', { closeWaitMs: 0 }), await open(schema, 'sweeper')];
+    await dead.append({ sessionId: 's', turnId: 'plain', type: 'turn_started' });
+    await dead.append({ sessionId: 's', turnId: 'stopping', type: 'turn_started' });
+    await dead.append({ sessionId: 's', turnId: 'stopping', type: 'status', status: 'cancelling', reason: 'cancel.user' });
+    await expect(sweeper.closeAbandonedTurn('s', 'plain', '')).rejects.toThrow(/closeAbandonedTurn: reason/);
+    await expect(sweeper.closeAbandonedTurn('s', 'plain', 'r'.repeat(1025))).rejects.toThrow(RangeError);
+    await expect(sweeper.closeAbandonedTurn('s', 'plain', 7 as never)).rejects.toThrow(TypeError);
+    expect((await sweeper.entries({ turnId: 'plain' })).map(typeOf)).toEqual(['turn_started']); // nothing written by a refused call
+    expect(await sweeper.closeAbandonedTurn('s', 'plain', 'lease.expired')).toBe(true);
+    expect(await sweeper.closeAbandonedTurn('s', 'stopping', 'lease.expired')).toBe(true);
+    expect((await sweeper.entries({ turnId: 'plain' })).at(-1)).toMatchObject({ type: 'status', status: 'interrupted', reason: 'lease.expired' });
+    expect((await sweeper.entries({ turnId: 'stopping' })).at(-1)).toMatchObject({ type: 'status', status: 'cancelled', reason: 'cancel.user' });
+    await Promise.all([dead.close(), sweeper.close()]);
   });
 });
 

@@ -9,10 +9,11 @@
  *
  * A turn it marks `interrupted` had a dead (or cut-off) owner, whose history nobody else will
  * close: the sweeping instance closes it in the shared store (`runner.ledger.closeAbandonedTurn`,
- * when the store has it), once per turn fleet-wide. A store that fails is reported (a process
- * warning), never a reason to stop sweeping.
+ * when the store has it, with the record's reason `lease.expired`), once per turn fleet-wide. A
+ * store that fails is reported (a process warning), never a reason to stop sweeping.
  */
 import { messageOf } from '../base/render.js';
+import { FleetReasons } from '../constants.js';
 import { command, type FleetRedisClient } from './client.js';
 import { type FleetKeys, parseLeaseMember } from './keys.js';
 import type { TurnRecords } from './records.js';
@@ -76,7 +77,8 @@ export class Sweep {
     const ledger = this.#ctx.runner.ledger;
     if (typeof ledger?.closeAbandonedTurn !== 'function') return;
     try {
-      await ledger.closeAbandonedTurn(sessionId, turnId);
+      // The history says why the turn ended as its record does (reap_lease's reason).
+      await ledger.closeAbandonedTurn(sessionId, turnId, FleetReasons.leaseExpired);
     } catch (error) {
       process.emitWarning(`fullstop/fleet: closing the history of turn ${JSON.stringify(turnId)} (session ${JSON.stringify(sessionId)}), whose owner's lease expired, failed: ${messageOf(error)}`,
         { type: SWEEP_LEDGER_WARNING, detail: error instanceof Error ? error.stack : undefined });

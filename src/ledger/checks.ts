@@ -1,5 +1,6 @@
 /**
- * The argument checks of the file `Ledger`: its open options, its filter (with paging) and seqs.
+ * The argument checks of the ledgers: the file `Ledger`'s open options and seqs, and the `entries`
+ * filter (with paging) that the file `Ledger` and `PgLedger` share, so both refuse alike.
  * Each throws a TypeError or RangeError naming the argument, before anything changes.
  */
 
@@ -44,19 +45,22 @@ export function checkSeq(name: string, value: unknown): asserts value is number 
   if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name}: expected a non-negative integer, got ${describe(value)}`);
 }
 
-/** `entries`' filter: ids checked as ids, `afterSeq` a seq, `limit` a positive safe integer; returns its fields. */
-export function checkFilter(filter: unknown): LedgerFilter {
+/**
+ * `entries`' filter: ids checked as ids, `afterSeq` a seq, `limit` a positive safe integer; returns
+ * its fields. `where` names the method in messages (`PgLedger.entries` for the Postgres store).
+ */
+export function checkFilter(filter: unknown, where = 'Ledger.entries'): LedgerFilter {
   if (filter === undefined) return {};
   if (filter === null || typeof filter !== 'object') {
-    throw new TypeError(`Ledger.entries: filter: expected an object, got ${describe(filter)}`);
+    throw new TypeError(`${where}: filter: expected an object, got ${describe(filter)}`);
   }
   const { sessionId, turnId, afterSeq, limit } = filter as Record<string, unknown>;
-  if (sessionId !== undefined) checkId('Ledger.entries: filter.sessionId', sessionId);
-  if (turnId !== undefined) checkId('Ledger.entries: filter.turnId', turnId);
-  if (afterSeq !== undefined) checkSeq('Ledger.entries: filter.afterSeq', afterSeq);
+  if (sessionId !== undefined) checkId(`${where}: filter.sessionId`, sessionId);
+  if (turnId !== undefined) checkId(`${where}: filter.turnId`, turnId);
+  if (afterSeq !== undefined) checkSeq(`${where}: filter.afterSeq`, afterSeq);
   if (limit !== undefined) {
-    if (typeof limit !== 'number') throw new TypeError(`Ledger.entries: filter.limit: expected a number of entries, got ${describe(limit)}`);
-    if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`Ledger.entries: filter.limit: expected a positive integer, got ${describe(limit)}`);
+    if (typeof limit !== 'number') throw new TypeError(`${where}: filter.limit: expected a number of entries, got ${describe(limit)}`);
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`${where}: filter.limit: expected a positive integer, got ${describe(limit)}`);
   }
   return { sessionId, turnId, afterSeq, limit } as LedgerFilter;
 }

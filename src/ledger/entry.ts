@@ -250,9 +250,9 @@ interface OpenTurn {
  * turn: a `tool_aborted` for each `tool_call` with no output (a model API refuses a history with a
  * call and no output), then, where a `cancelling` intent was written, the `turn_aborted` marker (if
  * the stop did not get to write it) and `cancelled` with the recorded reason; else `interrupted`
- * with reason `restart`.
+ * with `interruptedReason` (`restart`: a crash or a restart; a fleet's sweep gives `lease.expired`).
  */
-export function closingEntries(entries: readonly LedgerEntry[]): LedgerEntryInput[] {
+export function closingEntries(entries: readonly LedgerEntry[], interruptedReason: string = FleetReasons.restart): LedgerEntryInput[] {
   const turns = new Map<string, OpenTurn>();
   for (const entry of entries) {
     const key = JSON.stringify([entry.sessionId, entry.turnId]);
@@ -280,7 +280,7 @@ export function closingEntries(entries: readonly LedgerEntry[]): LedgerEntryInpu
       repairs.push({ sessionId, turnId, type: 'tool_aborted', callId, output });
     }
     if (cancelling === undefined) {
-      repairs.push({ sessionId, turnId, type: 'status', status: 'interrupted', reason: FleetReasons.restart });
+      repairs.push({ sessionId, turnId, type: 'status', status: 'interrupted', reason: interruptedReason });
     } else {
       const reason = reasonOf(cancelling);
       if (!marked) {

@@ -32,7 +32,7 @@ export interface LedgerFilter {
   turnId?: string;
   /** Only entries whose `seq` is greater (paging: pass the last `seq` of the previous page). */
   afterSeq?: number;
-  /** At most this many entries (the first ones, in `seq` order). */
+  /** At most this many entries (the first ones, in `seq` order): a positive integer (0 is a RangeError). */
   limit?: number;
 }
 
@@ -61,7 +61,10 @@ export interface LedgerStore {
    * miss a turn another instance started a moment ago: the `turn_started` append is the authority.
    */
   hasTurn(turnId: string): boolean;
-  /** Waits (bounded) for the stops under way to be written and flushed, then closes. */
+  /**
+   * Waits (bounded) for the stops under way to be written and flushed, taking only their appends
+   * meanwhile, then closes (promise 6).
+   */
   close(): Promise<void>;
   /**
    * How long a stop's signal waits for its intent (`cancelling`) to be durable, in ms; past it the
@@ -74,11 +77,15 @@ export interface LedgerStore {
   /**
    * Closes the history of a turn whose owner died (a fleet's sweep calls it on the instance that
    * found the lease expired): a `tool_aborted` for each call without an output, then `status:
-   * interrupted` (`cancelled` where `cancelling` was recorded). Resolves true when it closed the
-   * turn, false when the turn was unknown or already ended. Optional: a store one instance owns
-   * (the file `Ledger`) repairs its turns at its next open instead.
+   * interrupted` with `reason` (`cancelled` with the stop's own reason where `cancelling` was
+   * recorded). Resolves true when it closed the turn, false when the turn was unknown or already
+   * ended. Optional: a store one instance owns (the file `Ledger`) repairs its turns at its next
+   * open instead.
+   *
+   * @param reason The reason of the `interrupted` status (a fleet's sweep passes
+   *   `FleetReasons.leaseExpired`, as its turn record says). @default FleetReasons.restart ('restart')
    */
-  closeAbandonedTurn?(sessionId: string, turnId: string): Promise<boolean>;
+  closeAbandonedTurn?(sessionId: string, turnId: string, reason?: string): Promise<boolean>;
 }
 
 const METHODS = ['append', 'flush', 'entries', 'hasTurn', 'close'] as const;

@@ -5,7 +5,7 @@
 
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_PG_INTENT_TIMEOUT_MS, DEFAULT_PG_SCHEMA, DEFAULT_PG_TIMEOUT_MS } from '../../constants.js';
+import { DEFAULT_LEDGER_CLOSE_WAIT_MS, DEFAULT_PG_INTENT_TIMEOUT_MS, DEFAULT_PG_SCHEMA, DEFAULT_PG_TIMEOUT_MS } from '../../constants.js';
 import { checkId, checkMs, describe } from '../../errors.js';
 import { checkSchemaName } from './statements.js';
 import type { PgPool } from './pool.js';
@@ -32,7 +32,7 @@ export interface PgLedgerOptions {
   instanceId?: string;
   /**
    * The bound of every wait on the database, in ms: an append or flush settles, and `open`,
-   * `entries`, `close` and `closeAbandonedTurn` resolve or reject, within it (an append waiting
+   * `entries` and `closeAbandonedTurn` resolve or reject, within it (an append waiting
    * behind a transaction that got no answer included), whatever timeouts the pool has.
    * @default 5000
    */
@@ -43,6 +43,15 @@ export interface PgLedgerOptions {
    * @default 1000
    */
   intentTimeoutMs?: number;
+  /**
+   * How long `close()` waits for the stops under way (their `cancelling` appended, their end not
+   * yet) to append and commit their history, in ms, as the file `Ledger`'s `closeWaitMs`. Then it
+   * waits at most `timeoutMs` more for the appends under way: `close` settles within the sum.
+   * @default 10_000 (DEFAULT_LEDGER_CLOSE_WAIT_MS)
+   * @example
+   * await PgLedger.open({ pool, closeWaitMs: 30_000 }); // stops with a long grace still close whole
+   */
+  closeWaitMs?: number;
 }
 
 /** The options with their defaults applied. */
@@ -52,6 +61,7 @@ export interface ResolvedOptions {
   instanceId: string;
   timeoutMs: number;
   intentTimeoutMs: number;
+  closeWaitMs: number;
 }
 
 const WHERE = 'PgLedger.open';
@@ -61,8 +71,10 @@ export function resolveOptions(options: unknown): ResolvedOptions {
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`${WHERE}: options: expected an object with a pool, got ${describe(options)}`);
   }
-  const { pool, schema = DEFAULT_PG_SCHEMA, instanceId, timeoutMs = DEFAULT_PG_TIMEOUT_MS, intentTimeoutMs = DEFAULT_PG_INTENT_TIMEOUT_MS } =
-    options as Record<string, unknown>;
+  const {
+    pool, schema = DEFAULT_PG_SCHEMA, instanceId, timeoutMs = DEFAULT_PG_TIMEOUT_MS, intentTimeoutMs = DEFAULT_PG_INTENT_TIMEOUT_MS,
+    closeWaitMs = DEFAULT_LEDGER_CLOSE_WAIT_MS,
+  } = options as Record<string, unknown>;
   if (pool === null || typeof pool !== 'object' || typeof (pool as { connect?: unknown }).connect !== 'function') {
     throw new TypeError(`${WHERE}: options.pool: expected a pg.Pool (an object with connect()), got ${describe(pool)}`);
   }
@@ -71,11 +83,13 @@ export function resolveOptions(options: unknown): ResolvedOptions {
   checkMs(`${WHERE}: options.timeoutMs`, timeoutMs);
   if (timeoutMs === 0) throw new RangeError(`${WHERE}: options.timeoutMs: expected more than 0 ms, got 0`);
   checkMs(`${WHERE}: options.intentTimeoutMs`, intentTimeoutMs);
+  checkMs(`${WHERE}: options.closeWaitMs`, closeWaitMs);
   return {
     pool: pool as PgPool,
     schema,
     instanceId: instanceId ?? `${hostname()}:${process.pid}:${randomBytes(6).toString('hex')}`,
     timeoutMs: timeoutMs as number,
     intentTimeoutMs: intentTimeoutMs as number,
+    closeWaitMs: closeWaitMs as number,
   };
 }

@@ -10,12 +10,16 @@
  * 2. What the database decides stays there: a used turn id and an ended turn are refused inside
  *    the appending transaction, whichever instance sends it; `hasTurn` is only a local hint.
  * 3. Every wait is bounded by `timeoutMs` (pool.ts, group-commit.ts invariant 2).
- * 4. `close` refuses appends from its call on, and waits for the ones under way (bounded by 3).
+ * 4. `close` waits (at most `closeWaitMs`) for the stops under way — turns whose `cancelling` was
+ *    appended here and whose terminal status was not — taking only their appends meanwhile; then
+ *    it refuses every append and waits for the ones under way (bounded by 3).
  */
 
 import { randomUUID } from 'node:crypto';
-import { checkId, describe, TurnIdUsedError } from '../../errors.js';
-import type { LedgerEntry, LedgerEntryInput } from '../entry.js';
+import { FleetReasons } from '../../constants.js';
+import { checkId, TurnIdUsedError } from '../../errors.js';
+import { checkFilter } from '../checks.js';
+import { isTerminalStatus, type LedgerEntry, type LedgerEntryInput } from '../entry.js';
 import type { LedgerFilter, LedgerStore } from '../store.js';
 import { Appender, type Row, type Verdict } from './appender.js';
 import { GroupCommit } from './group-commit.js';
@@ -38,6 +42,9 @@ import { statementsFor, type Statements } from './statements.js';
  *   a turn whose end is recorded rejects (the database refuses it in the same transaction).
  * - Every wait is bounded by `timeoutMs`; an entry whose commit answer was lost is re-sent and
  *   written at most once.
+ * - `close()` waits (at most `closeWaitMs`) for the stops under way to commit their history, as the
+ *   file `Ledger`'s does: `runner.shutdown({ deadlineMs })` then `ledger.close()` leaves every
+ *   stopped turn complete for every instance.
  *
  * @example
  * import pg from 'pg';
@@ -46,7 +53,7 @@ import { statementsFor, type Statements } from './statements.js';
  * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
  * const ledger = await PgLedger.open({ pool, instanceId: process.env.POD_NAME });
  * const runner = new TurnRunner({ ledger });
- * // … on shutdown: await runner.shutdown(); await ledger.close(); await pool.end();
+ * // … on shutdown: await runner.shutdown({ deadlineMs: 10_000 }); await ledger.close(); await pool.end();
  */
 export class PgLedger implements LedgerStore {
   /** The schema holding the tables. */
@@ -57,6 +64,8 @@ export class PgLedger implements LedgerStore {
   readonly timeoutMs: number;
   /** How long a stop's signal waits for its intent's commit, in ms (`LedgerStore`). */
   readonly intentTimeoutMs: number;
+  /** How long `close()` waits for the stops under way to commit their history, in ms. */
+  readonly closeWaitMs: number;
   readonly #options: ResolvedOptions;
   readonly #statements: Statements;
   readonly #appender: Appender;
@@ -65,8 +74,14 @@ export class PgLedger implements LedgerStore {
   readonly #turnIds = new Set<string>();
   /** The last local seq given to a row of this writer. */
   #localSeq = 0;
+  /** The turns whose `cancelling` was appended and whose terminal status was not: `close` waits for them (invariant 4). */
+  readonly #stopping = new Set<string>();
+  /** Called when `#stopping` empties (while `close` waits for it). */
+  #stopsDone: (() => void) | undefined;
   /** `close()`'s promise; `undefined` while open. */
   #closing: Promise<void> | undefined;
+  /** Set once `close` stopped waiting for stops: every append is refused. */
+  #closed = false;
 
   private constructor(options: ResolvedOptions, statements: Statements) {
     this.#options = options;
@@ -74,6 +89,7 @@ export class PgLedger implements LedgerStore {
     this.instanceId = options.instanceId;
     this.timeoutMs = options.timeoutMs;
     this.intentTimeoutMs = options.intentTimeoutMs;
+    this.closeWaitMs = options.closeWaitMs;
     this.#statements = statements;
     // A writer name new at every open: (writer, local_seq) names a row for re-sends (appender.ts).
     this.#appender = new Appender(options.pool, statements, options.instanceId, randomUUID(), 'PgLedger.append');
@@ -93,7 +109,7 @@ export class PgLedger implements LedgerStore {
       await migrate(resolved.pool, statements, resolved.timeoutMs);
       const ledger = new PgLedger(resolved, statements);
       for (const { sessionId, turnId } of await openTurnsOf(ledger.#repair, 'PgLedger.open', resolved.instanceId)) {
-        await closeTurn(ledger.#repair, 'PgLedger.open', sessionId, turnId);
+        await closeTurn(ledger.#repair, 'PgLedger.open', sessionId, turnId, FleetReasons.restart);
       }
       return ledger;
     } catch (error) {
@@ -116,19 +132,23 @@ export class PgLedger implements LedgerStore {
   /**
    * Appends one entry; resolves once it is committed. Rejects with a TypeError naming the field for
    * a bad entry (nothing kept), `TurnIdUsedError` for a `turn_started` of a used turn id, and an
-   * Error for an ended turn, a closed ledger, or a database that failed or did not answer within
+   * Error for an ended turn, a closed ledger (while `close` waits for the stops under way, only
+   * their turns' appends are taken), or a database that failed or did not answer within
    * `timeoutMs` (then it was not written, unless the answer of its commit was the one lost).
    */
   append(entry: LedgerEntryInput): Promise<void> {
-    if (this.#closing !== undefined) return Promise.reject(new Error(`PgLedger.append: the ledger (${this.description}) is closed`));
+    if (this.#closed) return Promise.reject(this.#closedError());
     let row: Row;
     try {
       row = rowOf(entry, this.#localSeq + 1);
     } catch (error) {
       return Promise.reject(error);
     }
+    if (this.#closing !== undefined && !this.#stopping.has(row.turnId)) return Promise.reject(this.#closedError());
     this.#localSeq = row.localSeq;
     this.#turnIds.add(row.turnId);
+    if (row.status === 'cancelling') this.#stopping.add(row.turnId);
+    else if (isTerminalStatus(row.status) && this.#stopping.delete(row.turnId) && this.#stopping.size === 0) this.#stopsDone?.();
     return this.#commits.add(row);
   }
 
@@ -144,7 +164,7 @@ export class PgLedger implements LedgerStore {
    * filter field; rejects when the database fails or does not answer within `timeoutMs`.
    */
   async entries(filter?: LedgerFilter): Promise<LedgerEntry[]> {
-    const checked = checkFilter(filter);
+    const checked = checkFilter(filter, 'PgLedger.entries');
     await this.#commits.flush().catch(() => {});
     const { text, order } = this.#statements.selectEntries({
       sessionId: checked.sessionId !== undefined, turnId: checked.turnId !== undefined,
@@ -157,30 +177,64 @@ export class PgLedger implements LedgerStore {
 
   /**
    * Closes the history of a turn whose owner died (a fleet's sweep calls it): a `tool_aborted` for
-   * each call without an output, then `interrupted` (the marker and `cancelled` where `cancelling`
-   * was recorded), in one transaction that holds only while the turn is open. Resolves true when it
-   * closed the turn, false when the turn is unknown, of another session, or already ended.
+   * each call without an output, then `interrupted` with `reason` (the marker and `cancelled` with
+   * the stop's own reason where `cancelling` was recorded), in one transaction that holds only
+   * while the turn is open. Resolves true when it closed the turn, false when the turn is unknown,
+   * of another session, or already ended. A TypeError/RangeError names a bad argument.
+   *
+   * @param reason The reason of the `interrupted` status. @default FleetReasons.restart ('restart')
+   * @example
+   * await ledger.closeAbandonedTurn('session-1', 'turn-7', FleetReasons.leaseExpired);
    */
-  async closeAbandonedTurn(sessionId: string, turnId: string): Promise<boolean> {
+  async closeAbandonedTurn(sessionId: string, turnId: string, reason: string = FleetReasons.restart): Promise<boolean> {
     checkId('PgLedger.closeAbandonedTurn: sessionId', sessionId);
     checkId('PgLedger.closeAbandonedTurn: turnId', turnId);
+    checkId('PgLedger.closeAbandonedTurn: reason', reason);
     if (this.#closing !== undefined) throw new Error(`PgLedger.closeAbandonedTurn: the ledger (${this.description}) is closed`);
     try {
-      return await closeTurn(this.#repair, 'PgLedger.closeAbandonedTurn', sessionId, turnId);
+      return await closeTurn(this.#repair, 'PgLedger.closeAbandonedTurn', sessionId, turnId, reason);
     } catch (error) {
       throw reported(error);
     }
   }
 
-  /** Waits (at most `timeoutMs`) for the appends under way, then refuses later appends. Never ends the pool. */
+  /**
+   * Waits (at most `closeWaitMs`) for the stops under way — turns whose `cancelling` was appended
+   * here and whose terminal status was not — to append their history (only their appends are taken
+   * meanwhile), then refuses every append and waits (at most `timeoutMs`) for the appends under way
+   * to commit. Resolves within `closeWaitMs + timeoutMs`; a commit that failed is its append's
+   * rejection, not the close's. Calling it again returns the same promise. Never ends the pool.
+   */
   close(): Promise<void> {
-    this.#closing ??= this.#commits.flush().catch(() => {});
+    this.#closing ??= this.#close();
     return this.#closing;
   }
 
   /** `close()`, for `await using ledger = await PgLedger.open(...)`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
+  }
+
+  async #close(): Promise<void> {
+    await this.#waitForStops();
+    this.#closed = true;
+    await this.#commits.flush().catch(() => {});
+  }
+
+  /** Resolves when no stop is under way, or after `closeWaitMs`. */
+  async #waitForStops(): Promise<void> {
+    if (this.#stopping.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.#stopsDone = resolve;
+      timer = setTimeout(resolve, this.closeWaitMs);
+    });
+    clearTimeout(timer);
+    this.#stopsDone = undefined;
+  }
+
+  #closedError(): Error {
+    return new Error(`PgLedger.append: the ledger (${this.description}) is closed`);
   }
 
   get #repair(): RepairContext {
@@ -208,19 +262,4 @@ export class PgLedger implements LedgerStore {
     if (verdict !== 'ended') return new Error(`PgLedger.append: the database did not write the entry of turn ${JSON.stringify(row.turnId)} (${verdict})`);
     return new Error(`PgLedger.append: turn ${JSON.stringify(row.turnId)} has ended (its end is recorded in ${this.description}); nothing of a turn is written after its end`);
   }
-}
-
-/** `entries`' filter, checked: ids as `checkId`, `afterSeq` a safe integer ≥ 0, `limit` a safe integer ≥ 0. */
-function checkFilter(filter: unknown): LedgerFilter {
-  if (filter === undefined) return {};
-  if (filter === null || typeof filter !== 'object') throw new TypeError(`PgLedger.entries: filter: expected an object, got ${describe(filter)}`);
-  const { sessionId, turnId, afterSeq, limit } = filter as Record<string, unknown>;
-  if (sessionId !== undefined) checkId('PgLedger.entries: filter.sessionId', sessionId);
-  if (turnId !== undefined) checkId('PgLedger.entries: filter.turnId', turnId);
-  for (const [name, value] of [['afterSeq', afterSeq], ['limit', limit]] as const) {
-    if (value === undefined) continue;
-    if (typeof value !== 'number') throw new TypeError(`PgLedger.entries: filter.${name}: expected a number, got ${describe(value)}`);
-    if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`PgLedger.entries: filter.${name}: expected a whole number ≥ 0, got ${describe(value)}`);
-  }
-  return { sessionId, turnId, afterSeq, limit } as LedgerFilter;
 }

@@ -26,10 +26,11 @@ export interface RepairContext {
 const READS = 5;
 
 /**
- * Closes turn `turnId` of `sessionId` if it is open, within `timeoutMs`. Resolves true when this
- * call closed it, false when it is unknown, of another session, or already ended.
+ * Closes turn `turnId` of `sessionId` if it is open, within `timeoutMs`; `reason` is the one of its
+ * `interrupted` (a turn with a recorded stop ends `cancelled` with the stop's own). Resolves true
+ * when this call closed it, false when it is unknown, of another session, or already ended.
  */
-export async function closeTurn(context: RepairContext, where: string, sessionId: string, turnId: string): Promise<boolean> {
+export async function closeTurn(context: RepairContext, where: string, sessionId: string, turnId: string, reason: string): Promise<boolean> {
   const deadline = performance.now() + context.timeoutMs;
   const left = () => Math.max(1, Math.ceil(deadline - performance.now()));
   for (let read = 1; read <= READS; read++) {
@@ -39,7 +40,7 @@ export async function closeTurn(context: RepairContext, where: string, sessionId
       return { lastSeq: String(turn.last_seq), entries: (await query(context.statements.turnEntries, [turnId])).map(entryOf) };
     });
     if (state === undefined) return false;
-    const closing = closingEntries(state.entries);
+    const closing = closingEntries(state.entries, reason);
     if (closing.length === 0) return false;
     const rows = closing.map((entry) => rowOf(entry, context.nextLocalSeq()));
     const verdicts = await context.appender.send(rows, left(), { turnId, lastSeq: state.lastSeq });
