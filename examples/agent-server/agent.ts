@@ -8,9 +8,9 @@
  */
 import { stepCountIs, streamText } from 'ai';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import { FatalToolError, type Ledger, type LedgerEntry, type Turn, type TurnPool } from '../../src/index.js';
+import { FatalToolError, type LedgerEntry, type LedgerStore, type Turn, type TurnPool } from '../../src/index.js';
 import { aiTools, toModelMessages } from '../../src/ai-sdk/index.js';
-import { agentTools, type OnToolCall } from './tools.js';
+import { agentTools, type ToolEvents } from './tools.js';
 
 /** A model that keeps calling tools is cut off after this many steps. */
 const MAX_STEPS = 16;
@@ -23,12 +23,12 @@ const SYSTEM = 'You are the fullstop example agent. Use the tools when the user 
 export interface AgentDeps {
   model: LanguageModelV3;
   pool: TurnPool;
-  /** The session's earlier turns are read from here for the prompt. */
-  ledger: Ledger;
+  /** The session's earlier turns are read from here for the prompt (every instance's, with a shared store). */
+  ledger: LedgerStore;
 }
 
 /** The body of one turn for `runner.run` / `fleet.run`; resolves with the model's last reply. */
-export function agentTurn(deps: AgentDeps, sessionId: string, onToolCall: OnToolCall): (turn: Turn) => Promise<string> {
+export function agentTurn(deps: AgentDeps, sessionId: string, toolEvents: ToolEvents): (turn: Turn) => Promise<string> {
   return async (turn) => {
     // The ledger already holds this turn's turn_started with its input: the messages end with it.
     const history = lastTurns(await deps.ledger.entries({ sessionId }), turn.turnId);
@@ -37,7 +37,7 @@ export function agentTurn(deps: AgentDeps, sessionId: string, onToolCall: OnTool
       model: deps.model,
       system: SYSTEM,
       messages,
-      tools: aiTools(turn, agentTools(turn, deps.pool, onToolCall)),
+      tools: aiTools(turn, agentTools(turn, deps.pool, toolEvents)),
       abortSignal: turn.signal,
       stopWhen: stepCountIs(MAX_STEPS),
     });

@@ -6,7 +6,7 @@
  *   GET  /api/sessions/:sessionId/events     Server-Sent Events; `Last-Event-ID` replays what was missed
  *   POST /api/sessions/:sessionId/turns      { prompt } → 202 { turnId } (409 while a turn runs)
  *   POST /api/sessions/:sessionId/stop       { reason? } → the stop's answer
- *   POST /api/questions/:questionId/answer   { answer } → { accepted }
+ *   POST /api/questions/:questionId/answer   { answer } → { accepted, outcome }
  *   GET  /api/sessions/:sessionId/history    the session's ledger entries
  *   GET  /healthz                            { ok, nodeId, stats }
  *
@@ -15,8 +15,10 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { StopReasons, type Ledger, type TurnOutcome, type TurnPool, type TurnRunner } from '../../src/index.js';
+import { StopReasons, type LedgerStore, type TurnOutcome, type TurnPool, type TurnRunner } from '../../src/index.js';
 import type { Fleet } from '../../src/fleet/index.js';
+import { ClientStops, MAX_KEPT_STOPS_PER_CLIENT } from './client-stops.js';
+import type { RedisEvents } from './redis-events.js';
 import { agentTurn } from './agent.js';
 import { HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
 import { RequestGuard } from './guard.js';
@@ -37,7 +39,8 @@ const HEARTBEAT_MS = 15_000;
 export interface AgentServerOptions {
   runner: TurnRunner;
   pool: TurnPool;
-  ledger: Ledger;
+  /** The history: a file `Ledger`, or a `PgLedger` every instance shares (history.ts). */
+  ledger: LedgerStore;
   /** The model the agent streams from (model.ts: the scripted one, or a provider's). */
   model: LanguageModelV3;
   nodeId: string;
@@ -48,6 +51,12 @@ export interface AgentServerOptions {
    * stop sent to any instance reaches the one running the turn.
    */
   fleet?: Fleet;
+  /**
+   * The event streams through Redis Streams (with a fleet): any instance then serves any
+   * session's stream, and the page needs no sticky session. Without it, each instance keeps its
+   * sessions' events in memory.
+   */
+  events?: RedisEvents;
   /**
    * `Host` names allowed besides the bound address and the loopback names (guard.ts).
    * @default []
@@ -65,7 +74,9 @@ export class AgentServer {
   readonly http: Server;
   readonly nodeId: string;
   readonly #options: AgentServerOptions;
-  readonly #sessions = new Sessions();
+  readonly #sessions: Sessions;
+  /** Kept stops per client (client-stops.ts). */
+  readonly #clientStops: ClientStops;
   /** Each turn this server started, until its outcome is in (shutdown waits for them). */
   readonly #running = new Map<string, Promise<void>>();
   readonly #heartbeat: NodeJS.Timeout;
@@ -75,6 +86,8 @@ export class AgentServer {
   constructor(options: AgentServerOptions) {
     this.#options = options;
     this.nodeId = options.nodeId;
+    this.#sessions = new Sessions(options.events);
+    this.#clientStops = new ClientStops(options.runner.pendingStopMs);
     this.#guard = new RequestGuard({ allowedHosts: options.allowedHosts ?? [], token: options.token });
     this.http = createServer((req, res) => { void this.#handle(req, res); });
     this.#heartbeat = setInterval(() => this.#ping(), HEARTBEAT_MS).unref();
@@ -103,9 +116,10 @@ export class AgentServer {
       pool: this.#options.pool.stats(),
       sessions: this.#sessions.size,
       runningTurns: this.#running.size,
-      sseClients: this.#sessions.streams.count,
+      sseClients: this.#sessions.clients,
       sseClientsDropped: this.#sessions.streams.dropped,
       eventLogBytes: this.#sessions.logBytes,
+      ...(this.#options.events === undefined ? {} : { eventRelayFailures: this.#options.events.failures }),
       ...(this.#options.fleet === undefined ? {} : { fleet: this.#options.fleet.stats() }),
     };
   }
@@ -128,7 +142,7 @@ export class AgentServer {
     const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
     await stopped;
     await Promise.allSettled(this.#running.values());
-    this.#sessions.streams.endAll();
+    this.#sessions.endAll();
     this.http.closeAllConnections();
     await closed;
   }
@@ -207,8 +221,13 @@ export class AgentServer {
       refuseIfBusy(session);
     }
     session.beginTurn(turnId, prompt);
-    const agent = agentTurn({ model, pool, ledger }, sessionId, (callId, name, args) => {
-      this.#sessions.publish(session, 'tool_call', { turnId, callId, name, args: args as Record<string, unknown> });
+    const agent = agentTurn({ model, pool, ledger }, sessionId, {
+      call: (callId, name, args) => {
+        this.#sessions.publish(session, 'tool_call', { turnId, callId, name, args: args as Record<string, unknown> });
+      },
+      output: (callId, name, chunk) => {
+        this.#sessions.publish(session, 'tool_progress', { turnId, callId, name, data: chunk });
+      },
     });
     // `input`: the ledger records the prompt on turn_started, so the next turn's history has it.
     const options = { turnId, input: prompt };
@@ -235,14 +254,7 @@ export class AgentServer {
   }
 
   #events(sessionId: string, req: IncomingMessage, res: ServerResponse): void {
-    const raw = req.headers['last-event-id'];
-    let lastEventId: number | undefined;
-    if (raw !== undefined && raw !== '') {
-      lastEventId = Number(raw);
-      if (!Number.isSafeInteger(lastEventId) || lastEventId < 0) {
-        throw new HttpError(400, `Last-Event-ID: expected an event id (an integer >= 0), got ${JSON.stringify(String(raw).slice(0, 40))}`);
-      }
-    }
+    const lastEventId = this.#sessions.lastEventId(req.headers['last-event-id']);
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -261,9 +273,18 @@ export class AgentServer {
     const given = stringField(body, 'turnId', 100, false);
     const turnId = given === undefined ? undefined : idParam('turnId', given);
     const { fleet, runner } = this.#options;
+    const client = clientOf(req);
+    if (turnId !== undefined && !this.#clientStops.hasRoom(client) && !(await this.#runs(sessionId, turnId))) {
+      // A stop for a turn that has not started would be kept: this client has its share kept already.
+      return sendJson(res, 429, {
+        outcome: 'refused', sessionId, turnId,
+        error: `stop: not kept: this client has ${MAX_KEPT_STOPS_PER_CLIENT} stops waiting for turns that have not started; the turn is not stopped`,
+      });
+    }
     if (fleet !== undefined) {
       // Any instance can stop any turn of the fleet: the answer says where it ran and how it ended.
       const answer = await fleet.stop(sessionId, { reason, turnId });
+      if (answer.outcome === 'pending') this.#clientStops.kept(client);
       if (answer.outcome !== 'relay_unavailable') return sendJson(res, 200, answer);
       // Redis is away, but a turn running here can still be stopped here: the local stop needs
       // no relay (and its owner would stop it anyway once its lease could not be renewed).
@@ -274,14 +295,40 @@ export class AgentServer {
     if (turnId === undefined && this.#sessions.get(sessionId) === undefined) {
       throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
     }
-    const report = await runner.stop(sessionId, { reason, turnId });
-    sendJson(res, 200, stopAnswer(sessionId, turnId, report, this.nodeId, this.#options.ledger));
+    const answer = await stopAnswer(runner, this.#options.ledger, sessionId, { reason, turnId }, this.nodeId);
+    if (answer.outcome === 'pending') this.#clientStops.kept(client);
+    sendJson(res, answer.outcome === 'refused' ? 429 : 200, answer);
+  }
+
+  /** True when the session's turn `turnId` runs now (here or, with a fleet, anywhere). */
+  async #runs(sessionId: string, turnId: string): Promise<boolean> {
+    if (this.#sessions.get(sessionId)?.turnId === turnId) return true;
+    if (this.#options.fleet === undefined) return false;
+    try {
+      const live = await this.#options.fleet.turn(sessionId);
+      return live !== null && live.turnId === turnId && (live.status === 'running' || live.status === 'cancelling');
+    } catch {
+      return false;
+    }
   }
 
   async #answer(questionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJson(req);
     const answer = stringField(body, 'answer', MAX_ANSWER_CHARS, true);
-    sendJson(res, 200, { accepted: this.#options.runner.answer(questionId, answer) });
+    const { runner, fleet } = this.#options;
+    if (fleet === undefined) {
+      const accepted = runner.answer(questionId, answer);
+      return sendJson(res, 200, { accepted, outcome: accepted ? 'accepted' : 'not_found', questionId });
+    }
+    // The question may have been asked on any instance: the fleet takes the answer to its owner,
+    // and the first answer recorded wins, fleet-wide.
+    const reply = await (fleet as FleetAnswers).answer(questionId, answer);
+    if (reply.outcome === 'relay_unavailable') {
+      // Redis is away, but a question asked here can still be answered here.
+      if (runner.answer(questionId, answer)) return sendJson(res, 200, { accepted: true, outcome: 'accepted', questionId, node: this.nodeId, relay: errorText(reply.error) });
+      return sendJson(res, 503, { accepted: false, ...reply, error: errorText(reply.error) });
+    }
+    sendJson(res, 200, { accepted: reply.outcome === 'accepted', ...reply });
   }
 
   async #history(sessionId: string, res: ServerResponse): Promise<void> {
@@ -299,7 +346,7 @@ export class AgentServer {
   }
 
   #ping(): void {
-    this.#sessions.streams.ping();
+    this.#sessions.ping();
   }
 }
 
@@ -309,3 +356,16 @@ function refuseIfBusy(session: Session): void {
   }
 }
 
+
+/** `fleet.answer` (fullstop/fleet). */
+type FleetAnswers = Fleet & {
+  answer(questionId: string, answer: unknown): Promise<
+    | { outcome: 'accepted'; questionId: string; node: string }
+    | { outcome: 'already_answered' | 'not_found'; questionId: string }
+    | { outcome: 'relay_unavailable'; questionId: string; error: Error }>;
+};
+
+/** Who sent a request, for the per-client bounds: its remote address. */
+function clientOf(req: IncomingMessage): string {
+  return req.socket.remoteAddress ?? 'unknown';
+}

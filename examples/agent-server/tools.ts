@@ -4,7 +4,8 @@
  * model's own tool-call id: history records the call before it runs, the call's token is ambient
  * (`pool.run` and `exec` below need no token argument), and a stop gives it an aborted output.
  * - `crunch`: CPU work in a `TurnPool` worker (crunch-task.ts), stopped at its next `checkpoint()`;
- * - `shell`:  a process tree through `exec`; a stop kills its whole process group;
+ * - `shell`:  a process tree through `exec`, its output shown live (`onOutput`); a stop kills its
+ *             whole process group;
  * - `ask`:    `turn.ask`, answered from the page; a stop rejects the pending question.
  */
 import { tool, type ToolSet } from 'ai';
@@ -12,26 +13,34 @@ import { z } from 'zod';
 import { exec, ToolError, type ExecResult, type Turn, type TurnPool } from '../../src/index.js';
 import type { CrunchResult, CrunchTask } from './crunch-task.js';
 
-/** The `shell` tool's command: two sleepers and the shell waiting on them, about 30 s. */
-export const SHELL_SCRIPT = 'sleep 30 & sleep 30 & wait';
+/**
+ * The `shell` tool's command: a line of output, then two sleepers and the shell waiting on them,
+ * about 30 s (`echo` is the shell's own, so the tree is the shell and the two sleeps).
+ */
+export const SHELL_SCRIPT = "echo 'two sleepers started, 30 s'; sleep 30 & sleep 30 & wait; echo 'both sleepers done'";
 /** The most phases a crunch may ask for (about 100 s). */
 const MAX_PHASES = 1000;
 
 /** What `shell` returns to the model: the facts of the run (a non-zero exit is not an error). */
 export type ShellOutput = Pick<ExecResult, 'exitCode' | 'signal' | 'stdout' | 'stderr' | 'wallMs' | 'pid'>;
 
-/** Told as each call starts (inside its `turn.tool`, so before its output): the page shows the call. */
-export type OnToolCall = (callId: string, name: string, args: unknown) => void;
+/** What the page is told of the calls as they run. */
+export interface ToolEvents {
+  /** A call starts (inside its `turn.tool`, so before its output): the page shows the call. */
+  call(callId: string, name: string, args: unknown): void;
+  /** A running command printed `chunk`: the page shows it under the call as it comes. */
+  output(callId: string, name: string, chunk: { stream: 'stdout' | 'stderr'; text: string }): void;
+}
 
 /** The three tools for one turn. */
-export function agentTools(turn: Turn, pool: TurnPool, onToolCall: OnToolCall) {
+export function agentTools(turn: Turn, pool: TurnPool, events: ToolEvents) {
   return {
     crunch: tool({
       description: 'Run a CPU-heavy computation (a SHA-256 hash chain) in a worker thread: about 0.1 s per phase.',
       // Checked in `execute`, not by the schema, so a bad value is a refused call in the history.
       inputSchema: z.object({ phases: z.number().optional().describe('How many phases, 1-1000 (default 100, about 10 s).') }),
       execute: async (args, { toolCallId }): Promise<CrunchResult> => {
-        onToolCall(toolCallId, 'crunch', args);
+        events.call(toolCallId, 'crunch', args);
         const phases = args.phases ?? 100;
         if (!Number.isInteger(phases) || phases < 1 || phases > MAX_PHASES) {
           throw new ToolError(`crunch: phases: expected an integer from 1 to ${MAX_PHASES}, got ${JSON.stringify(phases)}`);
@@ -40,11 +49,13 @@ export function agentTools(turn: Turn, pool: TurnPool, onToolCall: OnToolCall) {
       },
     }),
     shell: tool({
-      description: `Run \`sh -c '${SHELL_SCRIPT}'\`: a process tree that runs about 30 s.`,
+      description: `Run \`sh -c "${SHELL_SCRIPT}"\`: a process tree that runs about 30 s, printing a line before and after.`,
       inputSchema: z.object({}),
       execute: async (args, { toolCallId, abortSignal }): Promise<ShellOutput> => {
-        onToolCall(toolCallId, 'shell', { command: `sh -c '${SHELL_SCRIPT}'` });
-        const { exitCode, signal, stdout, stderr, wallMs, pid } = await exec('sh', ['-c', SHELL_SCRIPT]);
+        events.call(toolCallId, 'shell', { command: `sh -c "${SHELL_SCRIPT}"` });
+        const { exitCode, signal, stdout, stderr, wallMs, pid } = await exec('sh', ['-c', SHELL_SCRIPT], {
+          onOutput: (chunk: { stream: 'stdout' | 'stderr'; text: string }) => events.output(toolCallId, 'shell', chunk),
+        } as object);
         // exec resolves a stopped run with its partial output; for the agent a stopped command is
         // an aborted call, not a result.
         abortSignal?.throwIfAborted();
@@ -55,7 +66,7 @@ export function agentTools(turn: Turn, pool: TurnPool, onToolCall: OnToolCall) {
       description: 'Ask the user a question and wait for the answer.',
       inputSchema: z.object({ question: z.string() }),
       execute: async ({ question }, { toolCallId, abortSignal }): Promise<{ answer: string }> => {
-        onToolCall(toolCallId, 'ask', { question });
+        events.call(toolCallId, 'ask', { question });
         if (question.length === 0) throw new ToolError('ask: question: expected a non-empty string');
         // The call settles as soon as the stop signals, so the stop's grace window does not wait
         // for the question: the hard stop rejects the question itself a moment later.
