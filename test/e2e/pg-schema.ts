@@ -1,0 +1,31 @@
+/**
+ * A PostgreSQL schema of its own per test on the shared server, and its removal afterwards
+ * (never another test's: each name is random).
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+export const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export function uniqueSchema(what: string): string {
+  return `fullstop_test_${what}_${randomBytes(4).toString('hex')}`;
+}
+
+/** Runs `sql` on a short-lived connection. */
+async function query<T extends pg.QueryResultRow>(sql: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    return (await client.query<T>(sql, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+export async function dropSchema(schema: string): Promise<void> {
+  await query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+}
+
+export async function schemaExists(schema: string): Promise<boolean> {
+  return (await query('SELECT 1 FROM information_schema.schemata WHERE schema_name = $1', [schema])).length > 0;
+}
