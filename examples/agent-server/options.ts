@@ -87,7 +87,7 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
 function postgresOptions(values: { postgres?: string; 'pg-schema'?: string; data?: string }, redis: Pick<ServerOptions, 'redis' | 'redisCluster'>): Pick<ServerOptions, 'postgres' | 'pgSchema'> {
   const { postgres, 'pg-schema': pgSchema } = values;
   if (pgSchema !== undefined && postgres === undefined) throw new RangeError('--pg-schema: only with --postgres');
-  if (postgres === undefined) return {};
+  if (postgres === undefined) return { postgres: undefined, pgSchema: undefined };
   if (!/^postgres(?:ql)?:\/\/\S+$/.test(postgres)) throw new RangeError(`--postgres: expected a postgres:// or postgresql:// URL, got ${JSON.stringify(redact(postgres))}`);
   if (redis.redis === undefined && redis.redisCluster === undefined) {
     throw new RangeError('--postgres: needs --redis or --redis-cluster (the fleet carries stops, answers and the event stream between instances)');
