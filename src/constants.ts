@@ -10,6 +10,30 @@ export const DEFAULT_GRACE_MS = 100;
 /** How long a stop of a turn that has not started yet waits for it (`TurnRunner` `pendingStopMs`), in ms. */
 export const DEFAULT_PENDING_STOP_MS = 60_000;
 
+/**
+ * The most pending stops (stops sent to a turn that has not started) a `TurnRunner` keeps for one
+ * session. Past it a new one is refused (`stop_refused`, why `session_full`), never another dropped.
+ */
+export const MAX_PENDING_STOPS_PER_SESSION = 100;
+
+/**
+ * The most pending stops a `TurnRunner` keeps in all. Past it a new one is refused (`stop_refused`,
+ * why `book_full`): one client's flood can fill the book, but never erase a stop already kept.
+ */
+export const MAX_PENDING_STOPS = 10_000;
+
+/**
+ * The most UTF-8 bytes of a tool's output the history records (`TurnRunner` `maxOutputBytes`);
+ * a larger one is recorded as its head and tail around a `… N bytes omitted …` line.
+ */
+export const DEFAULT_MAX_OUTPUT_BYTES = 1_048_576;
+
+/**
+ * The most UTF-8 bytes of a tool call's progress text (`call.progress`) the runner keeps for its
+ * `tool_aborted` entry: the first quarter and the latest three quarters, with the count between.
+ */
+export const MAX_PROGRESS_BYTES = 65_536;
+
 /** How long `runner.shutdown()` waits for the stops it began before it resolves, in ms. */
 export const DEFAULT_SHUTDOWN_DEADLINE_MS = 10_000;
 
@@ -39,6 +63,25 @@ export const StopReasons = Object.freeze({
   /** A deadline ran out. */
   timeout: 'cancel.timeout',
 } as const);
+
+/**
+ * Reason codes fullstop writes itself when no one asked for a stop: a fleet's lease (a turn whose
+ * owner lost or let its lease run out), a fleet closing, and a restart (a turn the host lost with no
+ * recorded stop, closed by `Ledger.open`'s repair or a fleet's sweep).
+ */
+export const FleetReasons = Object.freeze({
+  /** The instance running the turn could not renew its lease in time and stopped its own turn. */
+  leaseLost: 'lease.lost',
+  /** The turn's lease expired (its instance went silent); another instance closed its record. */
+  leaseExpired: 'lease.expired',
+  /** `fleet.close()` ended the turn's record while the turn was still running. */
+  closed: 'fleet.closed',
+  /** The host stopped (a crash, a restart) with the turn open and no stop recorded. */
+  restart: 'restart',
+} as const);
+
+/** One of `FleetReasons`' values. */
+export type FleetReason = (typeof FleetReasons)[keyof typeof FleetReasons];
 
 /** One of `StopReasons`' values. */
 export type StopReason = (typeof StopReasons)[keyof typeof StopReasons];

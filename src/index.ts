@@ -11,6 +11,7 @@ export {
 } from './errors.js';
 export {
   StopReasons, ErrorCodes, MAX_ID_LENGTH, DEFAULT_GRACE_MS, DEFAULT_PENDING_STOP_MS, DEFAULT_SHUTDOWN_DEADLINE_MS, type StopReason,
+  FleetReasons, type FleetReason, MAX_PENDING_STOPS, MAX_PENDING_STOPS_PER_SESSION, DEFAULT_MAX_OUTPUT_BYTES, MAX_PROGRESS_BYTES,
 } from './constants.js';
 export type { TokenHandle } from './token/slot.js';
 export { TurnPool, type TurnPoolOptions, type TurnPoolRunOptions, type TurnPoolStats } from './pool/pool.js';
@@ -21,9 +22,10 @@ export {
 } from 'piscina';
 export {
   TurnRunner, LISTENER_WARNING, type TurnRunnerOptions, type RunOptions, type StopOptions, type ShutdownOptions,
+  type StopRequest, type StopRefusal,
 } from './turn/runner.js';
 export type { TurnRunnerEvents, TurnRunnerEventName, TurnEvent } from './turn/runner-events.js';
-export type { Turn, ToolOptions } from './turn/active-turn.js';
+export type { Turn, ToolOptions, ToolCall } from './turn/active-turn.js';
 export type {
   StopReport, TurnOutcome, TurnOutcomeStatus, CompletedOutcome, FailedOutcome, CancelledOutcome,
 } from './turn/report.js';
@@ -31,6 +33,7 @@ export {
   Ledger, abortedToolText, TURN_ABORTED_MARKER, INTERRUPTED_TOOL_TEXT, TERMINAL_STATUSES, isTerminalStatus,
   type LedgerEntry, type LedgerEntryInput, type TurnStatus,
 } from './ledger/ledger.js';
+export { turnAbortedMarker, stopCause } from './ledger/texts.js';
 export type { LedgerStore, LedgerFilter } from './ledger/store.js';
 export {
   exec, spawnBackground, killAllBackground, execContainment,

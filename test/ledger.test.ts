@@ -330,7 +330,7 @@ describe('repair on open', () => {
     expect(added.map(({ at: _at, ...rest }) => rest)).toEqual([
       { seq: 16, sessionId: 'a', turnId: 'lost', type: 'tool_aborted', callId: 'c1', output: INTERRUPTED_TOOL_TEXT },
       { seq: 17, sessionId: 'a', turnId: 'lost', type: 'status', status: 'interrupted', reason: 'restart' },
-      { seq: 18, sessionId: 'b', turnId: 'stopping', type: 'turn_aborted', text: TURN_ABORTED_MARKER },
+      { seq: 18, sessionId: 'b', turnId: 'stopping', type: 'turn_aborted', text: TURN_ABORTED_MARKER, reason: 'cancel.user' },
       { seq: 19, sessionId: 'b', turnId: 'stopping', type: 'status', status: 'cancelled', reason: 'cancel.user' },
       { seq: 20, sessionId: 'c', turnId: 'queued', type: 'status', status: 'interrupted', reason: 'restart' },
     ]);

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { exec } from '../dist/src/index.js';
+import { exec, TurnRunner } from '../dist/src/index.js';
 import { flags, started } from './support/handshake.js';
 import { isGone } from './support/leaks.js';
 import { runnerScene } from './support/runner-scene.js';
@@ -110,5 +110,58 @@ describe('a call cut by a stop', () => {
     expect(entries.find((e) => e.type === 'tool_output')).toMatchObject({ callId: 'q', output: 'done before', success: true });
     expect(entries.find((e) => e.type === 'tool_aborted')).toMatchObject({ callId: 'c', partial: { success: true } });
     expect(entries.filter((e) => e.type === 'tool_output')).toHaveLength(1);
+  });
+});
+
+describe('a tool output past maxOutputBytes', () => {
+  it('of 64 MB is recorded as its head and tail around an omitted-bytes line; the body and the event get all of it', async () => {
+    const size = 64 * 1024 * 1024;
+    const big = `FIRST-ERROR ${'x'.repeat(size - 'FIRST-ERROR '.length - ' LAST-LINE'.length)} LAST-LINE`;
+    const events: unknown[] = [];
+    scene.runner.on('tool_output', (p) => events.push(p.output));
+    const outcome = await scene.runner.run('s', async (turn) => {
+      const text = await turn.tool('log', {}, async () => big, { callId: 'big' });
+      const result = await turn.tool('exec', {}, async () => ({ exitCode: 0, stdout: big }), { callId: 'obj' });
+      return [text.length, result.stdout.length];
+    });
+    expect(outcome).toMatchObject({ status: 'completed', value: [size, size] });
+    expect(events.map((o) => (typeof o === 'string' ? o.length : (o as { stdout: string }).stdout.length))).toEqual([size, size]);
+    const lines = (await readFile(scene.ledger.path, 'utf8')).split('\n').filter(Boolean);
+    expect(Math.max(...lines.map((l) => Buffer.byteLength(l)))).toBeLessThan(scene.runner.maxOutputBytes + 1024);
+    const [text, object] = lines.map((l) => JSON.parse(l)).filter((e) => e.type === 'tool_output') as Array<{ output: string; success: boolean }>;
+    expect(scene.runner.maxOutputBytes).toBe(1024 * 1024);
+    expect(text!.success).toBe(true);
+    expect(text!.output.startsWith('FIRST-ERROR xxx')).toBe(true);
+    expect(text!.output.endsWith('xxx LAST-LINE')).toBe(true);
+    const omitted = Number(/\n… (\d+) bytes omitted …\n/.exec(text!.output)![1]);
+    expect(Buffer.byteLength(text!.output.replace(/\n… \d+ bytes omitted …\n/, '')) + omitted).toBe(size);
+    // An object is cut as its JSON text: its head and its tail are still there to read.
+    expect(object!.output.startsWith('{"exitCode":0,"stdout":"FIRST-ERROR')).toBe(true);
+    expect(object!.output.endsWith('LAST-LINE"}')).toBe(true);
+    expect(object!.output).toMatch(/\n… \d+ bytes omitted …\n/);
+  });
+
+  it('is cut on character boundaries, counting bytes (not UTF-16 units), and a smaller output is recorded whole', async () => {
+    const runner = new TurnRunner({ registry: scene.registry, ledger: scene.ledger, maxOutputBytes: 1024 });
+    const wide = '€'.repeat(1000); // 3,000 bytes in UTF-8
+    await runner.run('s', async (turn) => {
+      await turn.tool('wide', {}, async () => wide);
+      await turn.tool('small', {}, async () => ({ fits: 'y'.repeat(900) }));
+      await turn.tool('fails', {}, async () => { throw new Error('e'.repeat(5000)); }).catch(() => {});
+    });
+    const [w, small, fails] = onDisk().filter((e) => e.type === 'tool_output') as unknown as Array<{ output: unknown; success: boolean }>;
+    expect(w!.output).toBe(`${'€'.repeat(170)}\n… 1980 bytes omitted …\n${'€'.repeat(170)}`);
+    expect(small!.output).toEqual({ fits: 'y'.repeat(900) });
+    expect(fails).toMatchObject({ success: false });
+    expect(Buffer.byteLength(fails!.output as string)).toBeLessThan(1100);
+  });
+
+  it('maxOutputBytes is checked like the other options, naming it', () => {
+    const { registry } = scene;
+    expect(() => new TurnRunner({ registry, maxOutputBytes: '1' as unknown as number })).toThrow(TypeError);
+    expect(() => new TurnRunner({ registry, maxOutputBytes: 1023 })).toThrow(RangeError);
+    expect(() => new TurnRunner({ registry, maxOutputBytes: 1.5e6 + 0.5 })).toThrow(/options\.maxOutputBytes/);
+    expect(() => new TurnRunner({ registry, maxOutputBytes: 2 ** 31 })).toThrow(RangeError);
+    expect(new TurnRunner({ registry, maxOutputBytes: 4096 }).maxOutputBytes).toBe(4096);
   });
 });

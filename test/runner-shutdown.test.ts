@@ -63,16 +63,34 @@ describe('shutdown', () => {
     finish();
   });
 
-  it('awaits what holdShutdown registered, within the deadline', async () => {
+  it('awaits what holdShutdown registered after its stops; a removed hold is not called', async () => {
     const { outcome: a } = await sleepingTurn('a', 'held');
     let seen: readonly unknown[] | undefined;
     let done = false;
-    scene.runner.holdShutdown(async (reports) => { seen = reports.map((r) => r.turnId); await new Promise((r) => setImmediate(r)); done = true; });
-    const never = scene.runner.holdShutdown(() => new Promise(() => {}));
-    never();
+    let removedCalled = false;
+    scene.runner.holdShutdown(async (reports) => { seen = reports.map((r) => r.turnId); await new Promise((r) => setTimeout(r, 100)); done = true; });
+    const remove = scene.runner.holdShutdown(async () => { removedCalled = true; });
+    remove();
     await scene.runner.shutdown();
     expect(seen).toEqual(['held']);
     expect(done).toBe(true);
+    expect(removedCalled).toBe(false);
+    await a;
+  });
+
+  it('a hold that never settles does not outlast the deadline: shutdown resolves at it with the reports', async () => {
+    const { outcome: a } = await sleepingTurn('a', 'stuck-hold');
+    const entered = new Promise<void>((resolve) => {
+      scene.runner.holdShutdown(() => { resolve(); return new Promise(() => {}); });
+    });
+    const deadlineMs = 500;
+    const t0 = performance.now();
+    const reports = await scene.runner.shutdown({ deadlineMs });
+    const took = performance.now() - t0;
+    await entered; // the hold was called (after the stops), and is still pending
+    expect(reports.map((r) => r.turnId)).toEqual(['stuck-hold']);
+    expect(took).toBeGreaterThanOrEqual(deadlineMs - 5); // held up to the deadline…
+    expect(took).toBeLessThan(deadlineMs + 5000); // …and not past it (a liveness bound)
     await a;
   });
 

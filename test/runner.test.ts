@@ -438,6 +438,28 @@ describe('bad input', () => {
     expect(readFileSync(ledger.path, 'utf8')).toBe('');
   });
 
+  it('a call id or question id longer than MAX_ID_LENGTH (1 MB here) is a RangeError naming it; nothing of it is kept or written', async () => {
+    const huge = 'c'.repeat(1_000_000);
+    let ran = false;
+    const outcome = await runner.run('s', async (turn) => {
+      const refused = await turn.tool('t', {}, async () => { ran = true; }, { callId: huge }).then(() => undefined, (e: unknown) => e);
+      let question: string | undefined;
+      runner.once('question', (p) => { question = p.questionId; });
+      const asked = turn.ask('ok?');
+      const answerHuge = () => runner.answer(huge, 'yes');
+      expect(answerHuge).toThrow(RangeError);
+      expect(answerHuge).toThrow(/^questionId/);
+      expect(runner.answer(question!, 'yes')).toBe(true); // the real question is still pending, answerable once
+      await asked;
+      return refused;
+    }, { turnId: 'ids' });
+    expect(outcome.status === 'completed' && outcome.value).toBeInstanceOf(RangeError);
+    expect(outcome.status === 'completed' && (outcome.value as Error).message).toMatch(/^options\.callId/);
+    expect(ran).toBe(false);
+    expect(onDisk().map((e) => e.type)).toEqual(['turn_started', 'status']);
+    expect(readFileSync(ledger.path, 'utf8')).not.toContain('ccc');
+  });
+
   it('refuses a second run of a session that has a running turn', async () => {
     let release!: () => void;
     let running!: () => void;

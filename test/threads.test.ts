@@ -193,9 +193,22 @@ describe('a cancel from a worker', () => {
 
     worker.postMessage({ type: 'cancel' });
     expect((await next(worker, 'cancelled')).result).toBe(true);
-    // Absence cannot be handshaken: give any stray wake-up a few turns of the event loop.
-    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    // A barrier instead of a few turns of the event loop: a second token of the same slab,
+    // cancelled by the worker *after* that second cancel, aborts through the same bridge cell, so
+    // once its signal has aborted the bridge has handled every wake the second cancel caused.
+    const barrier = registry.beginTurn('barrier', 'turn-b');
+    expect(barrier.handle.buffer).toBe(token.handle.buffer); // the same slab, so the same bridge
+    const barrierAborted = new Promise<void>((resolve) => barrier.signal.addEventListener('abort', () => resolve()));
+    worker.postMessage({ type: 'handle', handle: barrier.handle });
+    worker.postMessage({ type: 'cancel' });
+    expect((await next(worker, 'cancelled')).result).toBe(true);
+    await barrierAborted;
+    // The second cancel of the first token changed nothing of it.
     expect(aborts).toBe(1);
+    expect(token.reason).toBe('cancel.user');
+    expect(token.isCancelled()).toBe(true);
+    expect(registry.isCancelled('s')).toBe(true);
+    registry.endTurn('barrier');
 
     registry.endTurn('s');
     expect(registry.stats().liveBridges).toBe(0);

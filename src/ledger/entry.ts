@@ -7,11 +7,14 @@
  * ledger assigns `seq` and `at`; the caller supplies the rest (`LedgerEntryInput`).
  */
 
-import { TERMINAL_STATUSES, TURN_STATUSES } from '../constants.js';
+import { FleetReasons, TERMINAL_STATUSES, TURN_STATUSES } from '../constants.js';
 import { checkId, describe } from '../errors.js';
 import { renderSafely } from '../base/render.js';
+import { abortedToolText, INTERRUPTED_TOOL_TEXT, turnAbortedMarker, TURN_ABORTED_MARKER } from './texts.js';
 
 export { TERMINAL_STATUSES, TURN_STATUSES };
+// The texts live in texts.ts; re-exported here, where they were first.
+export { abortedToolText, INTERRUPTED_TOOL_TEXT, turnAbortedMarker, TURN_ABORTED_MARKER };
 /** A turn's status. `cancelling` is the durable intent written before any stop signal. */
 export type TurnStatus = (typeof TURN_STATUSES)[number];
 /** A status that ends a turn. */
@@ -56,21 +59,32 @@ export interface ToolOutputEntry extends LedgerEntryBase {
   type: 'tool_output'; callId: string; output: unknown; success: boolean;
 }
 /**
- * A tool call was stopped before it finished; `output` is `abortedToolText(elapsed)`. A call that
+ * A tool call was stopped before it finished; `output` is `abortedToolText(elapsed, reason)`. A call that
  * had not returned when the stop's signal went out is aborted even if it returned during the
  * grace: what it returned (or threw) then is kept as `partial`, never as a finished output.
  */
 export interface ToolAbortedEntry extends LedgerEntryBase {
   type: 'tool_aborted'; callId: string; output: string;
-  /** What the call returned (`success: true`) or threw (its message) after the signal; absent when it never settled. */
-  partial?: { output: unknown; success: boolean };
+  /**
+   * What the call returned (`success: true`) or threw (its message) after the signal; or, with
+   * `progress: true`, the output it had reported (`call.progress`) when it returned nothing itself.
+   * Absent when there is none of these.
+   */
+  partial?: { output: unknown; success: boolean; progress?: true };
 }
 /** Streamed output of the turn, kept on a stop. */
 export interface SayEntry extends LedgerEntryBase { type: 'say'; text: string }
 /** The turn's status changed; `reason` is a reason code such as `'cancel.user'` or `'restart'`. */
 export interface StatusEntry extends LedgerEntryBase { type: 'status'; status: TurnStatus; reason?: string }
-/** The marker that ends a stopped turn's history; `text` is `TURN_ABORTED_MARKER`. */
-export interface TurnAbortedEntry extends LedgerEntryBase { type: 'turn_aborted'; text: string }
+/**
+ * The marker that ends a stopped turn's history; `text` is `turnAbortedMarker(reason)` (for
+ * `cancel.user`, `TURN_ABORTED_MARKER`).
+ */
+export interface TurnAbortedEntry extends LedgerEntryBase {
+  type: 'turn_aborted'; text: string;
+  /** The stop's reason code; absent in entries written before it was recorded. */
+  reason?: string;
+}
 
 /** One line of the ledger, discriminated by `type`. */
 export type LedgerEntry =
@@ -79,31 +93,6 @@ export type LedgerEntry =
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 /** What `Ledger.append` takes: an entry without `seq` and `at`, which the ledger assigns. */
 export type LedgerEntryInput = DistributiveOmit<LedgerEntry, 'seq' | 'at'>;
-
-/**
- * The `turn_aborted` marker: tells the model the stop was deliberate and what it may have left behind.
- */
-export const TURN_ABORTED_MARKER =
-  'The user stopped this turn on purpose. Background processes started during the turn may still be ' +
-  'running. Tools that were aborted may have partly executed, so check their effects before relying on them.';
-
-/**
- * The output recorded for a tool call a stop cut short: `aborted by user after {s:.1}s`, with
- * `s = max(elapsedMs / 1000, 0.1)` so even an instant stop reads as a stop, not as a zero-time call.
- *
- * @example
- * abortedToolText(0)    // 'aborted by user after 0.1s'
- * abortedToolText(2345) // 'aborted by user after 2.3s'
- */
-export function abortedToolText(elapsedMs: number): string {
-  if (typeof elapsedMs !== 'number') {
-    throw new TypeError(`abortedToolText: expected a number of milliseconds, got ${describe(elapsedMs)}`);
-  }
-  if (!Number.isFinite(elapsedMs)) {
-    throw new RangeError(`abortedToolText: expected a finite number of milliseconds, got ${describe(elapsedMs)}`);
-  }
-  return `aborted by user after ${Math.max(elapsedMs / 1000, 0.1).toFixed(1)}s`;
-}
 
 const WHERE = 'Ledger.append';
 
@@ -136,7 +125,10 @@ const FIELD_CHECKS: Record<LedgerEntryType, (e: Record<string, unknown>) => void
     }
     if (e.reason !== undefined) checkString('reason', e.reason);
   },
-  turn_aborted: (e) => checkString('text', e.text),
+  turn_aborted: (e) => {
+    checkString('text', e.text);
+    if (e.reason !== undefined) checkString('reason', e.reason);
+  },
 };
 
 /**
@@ -303,10 +295,6 @@ export function parseLedger(where: string, path: string, bytes: Buffer,
   return { entries, completeBytes: start, torn: false };
 }
 
-/** What a repair writes for a call a crash cut short, when no stop was recorded. */
-export const INTERRUPTED_TOOL_TEXT =
-  'interrupted: the host stopped before this tool call finished; it may have partly executed';
-
 interface OpenTurn {
   sessionId: string;
   turnId: string;
@@ -347,16 +335,24 @@ export function closingEntries(entries: readonly LedgerEntry[]): LedgerEntryInpu
     for (const [callId, at] of calls) {
       // `at` comes from the file: a hand-edited one may hold anything there.
       const elapsed = Number(cancelling?.at) - at;
-      const output = cancelling === undefined ? INTERRUPTED_TOOL_TEXT : abortedToolText(Number.isFinite(elapsed) ? Math.max(0, elapsed) : 0);
+      const output = cancelling === undefined
+        ? INTERRUPTED_TOOL_TEXT : abortedToolText(Number.isFinite(elapsed) ? Math.max(0, elapsed) : 0, reasonOf(cancelling));
       repairs.push({ sessionId, turnId, type: 'tool_aborted', callId, output });
     }
     if (cancelling === undefined) {
-      repairs.push({ sessionId, turnId, type: 'status', status: 'interrupted', reason: 'restart' });
+      repairs.push({ sessionId, turnId, type: 'status', status: 'interrupted', reason: FleetReasons.restart });
     } else {
-      if (!marked) repairs.push({ sessionId, turnId, type: 'turn_aborted', text: TURN_ABORTED_MARKER });
-      const reason = typeof cancelling.reason === 'string' ? cancelling.reason : undefined;
+      const reason = reasonOf(cancelling);
+      if (!marked) {
+        repairs.push({ sessionId, turnId, type: 'turn_aborted', text: turnAbortedMarker(reason), ...(reason === undefined ? {} : { reason }) });
+      }
       repairs.push({ sessionId, turnId, type: 'status', status: 'cancelled', ...(reason === undefined ? {} : { reason }) });
     }
   }
   return repairs;
+}
+
+/** A recorded `cancelling`'s reason; `undefined` when the file holds none (or not a string). */
+function reasonOf(cancelling: StatusEntry): string | undefined {
+  return typeof cancelling.reason === 'string' ? cancelling.reason : undefined;
 }

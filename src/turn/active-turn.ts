@@ -24,45 +24,17 @@ import { turnWriter, type TurnWrite } from './turn-writer.js';
 import { asJson } from '../base/json.js';
 import { messageOf } from '../base/render.js';
 import type { StopReport } from './report.js';
+import type { ToolCall, ToolOptions, Turn } from './turn.js';
 
-/** What a turn's body gets. */
-export interface Turn {
-  readonly token: CancelToken;
-  readonly signal: AbortSignal;
-  readonly turnId: string;
-  /**
-   * Run a tool call: `tool_call` is written before `fn` runs with a child token (a tool timeout
-   * cancels only that call). A value → `tool_output` success. A `ToolError` (or any other error)
-   * → `tool_output` with `success: false` and the message; the call rejects, the turn goes on.
-   * A `FatalToolError` ends the turn `failed`. A call that had not returned when a stop's signal
-   * went out gets an aborted output (`tool_aborted`), even if it returns during the grace: what it
-   * returned or threw then is kept on that entry as `partial`.
-   * `args` and the value are recorded as JSON: args JSON cannot encode are a TypeError at the call
-   * (nothing is recorded); a value JSON cannot encode is recorded as a failed output and the call
-   * rejects with a TypeError. The `tool_call` event is emitted once the call is recorded.
-   */
-  tool<R>(name: string, args: unknown, fn: (token: CancelToken) => Promise<R>, options?: ToolOptions): Promise<R>;
-  /**
-   * Emit `question`; resolves with `runner.answer(questionId, value)`; rejects with `CancelledError`
-   * on a stop. A question still pending when its turn ends otherwise is withdrawn and never settles.
-   */
-  ask(question: unknown): Promise<unknown>;
-  /** Streamed output: a `say` entry, kept on a stop. */
-  say(text: string): Promise<void>;
-}
-
-/** What `Turn.tool` takes besides the call itself. */
-export interface ToolOptions {
-  /**
-   * The call's id in the history (the model's own tool-call id, so the history matches the model's
-   * calls). Unique within the turn: a repeat is a TypeError. @default `call-N`, N counting the turn's calls
-   */
-  callId?: string;
-}
+export type { ToolCall, ToolOptions, Turn } from './turn.js';
+import { headAndTail, recordable } from './bounded-output.js';
+import { CallProgress, type ProgressPartial } from './call-progress.js';
 
 /** What the turn needs from its runner. @internal */
 export interface TurnHost {
   readonly ledger: LedgerStore | undefined;
+  /** The most bytes of a tool output the history records (`TurnRunnerOptions.maxOutputBytes`). */
+  readonly maxOutputBytes: number;
   /** Emit an event to every listener; a throwing listener changes nothing here. */
   notify(event: string, payload: object): void;
   addQuestion(questionId: string, question: PendingQuestion): void;
@@ -84,6 +56,10 @@ interface Call {
   finished: boolean;
   /** What the call returned or threw after the stop's signal (it is aborted all the same); `undefined` before. */
   partial: { output: unknown; success: boolean } | undefined;
+  /** Its `call.progress` so far; `undefined` until it reports any. */
+  progress: CallProgress | undefined;
+  /** Its function settled: later progress is dropped. */
+  ended: boolean;
 }
 
 /** How the body ended. @internal */
@@ -210,14 +186,14 @@ export class ActiveTurn implements Turn {
     });
   }
 
-  async tool<R>(name: string, args: unknown, fn: (token: CancelToken) => Promise<R>, options?: ToolOptions): Promise<R> {
+  async tool<R>(name: string, args: unknown, fn: (token: CancelToken, call: ToolCall) => Promise<R>, options?: ToolOptions): Promise<R> {
     checkId('name', name);
     checkFunction('fn', fn);
     const given = this.#givenCallId(options);
     this.#refuseIfStopping(`tool ${JSON.stringify(name)}`);
     const recordedArgs = asJson('args', args);
     const callId = given ?? this.#nextCallId();
-    const call: Call = { name, recordedAt: performance.now(), finished: false, partial: undefined };
+    const call: Call = { name, recordedAt: performance.now(), finished: false, partial: undefined, progress: undefined, ended: false };
     this.calls.set(callId, call);
     try {
       await this.write({ type: 'tool_call', callId, name, args: recordedArgs }, 'tool_call', { callId, name, args: recordedArgs });
@@ -236,10 +212,11 @@ export class ActiveTurn implements Turn {
     });
     let end: BodyEnd<R>;
     try {
-      end = { ok: true, value: await runInTurn(child, () => fn(child)) };
+      end = { ok: true, value: await runInTurn(child, () => fn(child, this.#toolCall(callId, name, call))) };
     } catch (error) {
       end = { ok: false, error };
     }
+    call.ended = true;
     try {
       // The output is queued before the call settles, so a stop that ends its grace on this
       // settlement finds the call finished and its output already ahead of the marker.
@@ -254,6 +231,27 @@ export class ActiveTurn implements Turn {
     }
     if (!end.ok) throw end.error;
     return end.value;
+  }
+
+  /** The `ToolCall` a tool's function gets: its ids, and `progress` (dropped once the call ended or the stop began). */
+  #toolCall(callId: string, name: string, call: Call): ToolCall {
+    const progress = (data: unknown): void => {
+      if (call.ended || this.refusing) return;
+      (call.progress ??= new CallProgress()).add(data);
+      this.#host.notify('tool_progress', { sessionId: this.sessionId, turnId: this.turnId, callId, name, data });
+    };
+    return Object.freeze({ callId, name, progress });
+  }
+
+  /**
+   * What a stop records as the cut call's `partial`: what it returned after the signal; else its
+   * progress so far; else what it threw after the signal; `undefined` when there is none of these.
+   */
+  partialOf(callId: string): { output: unknown; success: boolean } | ProgressPartial | undefined {
+    const call = this.calls.get(callId);
+    if (call === undefined) return undefined;
+    if (call.partial?.success === true) return call.partial;
+    return call.progress?.partial(this.#host.maxOutputBytes) ?? call.partial;
   }
 
   /** `options.callId`, checked: a TypeError naming it for a bad or repeated one. */
@@ -284,21 +282,21 @@ export class ActiveTurn implements Turn {
    */
   #recordOutcome<R>(callId: string, name: string, call: Call, end: BodyEnd<R>): { written: Promise<void>; end: BodyEnd<R> } {
     if (this.token.isCancelled()) {
-      call.partial = partialOf(name, end);
+      call.partial = partialOf(name, end, this.#host.maxOutputBytes);
       return { written: Promise.resolve(), end };
     }
     call.finished = true;
     let output: unknown;
     if (end.ok) {
       try {
-        output = asJson(`tool ${JSON.stringify(name)}: its value`, end.value);
+        output = recordable(`tool ${JSON.stringify(name)}: its value`, end.value, this.#host.maxOutputBytes);
       } catch (error) {
         end = { ok: false, error };
         output = (error as Error).message;
       }
     } else {
       if (isA(end.error, FatalToolError)) this.fatal ??= end.error as FatalToolError;
-      output = messageOf(end.error);
+      output = headAndTail(messageOf(end.error), this.#host.maxOutputBytes);
     }
     const success = end.ok;
     const written = this.write({ type: 'tool_output', callId, output, success }, 'tool_output', {
@@ -352,10 +350,10 @@ export class ActiveTurn implements Turn {
 }
 
 /** What a call returned or threw after the signal, as the history keeps it (`partial`). */
-function partialOf<R>(name: string, end: BodyEnd<R>): { output: unknown; success: boolean } {
-  if (!end.ok) return { output: messageOf(end.error), success: false };
+function partialOf<R>(name: string, end: BodyEnd<R>, maxBytes: number): { output: unknown; success: boolean } {
+  if (!end.ok) return { output: headAndTail(messageOf(end.error), maxBytes), success: false };
   try {
-    return { output: asJson(`tool ${JSON.stringify(name)}: its value`, end.value), success: true };
+    return { output: recordable(`tool ${JSON.stringify(name)}: its value`, end.value, maxBytes), success: true };
   } catch (error) {
     return { output: messageOf(error), success: false };
   }

@@ -4,6 +4,7 @@
  */
 
 import type { StopReport } from './report.js';
+import type { StopRefusal } from './pending-stops.js';
 
 /** Every event's payload names its turn. (A type, not an interface, so a payload is a `Record<string, unknown>` too.) */
 export type TurnEvent = {
@@ -17,6 +18,11 @@ export interface TurnRunnerEvents {
   turn_started: [TurnEvent & { input?: unknown }];
   /** A tool call starts: its `tool_call` entry is recorded and its function is about to run. */
   tool_call: [TurnEvent & { callId: string; name: string; args: unknown }];
+  /**
+   * A tool call reported output as it happened (`call.progress(data)`); not written to the ledger
+   * (a stop records the call's latest output on its `tool_aborted` entry). `data` is the value given.
+   */
+  tool_progress: [TurnEvent & { callId: string; name: string; data: unknown }];
   /** A tool call finished before any stop (its `tool_output` is recorded). */
   tool_output: [TurnEvent & { callId: string; name: string; output: unknown; success: boolean }];
   /** Streamed output (`turn.say`) is recorded. */
@@ -27,8 +33,22 @@ export interface TurnRunnerEvents {
   turn_completed: [TurnEvent & { value: unknown }];
   /** The body threw (or a tool threw `FatalToolError`); the session is free for its next turn. */
   turn_failed: [TurnEvent & { error: unknown }];
-  /** A stop ended the turn; its history is flushed and the session is free for its next turn. */
-  turn_aborted: [TurnEvent & { report: StopReport }];
+  /**
+   * A stop ended the turn; its history is flushed and the session is free for its next turn.
+   * `reason` is the stop's (as `report.reason`), the one the history's texts follow.
+   */
+  turn_aborted: [TurnEvent & { reason: string; report: StopReport }];
+  /**
+   * A stop for a turn that has not started (`stop`/`requestStop` with its `turnId`) is kept until
+   * `expiresAt` (epoch ms); that turn's `run` will start nothing of its body. Not a turn's event:
+   * the turn named has not begun (and may never).
+   */
+  stop_pending: [TurnEvent & { reason: string; graceMs: number; expiresAt: number }];
+  /**
+   * A stop for a turn that has not started could not be kept (`why`: `session_full`, `book_full`,
+   * `disabled`): if that turn starts, it runs. No stop already kept was dropped for it.
+   */
+  stop_refused: [TurnEvent & { reason: string; why: StopRefusal }];
 }
 
 /** The name of a `TurnRunner` event. */

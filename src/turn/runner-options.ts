@@ -4,7 +4,7 @@
  * runner), and a bad one is a TypeError or RangeError naming it, thrown before anything changes.
  */
 
-import { DEFAULT_GRACE_MS, DEFAULT_PENDING_STOP_MS, DEFAULT_SHUTDOWN_DEADLINE_MS, StopReasons } from '../constants.js';
+import { DEFAULT_GRACE_MS, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PENDING_STOP_MS, DEFAULT_SHUTDOWN_DEADLINE_MS, StopReasons } from '../constants.js';
 import { checkId, checkMs, describe } from '../errors.js';
 import { TurnPool } from '../pool/pool.js';
 import { TurnRegistry, turns } from '../token/registry.js';
@@ -22,10 +22,22 @@ export interface TurnRunnerOptions {
   graceMs?: number;
   /**
    * How long a stop of a turn that has not started yet (`stop(sessionId, { turnId })` before
-   * `run(sessionId, body, { turnId })`) is kept for it, 0 to 2^31−1 ms. @default 60000
+   * `run(sessionId, body, { turnId })`) is kept for it, 0 to 2^31−1 ms; 0 keeps none (such a stop is
+   * refused: `requestStop` answers `refused`, why `disabled`). @default 60000
    */
   pendingStopMs?: number;
+  /**
+   * The most UTF-8 bytes of a tool output (or a cut call's `partial`, or a failed call's message)
+   * the history records, 1,024 to 2^31−1. A larger one is recorded as its head and its tail around
+   * a `… N bytes omitted …` line; the body and the `tool_output` event still get the whole value.
+   * @default 1048576 (1 MiB)
+   */
+  maxOutputBytes?: number;
 }
+
+/** The smallest `maxOutputBytes`: room for a head, a tail and the omitted line between. */
+const MIN_OUTPUT_BYTES = 1024;
+const MAX_OUTPUT_BYTES = 2 ** 31 - 1;
 
 /** `options` as an object with each named field read once; TypeError when it is not an object. */
 function fields(where: string, options: unknown, names: readonly string[]): Record<string, unknown> {
@@ -39,8 +51,9 @@ function fields(where: string, options: unknown, names: readonly string[]): Reco
 }
 
 export function checkRunnerOptions(options: unknown): Required<Omit<TurnRunnerOptions, 'pool' | 'ledger'>> & Pick<TurnRunnerOptions, 'pool' | 'ledger'> {
-  const { registry = turns, pool, ledger, graceMs = DEFAULT_GRACE_MS, pendingStopMs = DEFAULT_PENDING_STOP_MS } =
-    fields('options', options, ['registry', 'pool', 'ledger', 'graceMs', 'pendingStopMs']);
+  const {
+    registry = turns, pool, ledger, graceMs = DEFAULT_GRACE_MS, pendingStopMs = DEFAULT_PENDING_STOP_MS, maxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES,
+  } = fields('options', options, ['registry', 'pool', 'ledger', 'graceMs', 'pendingStopMs', 'maxOutputBytes']);
   if (!(registry instanceof TurnRegistry)) throw new TypeError(`options.registry: expected a TurnRegistry, got ${describe(registry)}`);
   if (pool !== undefined && !(pool instanceof TurnPool)) throw new TypeError(`options.pool: expected a TurnPool, got ${describe(pool)}`);
   if (ledger !== undefined && !isLedgerStore(ledger)) {
@@ -48,7 +61,11 @@ export function checkRunnerOptions(options: unknown): Required<Omit<TurnRunnerOp
   }
   checkMs('options.graceMs', graceMs);
   checkMs('options.pendingStopMs', pendingStopMs);
-  return { registry, pool, ledger, graceMs: graceMs as number, pendingStopMs: pendingStopMs as number };
+  if (typeof maxOutputBytes !== 'number') throw new TypeError(`options.maxOutputBytes: expected a number of bytes, got ${describe(maxOutputBytes)}`);
+  if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < MIN_OUTPUT_BYTES || maxOutputBytes > MAX_OUTPUT_BYTES) {
+    throw new RangeError(`options.maxOutputBytes: expected an integer from ${MIN_OUTPUT_BYTES} to ${MAX_OUTPUT_BYTES}, got ${describe(maxOutputBytes)}`);
+  }
+  return { registry, pool, ledger, graceMs: graceMs as number, pendingStopMs: pendingStopMs as number, maxOutputBytes };
 }
 
 /** What `TurnRunner.run` takes besides the session and the body. */
@@ -83,8 +100,9 @@ export interface StopOptions {
   reason?: string;
   /**
    * Stop this turn only. When it is the session's running turn, it is stopped; when it has not
-   * started and is not in the ledger, the stop is kept for it (`pendingStopMs`) and its `run`
-   * starts nothing of the body; otherwise (another session's, or already over) nothing happens.
+   * started and is not in the ledger, the stop (with its `reason` and `graceMs`) is kept for it
+   * (`pendingStopMs`, within the book's bounds) and its `run` starts nothing of the body; otherwise
+   * (another session's, or already over) nothing happens. `requestStop` says which.
    */
   turnId?: string;
 }

@@ -20,7 +20,7 @@
 
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
-import { StopReasons } from '../constants.js';
+import { MAX_PENDING_STOPS, MAX_PENDING_STOPS_PER_SESSION, StopReasons } from '../constants.js';
 import {
   cancelledError, checkFunction, checkId, SessionBusyError, ShuttingDownError, TurnIdUsedError,
 } from '../errors.js';
@@ -33,7 +33,9 @@ import { describeStore, type LedgerStore } from '../ledger/store.js';
 import type { TurnEntryBody } from '../ledger/entry.js';
 import { PendingStops } from './pending-stops.js';
 import { messageOf, renderSafely } from '../base/render.js';
+import { callEach } from './listeners.js';
 import type { StopReport, TurnOutcome } from './report.js';
+import type { StopRequest } from './stop-request.js';
 import type { TurnRunnerEventName, TurnRunnerEvents } from './runner-events.js';
 import {
   checkRunnerOptions, checkRunOptions, checkShutdownOptions, checkStopOptions,
@@ -42,9 +44,9 @@ import {
 import { hardStopLeft, isBodyAbandoned, StopHistory, waitForGrace } from './stop-steps.js';
 
 export type { RunOptions, ShutdownOptions, StopOptions, TurnRunnerOptions } from './runner-options.js';
+export type { StopRequest, StopRefusal } from './stop-request.js';
 
-/** The `type` of the warnings a throwing event listener raises (`process.on('warning')`). */
-export const LISTENER_WARNING = 'FullstopListenerWarning';
+export { LISTENER_WARNING } from './listeners.js';
 
 /**
  * @example
@@ -67,8 +69,12 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   readonly graceMs: number;
   /** How long a stop of a turn that has not started yet is kept for it, in ms. */
   readonly pendingStopMs: number;
+  /** The most UTF-8 bytes of a tool output the history records (`TurnRunnerOptions.maxOutputBytes`). */
+  readonly maxOutputBytes: number;
   /** The running turn of each session; no entry between turns. */
   readonly #active = new Map<string, ActiveTurn>();
+  /** The turn ids of `#active`, so a stop asks "is it running?" in O(1). */
+  readonly #runningTurnIds = new Set<string>();
   readonly #questions = new Map<string, PendingQuestion>();
   readonly #pendingStops: PendingStops;
   /** `shutdown()`'s promise; `undefined` until it is called (then `run` refuses). */
@@ -85,7 +91,8 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     this.ledger = checked.ledger;
     this.graceMs = checked.graceMs;
     this.pendingStopMs = checked.pendingStopMs;
-    this.#pendingStops = new PendingStops(checked.pendingStopMs);
+    this.maxOutputBytes = checked.maxOutputBytes;
+    this.#pendingStops = new PendingStops(checked.pendingStopMs, MAX_PENDING_STOPS_PER_SESSION, MAX_PENDING_STOPS);
   }
 
   /**
@@ -113,6 +120,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     governStop(token);
     const turn = new ActiveTurn(this, sessionId, turnId, token);
     this.#active.set(sessionId, turn);
+    this.#runningTurnIds.add(turnId);
     // Rule 1: before anything else can see the token.
     const onAbort = () => {
       if (!turn.finishing) void this.#beginStop(turn, this.graceMs, renderSafely(token.reason));
@@ -124,12 +132,13 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
       token.signal.removeEventListener('abort', onAbort);
       signal?.removeEventListener('abort', onCallerAbort);
       if (this.#active.get(sessionId) === turn) this.#active.delete(sessionId);
+      this.#runningTurnIds.delete(turnId);
       this.registry.endTurn(sessionId, token);
     });
     // `turn_started` is queued first, so a stop that begins right below records its intent after it.
     const started = turn.write(input === undefined ? { type: 'turn_started' } : { type: 'turn_started', input },
       'turn_started', input === undefined ? {} : { input });
-    if (pending !== undefined) void this.#beginStop(turn, this.graceMs, pending.reason);
+    if (pending !== undefined) void this.#beginStop(turn, pending.graceMs, pending.reason);
     if (signal?.aborted) onCallerAbort();
     else signal?.addEventListener('abort', onCallerAbort, { once: true });
     try {
@@ -162,21 +171,51 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   /**
    * Stop the session's running turn; `null` between turns. A repeat stop joins the first. With
    * `turnId`, only that turn: the running one if it is that turn; a turn that has not started and
-   * is not in the ledger gets the stop when it starts (kept `pendingStopMs`; `null` now), also while
-   * another turn of the session runs, which is not touched. Throws a TypeError or RangeError
-   * naming the option for a bad one, and then starts nothing.
+   * is not in the ledger gets the stop (its reason and grace) when it starts (kept `pendingStopMs`;
+   * `null` now), also while another turn of the session runs, which is not touched. `null` does not
+   * tell a kept stop from nothing to stop or a refused one: `requestStop` does. Throws a TypeError or
+   * RangeError naming the option for a bad one, and then starts nothing.
    */
   stop(sessionId: string, options?: StopOptions): Promise<StopReport | null> {
+    const answer = this.requestStop(sessionId, options);
+    return answer.outcome === 'stopping' ? answer.report : Promise.resolve(null);
+  }
+
+  /**
+   * Stop as `stop` does, and say what became of it (`StopRequest`): `stopping` (with the report's
+   * promise), `pending` (kept for `turnId` until `expiresAt`; `stop_pending` is emitted), `refused`
+   * (a pending stop the book could not keep: `session_full`, `book_full` or `disabled`;
+   * `stop_refused` is emitted), `already_finished` or `not_running`. Synchronous: the answer is
+   * known before anything awaits. Bad options: a TypeError or RangeError naming them, nothing kept.
+   *
+   * @example
+   * const answer = runner.requestStop('s1', { turnId: 't7', reason: StopReasons.user });
+   * if (answer.outcome === 'refused') log.warn('stop not kept', answer.why);
+   */
+  requestStop(sessionId: string, options?: StopOptions): StopRequest {
     checkId('sessionId', sessionId);
     const { graceMs = this.graceMs, reason, turnId } = checkStopOptions(options);
     const turn = this.#active.get(sessionId);
     if (turnId === undefined || turn?.turnId === turnId) {
-      if (turn === undefined || turn.finishing) return Promise.resolve(null);
-      return this.#beginStop(turn, graceMs, reason);
+      if (turn === undefined) return { outcome: 'not_running', sessionId };
+      if (turn.finishing) return { outcome: 'already_finished', sessionId, turnId: turn.turnId };
+      return { outcome: 'stopping', sessionId, turnId: turn.turnId, report: this.#beginStop(turn, graceMs, reason) };
     }
-    if (this.#usedBy(turnId) === undefined) this.#pendingStops.add(sessionId, turnId, { reason });
-    return Promise.resolve(null);
+    const used = this.#usedBy(turnId);
+    if (used === 'ledger') return { outcome: 'already_finished', sessionId, turnId };
+    if (used === 'running') return { outcome: 'not_running', sessionId, turnId }; // another session's turn
+    const added = this.#pendingStops.add(sessionId, turnId, { reason, graceMs });
+    if ('refused' in added) {
+      this.notify('stop_refused', { sessionId, turnId, reason, why: added.refused });
+      return { outcome: 'refused', sessionId, turnId, reason, why: added.refused };
+    }
+    const kept = { sessionId, turnId, reason: added.kept.reason, graceMs: added.kept.graceMs, expiresAt: added.kept.expiresAt };
+    this.notify('stop_pending', kept);
+    return { outcome: 'pending', ...kept };
   }
+
+  /** How many stops are kept for turns that have not started (expired ones are not counted). */
+  get pendingStopCount(): number { return this.#pendingStops.size; }
 
   /**
    * Stop every running turn with `reason` and refuse new ones (a deploy, SIGTERM): from this call on
@@ -216,16 +255,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
    * is reported with `process.emitWarning` (type `LISTENER_WARNING`).
    */
   notify(event: string, payload: object): void {
-    for (const listener of this.rawListeners(event as TurnRunnerEventName) as Array<(payload: object) => unknown>) {
-      try {
-        const result: unknown = listener.call(this, payload);
-        if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') {
-          (result as PromiseLike<unknown>).then(undefined, (error: unknown) => listenerThrew(event, error));
-        }
-      } catch (error) {
-        listenerThrew(event, error);
-      }
-    }
+    callEach(this.rawListeners(event as TurnRunnerEventName) as Array<(payload: object) => unknown>, this, event, payload);
   }
 
   /** @internal TurnHost */
@@ -245,7 +275,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
 
   /** Where `turnId` is used: by a running turn, in the ledger, or `undefined` when nowhere. */
   #usedBy(turnId: string): 'running' | 'ledger' | undefined {
-    for (const turn of this.#active.values()) if (turn.turnId === turnId) return 'running';
+    if (this.#runningTurnIds.has(turnId)) return 'running';
     return this.ledger?.hasTurn(turnId) ? 'ledger' : undefined;
   }
 
@@ -339,17 +369,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
       signalledAt, settledAt, hardStopAt, markerAt, flushedAt, emittedAt: since(), hardStopped, ledgerError: history.error,
     };
     turn.release(); // rule 4
-    this.notify('turn_aborted', { sessionId, turnId, report });
+    this.notify('turn_aborted', { sessionId, turnId, reason, report });
     return report;
-  }
-}
-
-function listenerThrew(event: string, error: unknown): void {
-  try {
-    process.emitWarning(`TurnRunner: a "${event}" listener threw: ${renderSafely(error)}; the turn went on unchanged`, {
-      type: LISTENER_WARNING, code: 'FULLSTOP_LISTENER_THREW',
-    });
-  } catch {
-    // Reporting must not become the failure it reports.
   }
 }

@@ -7,7 +7,7 @@
 
 import { ownersOf, settlesByItself, type Owner } from '../token/owners.js';
 import type { ActiveTurn } from './active-turn.js';
-import { abortedToolText, TURN_ABORTED_MARKER } from '../ledger/entry.js';
+import { abortedToolText, turnAbortedMarker } from '../ledger/texts.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { LedgerTimeoutError } from '../errors.js';
 
@@ -116,18 +116,20 @@ export class StopHistory {
   }
 
   /**
-   * Step 6: an aborted output for each unfinished call (finished ones keep their real output), the
-   * marker and `cancelled`, queued back to back; from here on nothing else of the turn is written.
+   * Step 6: an aborted output for each unfinished call (finished ones keep their real output, a cut
+   * one its `partial`: see `ActiveTurn.partialOf`), the marker and `cancelled`, queued back to back,
+   * each in the words of `reason` (texts.ts); from here on nothing else of the turn is written.
    */
   abortedTurn(reason: string): Promise<void> {
     const turn = this.#turn;
     const writes: Promise<void>[] = [];
     for (const [callId, call] of turn.calls) {
       if (call.finished) continue;
-      const output = abortedToolText(performance.now() - call.recordedAt);
-      writes.push(turn.write(call.partial === undefined ? { type: 'tool_aborted', callId, output } : { type: 'tool_aborted', callId, output, partial: call.partial }));
+      const output = abortedToolText(performance.now() - call.recordedAt, reason);
+      const partial = turn.partialOf(callId);
+      writes.push(turn.write(partial === undefined ? { type: 'tool_aborted', callId, output } : { type: 'tool_aborted', callId, output, partial }));
     }
-    writes.push(turn.write({ type: 'turn_aborted', text: TURN_ABORTED_MARKER }));
+    writes.push(turn.write({ type: 'turn_aborted', text: turnAbortedMarker(reason), reason }));
     writes.push(turn.write({ type: 'status', status: 'cancelled', reason }));
     turn.closed = true;
     // Step 7 begins here, in the same synchronous run, so the flush writes these lines itself

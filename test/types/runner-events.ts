@@ -15,3 +15,17 @@ runner.on('no_such_event', () => {});
 outcome.report;
 if (outcome.status === 'cancelled') outcome.report.reason.toUpperCase();
 if (outcome.status === 'completed') outcome.value.toFixed();
+// The stop's reason, live output, and what became of a stop sent before its turn.
+runner.on('turn_aborted', ({ reason }) => reason.toUpperCase());
+runner.on('tool_progress', ({ callId, name, data }) => [callId, name, data]);
+runner.on('stop_pending', ({ expiresAt, graceMs, reason }) => expiresAt + graceMs + reason.length);
+runner.on('stop_refused', ({ why }) => why === 'session_full' || why === 'book_full' || why === 'disabled');
+// @ts-expect-error a refusal is one of three
+runner.on('stop_refused', ({ why }) => why === 'full');
+const answer = runner.requestStop('s', { turnId: 't' });
+if (answer.outcome === 'stopping') void answer.report.then((r) => r.flushedAt);
+if (answer.outcome === 'pending') answer.expiresAt.toFixed();
+// @ts-expect-error only a stop under way has a report: narrow on outcome first
+void answer.report;
+declare const turn: import('fullstop').Turn;
+void turn.tool('t', {}, async (_token, call) => { call.progress({ stream: 'stdout', text: 'x' }); return call.callId + call.name; });
