@@ -44,7 +44,7 @@ describe('stops kept for turns that have not started', () => {
       // The user pressed Stop before their Send reached the server: the stop is kept.
       const turnId = 'turn-user-kept-stop';
       expect(await postFrom(user, '/api/sessions/user-session/stop', { turnId })).toEqual({
-        status: 200, body: { outcome: 'pending', sessionId: 'user-session', turnId },
+        status: 200, body: { outcome: 'pending', sessionId: 'user-session', turnId, expiresAt: expect.any(Number) },
       });
 
       // Another client sends 10,001 stops for made-up turn ids, each for a session of its own:
@@ -81,6 +81,33 @@ describe('stops kept for turns that have not started', () => {
     } finally {
       user.destroy();
       flooder.destroy();
+    }
+  });
+
+  it("a session's book is bounded too: past 100 kept stops the answer is refused (session_full), and nothing kept is dropped", async () => {
+    // Two clients, 60 stops each, for made-up turns of one session.
+    const clients = ['127.0.0.3', '127.0.0.4'].map((localAddress) => new Agent({ keepAlive: true, localAddress }));
+    try {
+      const answers: { status: number; body: any }[] = [];
+      for (let i = 0; i < 120; i++) answers.push(await postFrom(clients[i % 2], '/api/sessions/one-session/stop', { turnId: `turn-guess-${i}` }));
+      expect(answers.slice(0, 100).every((a) => a.status === 200 && a.body.outcome === 'pending')).toBe(true);
+      for (const answer of answers.slice(100)) {
+        expect(answer.status).toBe(429);
+        expect(answer.body).toMatchObject({ outcome: 'refused', sessionId: 'one-session', why: 'session_full', error: expect.stringMatching(/^stop: not kept \(session_full\)/) });
+      }
+      // The first kept stop is still in force: its turn starts cancelled.
+      expect((await postFrom(clients[0], '/api/sessions/one-session/turns', { prompt: 'shell', turnId: 'turn-guess-0' })).status).toBe(202);
+      const events = await server.events('one-session');
+      try {
+        await events.next('turn_aborted', (e) => e.data.turnId === 'turn-guess-0', 10_000);
+        expect(events.types()).not.toContain('tool_call');
+      } finally {
+        events.close();
+      }
+      // Nothing runs in the session now: a stop without a turn id says so.
+      expect(await postFrom(clients[1], '/api/sessions/one-session/stop', {})).toEqual({ status: 200, body: { outcome: 'not_found', sessionId: 'one-session' } });
+    } finally {
+      for (const client of clients) client.destroy();
     }
   });
 });

@@ -101,8 +101,9 @@ describe('agent server: turns', () => {
     const question = await events.next('question', (e) => e.data.turnId === turnId);
     expect(question.data.question).toBe('Shall I go on?');
     const path = `/api/questions/${question.data.questionId}/answer`;
-    expect(await server.post(path, { answer: 'yes, go on' })).toEqual({ status: 200, body: { accepted: true } });
-    expect(await server.post(path, { answer: 'again' })).toEqual({ status: 200, body: { accepted: false } });
+    const { questionId } = question.data;
+    expect(await server.post(path, { answer: 'yes, go on' })).toEqual({ status: 200, body: { accepted: true, outcome: 'accepted', questionId } });
+    expect(await server.post(path, { answer: 'again' })).toEqual({ status: 200, body: { accepted: false, outcome: 'not_found', questionId } });
     const done = await events.next('turn_completed', (e) => e.data.turnId === turnId);
     expect(done.data.value).toContain('yes, go on');
     expect((await events.next('tool_output')).data).toMatchObject({ name: 'ask', success: true, output: { answer: 'yes, go on' } });
@@ -150,7 +151,8 @@ describe('agent server: Stop', () => {
     const { body } = await server.post(`/api/sessions/${id}/stop`, { reason: 'cancel.user' });
     expect(body).toMatchObject({ outcome: 'stopped', turnId, report: { hardStopped: { questions: 1 } } });
     await events.next('turn_aborted', (e) => e.data.turnId === turnId, 1000);
-    expect(await server.post(`/api/questions/${question.data.questionId}/answer`, { answer: 'too late' })).toEqual({ status: 200, body: { accepted: false } });
+    expect(await server.post(`/api/questions/${question.data.questionId}/answer`, { answer: 'too late' }))
+      .toEqual({ status: 200, body: { accepted: false, outcome: 'not_found', questionId: question.data.questionId } });
     expectStoppedHistory(await history(id), turnId, 'ask');
   });
 
@@ -185,7 +187,7 @@ describe('agent server: the page names its turns', () => {
     const turnId = `turn-client-${randomUUID()}`;
     // The Stop first (the page's POST /turns is still on its way)...
     const stop = await server.post(`/api/sessions/${id}/stop`, { turnId });
-    expect(stop).toEqual({ status: 200, body: { outcome: 'pending', sessionId: id, turnId } });
+    expect(stop).toEqual({ status: 200, body: { outcome: 'pending', sessionId: id, turnId, expiresAt: expect.any(Number) } });
     // ...then the Send: accepted, and the turn ends cancelled without a token or a tool of it.
     expect((await server.post(`/api/sessions/${id}/turns`, { prompt: 'shell', turnId })).status).toBe(202);
     const aborted = await events.next('turn_aborted', (e) => e.data.turnId === turnId, 2000);

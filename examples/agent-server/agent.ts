@@ -10,7 +10,7 @@ import { stepCountIs, streamText } from 'ai';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { FatalToolError, type LedgerEntry, type LedgerStore, type Turn, type TurnPool } from '../../src/index.js';
 import { aiTools, toModelMessages } from '../../src/ai-sdk/index.js';
-import { agentTools, type ToolEvents } from './tools.js';
+import { agentTools, shellTool, type OnToolCall } from './tools.js';
 
 /** A model that keeps calling tools is cut off after this many steps. */
 const MAX_STEPS = 16;
@@ -28,7 +28,7 @@ export interface AgentDeps {
 }
 
 /** The body of one turn for `runner.run` / `fleet.run`; resolves with the model's last reply. */
-export function agentTurn(deps: AgentDeps, sessionId: string, toolEvents: ToolEvents): (turn: Turn) => Promise<string> {
+export function agentTurn(deps: AgentDeps, sessionId: string, onToolCall: OnToolCall): (turn: Turn) => Promise<string> {
   return async (turn) => {
     // The ledger already holds this turn's turn_started with its input: the messages end with it.
     const history = lastTurns(await deps.ledger.entries({ sessionId }), turn.turnId);
@@ -37,7 +37,8 @@ export function agentTurn(deps: AgentDeps, sessionId: string, toolEvents: ToolEv
       model: deps.model,
       system: SYSTEM,
       messages,
-      tools: aiTools(turn, agentTools(turn, deps.pool, toolEvents)),
+      // shell runs its own turn.tool call (its output reported with call.progress); the rest through aiTools.
+      tools: { ...aiTools(turn, agentTools(turn, deps.pool, onToolCall)), shell: shellTool(turn, onToolCall) },
       abortSignal: turn.signal,
       stopWhen: stepCountIs(MAX_STEPS),
     });

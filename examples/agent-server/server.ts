@@ -221,13 +221,8 @@ export class AgentServer {
       refuseIfBusy(session);
     }
     session.beginTurn(turnId, prompt);
-    const agent = agentTurn({ model, pool, ledger }, sessionId, {
-      call: (callId, name, args) => {
-        this.#sessions.publish(session, 'tool_call', { turnId, callId, name, args: args as Record<string, unknown> });
-      },
-      output: (callId, name, chunk) => {
-        this.#sessions.publish(session, 'tool_progress', { turnId, callId, name, data: chunk });
-      },
+    const agent = agentTurn({ model, pool, ledger }, sessionId, (callId, name, args) => {
+      this.#sessions.publish(session, 'tool_call', { turnId, callId, name, args: args as Record<string, unknown> });
     });
     // `input`: the ledger records the prompt on turn_started, so the next turn's history has it.
     const options = { turnId, input: prompt };
@@ -295,7 +290,7 @@ export class AgentServer {
     if (turnId === undefined && this.#sessions.get(sessionId) === undefined) {
       throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
     }
-    const answer = await stopAnswer(runner, this.#options.ledger, sessionId, { reason, turnId }, this.nodeId);
+    const answer = await stopAnswer(runner, sessionId, { reason, turnId }, this.nodeId);
     if (answer.outcome === 'pending') this.#clientStops.kept(client);
     sendJson(res, answer.outcome === 'refused' ? 429 : 200, answer);
   }

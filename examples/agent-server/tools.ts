@@ -1,16 +1,18 @@
 /**
- * The agent's tools, as AI SDK tools. agent.ts hands them to `streamText` through
+ * The agent's tools, as AI SDK tools. agent.ts hands `crunch` and `ask` to `streamText` through
  * `aiTools(turn, …)` (fullstop/ai-sdk), so each call runs as one `turn.tool` call under the
  * model's own tool-call id: history records the call before it runs, the call's token is ambient
- * (`pool.run` and `exec` below need no token argument), and a stop gives it an aborted output.
+ * (`pool.run` needs no token argument), and a stop gives it an aborted output. `shell` makes its
+ * `turn.tool` call itself, for the call's `progress`:
  * - `crunch`: CPU work in a `TurnPool` worker (crunch-task.ts), stopped at its next `checkpoint()`;
- * - `shell`:  a process tree through `exec`, its output shown live (`onOutput`); a stop kills its
- *             whole process group;
+ * - `shell`:  a process tree through `exec`, whose output goes out as it comes (`onOutput` →
+ *             `call.progress` → the runner's `tool_progress` → the page); a stop kills its whole
+ *             process group, and the history keeps what it had printed (`partial`), for the model;
  * - `ask`:    `turn.ask`, answered from the page; a stop rejects the pending question.
  */
 import { tool, type ToolSet } from 'ai';
 import { z } from 'zod';
-import { exec, ToolError, type ExecResult, type Turn, type TurnPool } from '../../src/index.js';
+import { exec, ToolError, type CancelToken, type ExecResult, type Turn, type TurnPool } from '../../src/index.js';
 import type { CrunchResult, CrunchTask } from './crunch-task.js';
 
 /**
@@ -24,23 +26,19 @@ const MAX_PHASES = 1000;
 /** What `shell` returns to the model: the facts of the run (a non-zero exit is not an error). */
 export type ShellOutput = Pick<ExecResult, 'exitCode' | 'signal' | 'stdout' | 'stderr' | 'wallMs' | 'pid'>;
 
-/** What the page is told of the calls as they run. */
-export interface ToolEvents {
-  /** A call starts (inside its `turn.tool`, so before its output): the page shows the call. */
-  call(callId: string, name: string, args: unknown): void;
-  /** A running command printed `chunk`: the page shows it under the call as it comes. */
-  output(callId: string, name: string, chunk: { stream: 'stdout' | 'stderr'; text: string }): void;
-}
+/** Told as each call starts (inside its `turn.tool`, so before its output): the page shows the call. */
+export type OnToolCall = (callId: string, name: string, args: unknown) => void;
 
 /** The three tools for one turn. */
-export function agentTools(turn: Turn, pool: TurnPool, events: ToolEvents) {
+/** `crunch` and `ask`, for `aiTools(turn, …)`. */
+export function agentTools(turn: Turn, pool: TurnPool, onToolCall: OnToolCall) {
   return {
     crunch: tool({
       description: 'Run a CPU-heavy computation (a SHA-256 hash chain) in a worker thread: about 0.1 s per phase.',
       // Checked in `execute`, not by the schema, so a bad value is a refused call in the history.
       inputSchema: z.object({ phases: z.number().optional().describe('How many phases, 1-1000 (default 100, about 10 s).') }),
       execute: async (args, { toolCallId }): Promise<CrunchResult> => {
-        events.call(toolCallId, 'crunch', args);
+        onToolCall(toolCallId, 'crunch', args);
         const phases = args.phases ?? 100;
         if (!Number.isInteger(phases) || phases < 1 || phases > MAX_PHASES) {
           throw new ToolError(`crunch: phases: expected an integer from 1 to ${MAX_PHASES}, got ${JSON.stringify(phases)}`);
@@ -48,25 +46,11 @@ export function agentTools(turn: Turn, pool: TurnPool, events: ToolEvents) {
         return pool.run<CrunchResult>({ phases } satisfies CrunchTask);
       },
     }),
-    shell: tool({
-      description: `Run \`sh -c "${SHELL_SCRIPT}"\`: a process tree that runs about 30 s, printing a line before and after.`,
-      inputSchema: z.object({}),
-      execute: async (args, { toolCallId, abortSignal }): Promise<ShellOutput> => {
-        events.call(toolCallId, 'shell', { command: `sh -c "${SHELL_SCRIPT}"` });
-        const { exitCode, signal, stdout, stderr, wallMs, pid } = await exec('sh', ['-c', SHELL_SCRIPT], {
-          onOutput: (chunk: { stream: 'stdout' | 'stderr'; text: string }) => events.output(toolCallId, 'shell', chunk),
-        } as object);
-        // exec resolves a stopped run with its partial output; for the agent a stopped command is
-        // an aborted call, not a result.
-        abortSignal?.throwIfAborted();
-        return { exitCode, signal, stdout, stderr, wallMs, pid };
-      },
-    }),
     ask: tool({
       description: 'Ask the user a question and wait for the answer.',
       inputSchema: z.object({ question: z.string() }),
       execute: async ({ question }, { toolCallId, abortSignal }): Promise<{ answer: string }> => {
-        events.call(toolCallId, 'ask', { question });
+        onToolCall(toolCallId, 'ask', { question });
         if (question.length === 0) throw new ToolError('ask: question: expected a non-empty string');
         // The call settles as soon as the stop signals, so the stop's grace window does not wait
         // for the question: the hard stop rejects the question itself a moment later.
@@ -79,4 +63,27 @@ export function agentTools(turn: Turn, pool: TurnPool, events: ToolEvents) {
       },
     }),
   } satisfies ToolSet;
+}
+
+/**
+ * `shell`, bound to the turn: one `turn.tool` call under the model's tool-call id, whose command's
+ * output is reported as it comes (`call.progress`), so the page shows it live and a stop records
+ * what it had printed for the next turn's model.
+ */
+export function shellTool(turn: Turn, onToolCall: OnToolCall) {
+  return tool({
+    description: `Run \`sh -c "${SHELL_SCRIPT}"\`: a process tree that runs about 30 s, printing a line before and after.`,
+    inputSchema: z.object({}),
+    execute: (args, { toolCallId }): Promise<ShellOutput> => turn.tool('shell', args, async (token, call) => {
+      onToolCall(toolCallId, 'shell', { command: `sh -c "${SHELL_SCRIPT}"` });
+      const { exitCode, signal, stdout, stderr, wallMs, pid } = await exec('sh', ['-c', SHELL_SCRIPT], {
+        token,
+        onOutput: (chunk: unknown) => call.progress(chunk),
+      } as { token: CancelToken });
+      // exec resolves a stopped run with its partial output; for the agent a stopped command is
+      // an aborted call (its output so far is on the call's history through progress).
+      token.signal.throwIfAborted();
+      return { exitCode, signal, stdout, stderr, wallMs, pid };
+    }, { callId: toolCallId }),
+  });
 }
