@@ -37,8 +37,7 @@ export function agentTurn(deps: AgentDeps, sessionId: string, onToolCall: OnTool
       model: deps.model,
       system: SYSTEM,
       messages,
-      // shell runs its own turn.tool call (its output reported with call.progress); the rest through aiTools.
-      tools: { ...aiTools(turn, agentTools(turn, deps.pool, onToolCall)), shell: shellTool(turn, onToolCall) },
+      tools: agentToolSet(turn, deps.pool, onToolCall),
       abortSignal: turn.signal,
       stopWhen: stepCountIs(MAX_STEPS),
     });
@@ -66,4 +65,13 @@ function lastTurns(entries: readonly LedgerEntry[], current: string): LedgerEntr
   for (let i = entries.length - 1; i >= 0 && kept.size <= MAX_HISTORY_TURNS + 1; i--) kept.add(entries[i].turnId);
   if (kept.size > MAX_HISTORY_TURNS + 1) kept.delete([...kept].at(-1)!);
   return entries.filter((e) => kept.has(e.turnId));
+}
+
+/**
+ * The tools in the order the model is told of them: `crunch` and `ask` through `aiTools`, `shell`
+ * with its own `turn.tool` call (its output reported with `call.progress`).
+ */
+function agentToolSet(turn: Turn, pool: TurnPool, onToolCall: OnToolCall) {
+  const { crunch, ask } = aiTools(turn, agentTools(turn, pool, onToolCall));
+  return { crunch, shell: shellTool(turn, onToolCall), ask };
 }
