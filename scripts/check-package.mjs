@@ -5,7 +5,9 @@
 // its peers, @types/node: nothing else, so an undeclared import fails as it would for a user; no
 // network), then checks:
 //   1. a strict consumer (`skipLibCheck: false`) type-checks an import of every exported subpath,
-//      once with module/moduleResolution nodenext and once with esnext + bundler;
+//      once with module/moduleResolution nodenext and once with esnext + bundler; and consumers
+//      that installed only one framework major type-check their use of its subpath: only the MCP
+//      SDK v1, only the MCP SDK v2, only `ai` 7 (test/fixtures/consumer/mcp-v1, mcp-v2, ai-v7);
 //   2. every subpath loads at run time from an ES module, `require('fullstop')` works from a
 //      CommonJS project on this Node, and a TurnPool task runs from the installed package;
 //   3. LICENSE (and every file the exports map and `bin` name) is in the tarball;
@@ -119,6 +121,31 @@ for (const name of linked) {
   for (const config of ['tsconfig.nodenext.json', 'tsconfig.bundler.json']) {
     const failed = run(process.execPath, [tsc, '-p', config], consumer);
     check(`a strict consumer type-checks ${subpaths.join(', ')} (${config}, skipLibCheck false)`, failed === undefined ? [] : [failed]);
+  }
+}
+
+// 1b. Consumers with one framework major only: a node_modules of their own holding a copy of the
+// package (not a link: its declarations must resolve nothing from this repository's modules), its
+// dependencies, @types/node and the framework packages named (installed name -> this repository's).
+{
+  const only = [
+    ['mcp-v1', 'only @modelcontextprotocol/sdk 1.x', { '@modelcontextprotocol/sdk': '@modelcontextprotocol/sdk', zod: 'zod' }],
+    ['mcp-v2', 'only @modelcontextprotocol/server 2.x', { '@modelcontextprotocol/server': '@modelcontextprotocol/server', zod: 'zod' }],
+    ['ai-v7', 'only ai 7 (with @ai-sdk/openai 4)', { ai: 'ai-v7', '@ai-sdk/openai': '@ai-sdk/openai-v4', zod: 'zod' }],
+  ];
+  const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  for (const [fixture, what, frameworks] of only) {
+    const consumer = join(work, `consumer-${fixture}`);
+    cpSync(join(fixtures, fixture), consumer, { recursive: true });
+    const own = join(consumer, 'node_modules');
+    cpSync(installed, join(own, pkg.name), { recursive: true });
+    const links = { ...Object.fromEntries([...Object.keys(pkg.dependencies ?? {}), '@types/node'].map((n) => [n, n])), ...frameworks };
+    for (const [name, source] of Object.entries(links)) {
+      mkdirSync(dirname(join(own, name)), { recursive: true });
+      symlinkSync(join(root, 'node_modules', source), join(own, name), 'dir');
+    }
+    const failed = run(process.execPath, [tsc, '-p', 'tsconfig.json'], consumer);
+    check(`a strict consumer with ${what} type-checks its use of ${pkg.name} (skipLibCheck false)`, failed === undefined ? [] : [failed]);
   }
 }
 

@@ -37,6 +37,12 @@ export const MAX_PROGRESS_BYTES = 65_536;
 /** How long `runner.shutdown()` waits for the stops it began before it resolves, in ms. */
 export const DEFAULT_SHUTDOWN_DEADLINE_MS = 10_000;
 
+/** How often `fullstop/mcp` sends a running call's progress notification (`progressIntervalMs`), in ms. */
+export const DEFAULT_MCP_PROGRESS_INTERVAL_MS = 10_000;
+
+/** How much of a cut call's output `toModelMessages` gives the model (`partialBudgetBytes`), in bytes. */
+export const DEFAULT_PARTIAL_BUDGET_BYTES = 4096;
+
 /**
  * The longest id fullstop keeps, in characters: a session, turn, call or question id, a stop's
  * reason, a fleet's node id or prefix. A longer one is refused with a RangeError naming the

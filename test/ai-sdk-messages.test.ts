@@ -149,6 +149,67 @@ describe('toModelMessages', () => {
     ]);
   });
 
+  it('gives a tool call recorded without a callId an id of its own, unique, answered by its result, accepted by ai@6', () => {
+    const entries = [
+      { type: 'turn_started', turnId: 't1', input: 'go' },
+      { type: 'tool_call', turnId: 't1', name: 'a', args: {} },
+      { type: 'tool_output', turnId: 't1', output: 'done', success: true },
+      { type: 'turn_started', turnId: 't2', input: 'again' },
+      { type: 'tool_call', turnId: 't2', callId: '', name: 'a', args: {} },
+    ] as unknown as LedgerEntry[];
+    const messages = toModelMessages(entries);
+    const ids = messages.flatMap((m) => (m.role === 'assistant' ? m.content : [])).filter((p) => p.type === 'tool-call').map((p: any) => p.toolCallId);
+    expect(ids).toEqual([expect.any(String), expect.any(String)]);
+    expect(new Set(ids).size).toBe(2);
+    expect(messages[2]).toEqual({ role: 'tool', content: [{ type: 'tool-result', toolCallId: ids[0], toolName: 'a', output: { type: 'text', value: 'done' } }] });
+    expect(z.array(ai6.modelMessageSchema).safeParse(messages).success).toBe(true);
+  });
+
+  it("gives a cut call's result as its aborted text, then its output before the stop: head and tail within the budget, with the omitted count", () => {
+    const lines = Array.from({ length: 2000 }, (_, i) => `compiled unit ${i}`).join('\n');
+    const aborted = (partial: unknown) => [
+      { type: 'tool_call', turnId: 't', callId: 'c', name: 'make', args: {} },
+      { type: 'tool_aborted', turnId: 't', callId: 'c', output: 'aborted by user after 2.3s', partial },
+    ] as unknown as LedgerEntry[];
+    const valueOf = (messages: any[]) => messages[1].content[0].output.value as string;
+
+    const text = valueOf(toModelMessages(aborted({ output: lines, success: true })));
+    expect(text.startsWith('aborted by user after 2.3s\n\nIts output before the stop:\ncompiled unit 0\n')).toBe(true);
+    expect(text.endsWith('compiled unit 1999')).toBe(true);
+    const omitted = Number(/\n… (\d+) bytes omitted …\n/.exec(text)![1]);
+    const kept = text.slice(text.indexOf('stop:\n') + 6).replace(/\n… \d+ bytes omitted …\n/, '');
+    expect(Buffer.byteLength(kept) + omitted).toBe(Buffer.byteLength(lines));
+    expect(Buffer.byteLength(kept)).toBeLessThanOrEqual(4096);
+    expect(Buffer.byteLength(kept)).toBeGreaterThan(4000);
+
+    const small = valueOf(toModelMessages(aborted({ output: lines, success: true }), { partialBudgetBytes: 100 }));
+    expect(Buffer.byteLength(small.slice(small.indexOf('stop:\n') + 6).replace(/\n… \d+ bytes omitted …\n/, ''))).toBeLessThanOrEqual(100);
+    // A multi-byte character at the cut is never split.
+    const wide = valueOf(toModelMessages(aborted({ output: 'é'.repeat(5000), success: true }), { partialBudgetBytes: 101 }));
+    expect(wide).not.toContain('\uFFFD');
+    // Short output is given whole; no partial, or an empty one, adds nothing.
+    expect(valueOf(toModelMessages(aborted({ output: 'unit 1 ok', success: true })))).toBe('aborted by user after 2.3s\n\nIts output before the stop:\nunit 1 ok');
+    expect(valueOf(toModelMessages(aborted(undefined)))).toBe('aborted by user after 2.3s');
+    expect(valueOf(toModelMessages(aborted({ output: '', success: true })))).toBe('aborted by user after 2.3s');
+    // What a call threw once stopped is the stop's echo, not output it produced.
+    expect(valueOf(toModelMessages(aborted({ output: 'pool task stopped', success: false })))).toBe('aborted by user after 2.3s');
+    expect(() => toModelMessages([], { partialBudgetBytes: -1 })).toThrow(RangeError);
+    expect(() => toModelMessages([], { partialBudgetBytes: '4k' as any })).toThrow(/^options\.partialBudgetBytes: /);
+  });
+
+  it('records a toolCallId the model repeats in a turn as a call of its own (<id>-2): both run, the history stays valid', async () => {
+    const outcome = await scene.runner.run(SESSION, async (turn) => {
+      const t = aiTools(turn, { sum: tools.sum });
+      const first = await (t.sum.execute as any)({ n: 3 }, { toolCallId: 'call_dup', messages: [] });
+      const second = await (t.sum.execute as any)({ n: 4 }, { toolCallId: 'call_dup', messages: [] });
+      return [first, second];
+    }, { input: 'sum twice' });
+    expect(outcome).toMatchObject({ status: 'completed', value: [6, 10] });
+    const entries = await scene.ledger.entries({ sessionId: SESSION });
+    expect(entries.filter((e) => e.type === 'tool_call').map((e: any) => e.callId)).toEqual(['call_dup', 'call_dup-2']);
+    expect(z.array(ai6.modelMessageSchema).safeParse(toModelMessages(entries)).success).toBe(true);
+  });
+
   it('refuses what is not an array of ledger entries, naming it', () => {
     expect(() => toModelMessages(undefined as any)).toThrow(new TypeError('entries: expected an array of ledger entries, got undefined'));
     expect(() => toModelMessages([{ type: 'say' }] as any)).toThrow(/^entries\[0\]: expected a ledger entry/);

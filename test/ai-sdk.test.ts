@@ -194,6 +194,62 @@ describe.each(SDKS)('aiTools with ai@$version', ({ version, sdk }) => {
   });
 });
 
+describe('aiTools with an async generator tool whose consumer leaves early', () => {
+  it('return() on the iterator cancels the call: its abortSignal aborts, the generator is returned, nothing more is produced, the call records a failure', async () => {
+    let produced = 0;
+    let finished = false;
+    let signal: AbortSignal | undefined;
+    const ticker = {
+      async *execute(_input: unknown, options: any) {
+        signal = options.abortSignal;
+        try {
+          // Ignores its signal on purpose: only fullstop's return() may end it.
+          for (;;) {
+            produced++;
+            yield produced;
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+        } finally {
+          finished = true;
+        }
+      },
+    };
+    const outcome = await scene.runner.run('s', async (turn) => {
+      const iterator = (aiTools(turn, { ticker }).ticker.execute as any)({}, { toolCallId: 'call_tick', messages: [] }) as AsyncGenerator<number>;
+      const first = [(await iterator.next()).value, (await iterator.next()).value];
+      await iterator.return(undefined);
+      const atReturn = produced;
+      // Had it kept running (the bug: 116 more values in 600 ms), these turns of the loop would see it.
+      for (let i = 0; i < 50; i++) await new Promise((resolve) => setImmediate(resolve));
+      return { first, atReturn, after: produced };
+    });
+    expect(outcome.status).toBe('completed');
+    const { first, atReturn, after } = (outcome as any).value;
+    expect(first).toEqual([1, 2]);
+    expect(after).toBe(atReturn);
+    expect(atReturn).toBeLessThanOrEqual(3); // at most one value ahead of its reader
+    expect(finished).toBe(true);
+    expect(signal!.aborted).toBe(true);
+    const output = (await entriesOf(outcome.turnId)).find((e) => e.type === 'tool_output');
+    expect(output).toMatchObject({ callId: 'call_tick', success: false });
+  });
+
+  it('detects a generator tool by its prototype, not its toString: a bound one and one whose toStringTag lies still stream', async () => {
+    async function* count() { yield 1; yield 2; }
+    const liar = async function* () { yield 1; yield 2; };
+    Object.defineProperty(liar, Symbol.toStringTag, { value: 'Function' });
+    for (const execute of [count.bind(null), liar]) {
+      const outcome = await scene.runner.run('s', async (turn) => {
+        const result = (aiTools(turn, { t: { execute } }).t.execute as any)({}, { toolCallId: 'call_g', messages: [] });
+        const values: unknown[] = [];
+        for await (const v of result) values.push(v);
+        return values;
+      });
+      expect(outcome).toMatchObject({ status: 'completed', value: [1, 2] });
+    }
+  });
+});
+
 describe('aiTools arguments', () => {
   it('refuses a turn that is not one, tools that are not an object, and an execute that is not a function, naming each', async () => {
     expect(() => aiTools(null as any, {})).toThrow(new TypeError('turn: expected the Turn a runner\'s body receives, got null'));

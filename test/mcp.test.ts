@@ -103,7 +103,7 @@ describe('mcpTurns answers', () => {
     const reports = await turns.stopAll();
     expect(reports).toEqual([expect.objectContaining({ reason: 'cancel.shutdown', settledCooperatively: true })]);
     const answer = await call;
-    expect(answer).toEqual({ isError: true, content: [{ type: 'text', text: expect.stringMatching(/^aborted by user after \d+\.\ds$/) }] });
+    expect(answer).toEqual({ isError: true, content: [{ type: 'text', text: expect.stringMatching(/^aborted after \d+\.\ds: the server shut down$/) }] });
     // The history has the call aborted too (its text measured from the tool call's own start).
     const aborted = (await ledger.entries({ turnId: reports[0].turnId })).find((e) => e.type === 'tool_aborted');
     expect(aborted).toBeDefined();
@@ -129,7 +129,7 @@ describe('mcpTurns before a call starts', () => {
     let ran = false;
     const cb = mcpTurns(new McpServer({ name: 'x', version: '1.0.0' }), { runner }).tool(async () => { ran = true; return { content: [] }; });
     const extra = { signal: AbortSignal.abort(), requestId: 1, sendNotification: async () => {}, sendRequest: async () => ({}) } as any;
-    expect(await cb({}, extra)).toEqual({ isError: true, content: [{ type: 'text', text: 'aborted by user after 0.1s' }] });
+    expect(await cb({}, extra)).toEqual({ isError: true, content: [{ type: 'text', text: 'aborted after 0.1s: the client cancelled its request' }] });
     expect(ran).toBe(false);
     expect(events).toEqual([]);
   });

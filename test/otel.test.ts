@@ -61,6 +61,13 @@ afterEach(async () => {
 afterAll(() => pool.destroy());
 
 const ms = (t: HrTime) => t[0] * 1e3 + t[1] / 1e6;
+/** Spans end on the turn of the event loop after their event (an exporter must not delay run()): wait for it. */
+const spansEnded = () => new Promise((resolve) => setImmediate(resolve));
+/** `instrument` again, recording error texts. */
+function recordingErrors(): void {
+  off();
+  off = instrument(runner, { tracerProvider, meterProvider, recordErrors: true });
+}
 const spansNamed = (name: string) => exported.getFinishedSpans().filter((s) => s.name === name);
 const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
 
@@ -102,13 +109,15 @@ function callIdOf(name: string, entries: LedgerEntry[]): string {
 }
 
 describe('a completed turn', () => {
-  it('is one invoke_agent span, status unset, with an execute_tool child per call; a failed call\'s span is an error', async () => {
+  it('is one invoke_agent span, status unset, with an execute_tool child per call; a failed call\'s span is an error (with its text under recordErrors)', async () => {
+    recordingErrors();
     const outcome = await runner.run('s-done', async (turn) => {
       const echoed = await turn.tool('echo', { value: 7 }, (token) => pool.run({ value: 7 }, { token, name: 'echo' }), { callId: 'call_model_1' });
       await turn.tool('lookup', { q: 'x' }, async () => { throw new ToolError('no such page'); }).catch(() => {});
       return (echoed as { value: number }).value;
     }, { turnId: 't-done' });
     expect(outcome).toMatchObject({ status: 'completed', value: 7 });
+    await spansEnded();
 
     const turn = onlyTurnSpan();
     expect(turn.attributes).toEqual({
@@ -156,6 +165,7 @@ describe('a completed turn', () => {
         span.end();
       }, { turnId: 't-ctx' }));
       request.end();
+      await spansEnded();
       const turn = onlyTurnSpan();
       expect(turn.spanContext().traceId).toBe(request.spanContext().traceId);
       expect(parentOf(turn)).toBe(request.spanContext().spanId);
@@ -261,6 +271,7 @@ describe('a stopped turn', () => {
     const outcome = await runner.run('s-early', async (turn) => { ran = true; await turn.tool('never', {}, async () => 1); }, { turnId: 't-early' });
     expect(outcome.status).toBe('cancelled');
     expect(ran).toBe(false);
+    await spansEnded();
     const turn = onlyTurnSpan();
     expect(turn.attributes).toMatchObject({ 'fullstop.turn.id': 't-early', 'fullstop.turn.status': 'cancelled' });
     expect(turn.status.code).toBe(SpanStatusCode.UNSET);
@@ -272,9 +283,11 @@ describe('a stopped turn', () => {
 });
 
 describe('a failed turn', () => {
-  it('is the only span with status ERROR: the error\'s message, error.type and the exception', async () => {
+  it('is the only span with status ERROR: with recordErrors, the error\'s message, error.type and the exception', async () => {
+    recordingErrors();
     const outcome = await runner.run('s-fail', async () => { throw new RangeError('model refused'); }, { turnId: 't-fail' });
     expect(outcome.status).toBe('failed');
+    await spansEnded();
     const turn = onlyTurnSpan();
     expect(turn.status).toEqual({ code: SpanStatusCode.ERROR, message: 'model refused' });
     expect(turn.attributes).toMatchObject({ 'fullstop.turn.status': 'failed', 'error.type': 'RangeError' });
@@ -283,12 +296,119 @@ describe('a failed turn', () => {
   });
 
   it('a thrown non-Error is rendered safely and typed _OTHER', async () => {
+    recordingErrors();
     await runner.run('s-odd', async () => { throw Object.create(null); }, { turnId: 't-odd' });
+    await spansEnded();
     const turn = onlyTurnSpan();
     expect(turn.status.code).toBe(SpanStatusCode.ERROR);
     expect(turn.status.message).toBe('[object (null prototype)]');
     expect(turn.attributes['error.type']).toBe('_OTHER');
   });
+});
+
+describe('what the spans record of a turn\'s content', () => {
+  it('by default, nothing: a failed call\'s and a failed turn\'s spans are errors with error.type only, no message, no exception', async () => {
+    const secret = 'the user\'s file /home/ann/diary.txt';
+    await runner.run('s-quiet', async (turn) => {
+      await turn.tool('read', {}, async () => { throw new ToolError(`cannot read ${secret}`); }).catch(() => {});
+      throw new RangeError(`model refused: ${secret}`);
+    }, { turnId: 't-quiet' });
+    await spansEnded();
+    const turn = onlyTurnSpan();
+    const [tool] = toolSpansOf(turn);
+    expect(turn.status).toEqual({ code: SpanStatusCode.ERROR });
+    expect(turn.attributes['error.type']).toBe('RangeError');
+    expect(turn.events).toEqual([]);
+    expect(tool.status).toEqual({ code: SpanStatusCode.ERROR });
+    expect(tool.attributes).toMatchObject({ 'fullstop.tool.status': 'failed', 'error.type': 'tool_error' });
+    expect(JSON.stringify(exported.getFinishedSpans().map((s) => [s.attributes, s.status, s.events]))).not.toContain('diary');
+  });
+
+  it('refuses a recordErrors that is not a boolean, naming it', () => {
+    expect(() => instrument(runner, { tracerProvider, meterProvider, recordErrors: 'yes' as any })).toThrow(new TypeError('options.recordErrors: expected a boolean, got "yes"'));
+  });
+});
+
+describe('the turn span while the body runs', () => {
+  it('is the active span: spans the body starts, before and after an await, and fetch-like work in a timer are its children', async () => {
+    const manager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(manager);
+    const tracer = tracerProvider.getTracer('test');
+    try {
+      await runner.run('s-active', async () => {
+        tracer.startSpan('model call').end();
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        await new Promise<void>((resolve) => setTimeout(() => { tracer.startSpan('fetch').end(); resolve(); }, 1));
+      }, { turnId: 't-active' });
+      await spansEnded();
+      const turn = onlyTurnSpan();
+      for (const name of ['model call', 'fetch']) {
+        const [span] = spansNamed(name);
+        expect(span.spanContext().traceId).toBe(turn.spanContext().traceId);
+        expect(parentOf(span)).toBe(turn.spanContext().spanId);
+      }
+      // Outside the body the turn span is not active.
+      const after = tracer.startSpan('after');
+      after.end();
+      expect(parentOf(after as unknown as ReadableSpan)).toBeUndefined();
+    } finally {
+      context.disable();
+    }
+  });
+
+  it('is no longer made active after off()', async () => {
+    const manager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(manager);
+    const tracer = tracerProvider.getTracer('test');
+    try {
+      off();
+      await runner.run('s-off', async () => { tracer.startSpan('model call').end(); });
+      const [span] = spansNamed('model call');
+      expect(parentOf(span)).toBeUndefined();
+    } finally {
+      context.disable();
+    }
+  });
+});
+
+describe('an exporter that blocks', () => {
+  /** A span processor whose onEnd blocks the thread for `ms` (as a synchronous exporter can). */
+  function blockingProcessor(ms: number) {
+    return {
+      onStart() {},
+      onEnd() { const until = performance.now() + ms; while (performance.now() < until); },
+      forceFlush: async () => {},
+      shutdown: async () => {},
+    };
+  }
+
+  it.each(['completed', 'cancelled'] as const)('does not delay run()\'s settling after its last event (a %s turn)', async (status) => {
+    const slow = new BasicTracerProvider({ spanProcessors: [blockingProcessor(1000)] });
+    off();
+    off = instrument(runner, { tracerProvider: slow, meterProvider });
+    let emitted = 0;
+    // Before instrument's own listener: the moment the runner emits, before any span ends.
+    runner.prependListener(status === 'completed' ? 'turn_completed' : 'turn_aborted', () => { emitted = performance.now(); });
+    let begun!: () => void;
+    const running = new Promise<void>((resolve) => { begun = resolve; });
+    const outcome$ = runner.run('s-slow', async (turn) => {
+      await turn.tool('t', {}, async () => 1);
+      if (status === 'completed') return;
+      begun();
+      await new Promise((resolve) => turn.signal.addEventListener('abort', resolve));
+    });
+    if (status === 'cancelled') {
+      await running;
+      void runner.stop('s-slow');
+    }
+    const outcome = await outcome$;
+    const settled = performance.now();
+    expect(outcome.status).toBe(status);
+    // Blocking in onEnd before run() settles would make this at least 1000 ms (the turn's span alone).
+    expect(settled - emitted).toBeLessThan(500);
+    off();
+    await slow.shutdown();
+  }, 20_000);
 });
 
 describe('off()', () => {

@@ -6,6 +6,6 @@
 
 export { aiTools, type ToolExecutionOptions } from './tools.js';
 export {
-  toModelMessages, type ModelMessage, type UserModelMessage, type AssistantModelMessage, type ToolModelMessage,
+  toModelMessages, PARTIAL_OUTPUT_HEADING, type ToModelMessagesOptions, type ModelMessage, type UserModelMessage, type AssistantModelMessage, type ToolModelMessage,
   type TextPart, type ToolCallPart, type ToolResultPart, type JsonValue,
 } from './messages.js';

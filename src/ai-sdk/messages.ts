@@ -7,9 +7,11 @@
  * assignable to the SDK's own.
  */
 
+import { DEFAULT_PARTIAL_BUDGET_BYTES } from '../constants.js';
 import { describe } from '../errors.js';
 import { INTERRUPTED_TOOL_TEXT } from '../ledger/entry.js';
 import type { LedgerEntry } from '../ledger/entry.js';
+import { headAndTail, partialText } from './partial.js';
 
 /** A JSON value, as the SDK's `JSONValue`. */
 export type JsonValue = null | string | number | boolean | JsonValue[] | { [key: string]: JsonValue };
@@ -32,6 +34,19 @@ export interface ToolModelMessage { role: 'tool'; content: ToolResultPart[] }
 /** One message of the array `toModelMessages` returns; assignable to the AI SDK's `ModelMessage`. */
 export type ModelMessage = UserModelMessage | AssistantModelMessage | ToolModelMessage;
 
+/** The options of `toModelMessages`. */
+export interface ToModelMessagesOptions {
+  /**
+   * How much of a cut call's output (its `tool_aborted` entry's `partial`) follows its aborted
+   * text, in bytes of UTF-8: more is given as its head and its tail with the omitted count between.
+   * @default 4096
+   */
+  partialBudgetBytes?: number;
+}
+
+/** The text that introduces a cut call's output after its aborted text. */
+export const PARTIAL_OUTPUT_HEADING = 'Its output before the stop:';
+
 interface Call { readonly id: string; readonly callId: string; readonly name: string; readonly args: unknown }
 type Output = ToolResultPart['output'];
 
@@ -44,21 +59,34 @@ type Output = ToolResultPart['output'];
  * - every `tool_call` as a tool-call part, answered in a `tool` message right after its step by
  *   exactly one tool-result: its output (`text` for a string, else `json`), a failed output or a
  *   `tool_aborted` text as `error-text`, and `INTERRUPTED_TOOL_TEXT` for a call with neither (a
- *   turn still running, or a ledger not yet repaired by `Ledger.open`);
+ *   turn still running, or a ledger not yet repaired by `Ledger.open`); a cut call's text is
+ *   followed by what it had produced before the stop (its `partial`), head and tail within
+ *   `partialBudgetBytes`;
  * - each `turn_aborted` marker as a `user` message right after the stopped turn.
  * Tool-call ids are the ledger's `callId` (the model's own id where `aiTools` recorded one); an id
  * already used earlier in the array (the default `call-N` repeats across turns) gets the turn's
- * position as a suffix, so every id is unique within the array. `status` entries add nothing.
+ * position as a suffix, and an entry without one gets `call` with a suffix, so every tool-call
+ * part has an id and every id is unique within the array. `status` entries add nothing.
  *
- * @throws TypeError naming `entries` (or the entry) when it is not an array of ledger entries.
+ * @param options.partialBudgetBytes how much of a cut call's output the model sees. @default 4096
+ * @throws TypeError naming `entries` (or the entry) when it is not an array of ledger entries;
+ *   TypeError or RangeError naming `options.partialBudgetBytes` for a bad one.
  * @example
  * // Inside a turn run with { input: text }: the entries already end with that input.
  * streamText({ model, abortSignal: turn.signal, messages: toModelMessages(await ledger.entries({ sessionId })) });
  */
-export function toModelMessages(entries: readonly LedgerEntry[]): ModelMessage[] {
+export function toModelMessages(entries: readonly LedgerEntry[], options: ToModelMessagesOptions = {}): ModelMessage[] {
   if (!Array.isArray(entries)) throw new TypeError(`entries: expected an array of ledger entries, got ${describe(entries)}`);
   entries.forEach(checkEntry);
-  const results = resultsByCall(entries);
+  if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
+  const { partialBudgetBytes = DEFAULT_PARTIAL_BUDGET_BYTES } = options;
+  if (typeof partialBudgetBytes !== 'number') {
+    throw new TypeError(`options.partialBudgetBytes: expected a number of bytes, got ${describe(partialBudgetBytes)}`);
+  }
+  if (!Number.isSafeInteger(partialBudgetBytes) || partialBudgetBytes < 0) {
+    throw new RangeError(`options.partialBudgetBytes: expected a whole number of bytes, 0 or more, got ${describe(partialBudgetBytes)}`);
+  }
+  const results = resultsByCall(entries, partialBudgetBytes);
   const out: ModelMessage[] = [];
   const usedIds = new Set<string>();
   let turnId: string | undefined;
@@ -102,8 +130,10 @@ export function toModelMessages(entries: readonly LedgerEntry[]): ModelMessage[]
         text += entry.text;
         break;
       case 'tool_call': {
-        let id = entry.callId;
-        for (let n = turnIndex; usedIds.has(id); n++) id = `${entry.callId}-t${n}`;
+        // An entry without a callId (a hand-written or foreign ledger) still needs an id.
+        const given = typeof entry.callId === 'string' && entry.callId !== '' ? entry.callId : undefined;
+        let id = given;
+        for (let n = turnIndex; id === undefined || usedIds.has(id); n++) id = `${given ?? 'call'}-t${n}`;
         usedIds.add(id);
         calls.push({ id, callId: entry.callId, name: entry.name, args: entry.args ?? null });
         break;
@@ -121,17 +151,24 @@ export function toModelMessages(entries: readonly LedgerEntry[]): ModelMessage[]
 }
 
 /** Each call's one result, keyed by turn and call: the first output or aborted text recorded wins. */
-function resultsByCall(entries: readonly LedgerEntry[]): Map<string, Output> {
+function resultsByCall(entries: readonly LedgerEntry[], partialBudgetBytes: number): Map<string, Output> {
   const results = new Map<string, Output>();
   for (const entry of entries) {
     let output: Output;
     if (entry.type === 'tool_output') output = outputOf(entry.output, entry.success);
-    else if (entry.type === 'tool_aborted') output = { type: 'error-text', value: entry.output };
+    else if (entry.type === 'tool_aborted') output = { type: 'error-text', value: abortedText(entry.output, entry.partial, partialBudgetBytes) };
     else continue;
     const k = callKey(entry.turnId, entry.callId);
     if (!results.has(k)) results.set(k, output);
   }
   return results;
+}
+
+/** A cut call's aborted text, then what it had produced before the stop (within the budget). */
+function abortedText(text: string, partial: unknown, budgetBytes: number): string {
+  const produced = partialText(partial);
+  if (produced === undefined || budgetBytes === 0) return text;
+  return `${text}\n\n${PARTIAL_OUTPUT_HEADING}\n${headAndTail(produced, budgetBytes)}`;
 }
 
 function outputOf(output: unknown, success: boolean): Output {

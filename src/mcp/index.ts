@@ -1,8 +1,12 @@
 /**
- * `fullstop/mcp`: MCP tool calls (the `@modelcontextprotocol/sdk` 1.x server) as turns of a
- * `TurnRunner`, stopped by the client's cancel and by the transport closing. It does not load
- * the SDK (its types refer to the SDK's): the SDK stays an optional peer.
+ * `fullstop/mcp`: MCP tool calls as turns of a `TurnRunner`, stopped by the client's cancel, its
+ * request timeout and the transport closing; with the v1 SDK (`@modelcontextprotocol/sdk` 1.x) and
+ * the v2 one (`@modelcontextprotocol/server` 2.x). It loads no SDK, and its types name none (they
+ * are declared structurally in types.ts): either SDK stays an optional peer.
  */
 
-export { mcpTurns, type McpTurns, type McpTurnHandler, type McpToolExtra, type McpServerLike } from './turns.js';
-export type { CallToolResult } from './results.js';
+export { mcpTurns, type McpTurns, type McpTurnHandler, type McpTurnsOptions } from './turns.js';
+export type {
+  CallToolResult, McpToolExtra, McpRequestExtra, McpRequestContext, McpServerLike, McpContentBlock,
+  McpAnnotations, McpNotification, McpProgressToken, McpRequestMeta,
+} from './types.js';

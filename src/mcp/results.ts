@@ -4,11 +4,9 @@
  * anything else is thrown for the SDK to report as it does without fullstop.
  */
 
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ToolError } from '../errors.js';
 import type { TurnOutcome } from '../turn/report.js';
-
-export type { CallToolResult };
+import type { CallToolResult } from './types.js';
 
 /** An `isError` result whose one text part is `text`. */
 export function errorResult(text: string): CallToolResult & { isError: true } {

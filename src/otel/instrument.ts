@@ -3,7 +3,7 @@
  * changes nothing of how a turn runs). What it emits is in docs/otel.md.
  */
 
-import { metrics, trace, type MeterProvider, type TracerProvider } from '@opentelemetry/api';
+import { context, metrics, trace, type MeterProvider, type TracerProvider } from '@opentelemetry/api';
 import { describe } from '../errors.js';
 import type { TurnRunner } from '../turn/runner.js';
 import type { TurnRunnerEventName, TurnRunnerEvents } from '../turn/runner-events.js';
@@ -23,14 +23,22 @@ export interface InstrumentOptions {
    * @default metrics.getMeterProvider() — the global one (a no-op until an SDK registers one)
    */
   meterProvider?: MeterProvider;
+  /**
+   * Record error texts: a failed tool call's error as its span's status message, and a failed
+   * turn's message and exception (type, message, stack). They may quote a turn's content
+   * (arguments, outputs, user text), so they are left out unless asked for.
+   * @default false — failed spans carry status ERROR and `error.type` only
+   */
+  recordErrors?: boolean;
 }
 
 /**
  * Trace `runner`'s turns and measure its stops with OpenTelemetry, until the returned `off()`.
  *
  * - A span `invoke_agent` a turn (`gen_ai.conversation.id` = the session id, `fullstop.turn.id`,
- *   `fullstop.turn.status`), a child of the context active where `run` was called; status ERROR
- *   only for a `failed` turn. A stopped turn's span has the event `fullstop.stop` (reason, grace
+ *   `fullstop.turn.status`), a child of the context active where `run` was called, and the active
+ *   span while the turn's body runs (spans the body starts are its children); status ERROR only
+ *   for a `failed` turn (its message and exception only with `recordErrors`). A stopped turn's span has the event `fullstop.stop` (reason, grace
  *   and the report's phase times, `fullstop.stop.<phase>_ms`).
  * - A span `execute_tool <name>` a tool call (`gen_ai.tool.name`, `gen_ai.tool.call.id`), a child
  *   of its turn's span; a call the stop cut is ended with its turn, `fullstop.tool.status: aborted`.
@@ -60,7 +68,10 @@ export function instrument(runner: TurnRunner, options: InstrumentOptions = {}):
     throw new TypeError(`options.meterProvider: expected a MeterProvider, got ${describe(meterProvider)}`);
   }
 
-  const spans = new TurnSpans(tracerProvider.getTracer(SCOPE));
+  const { recordErrors = false } = options;
+  if (typeof recordErrors !== 'boolean') throw new TypeError(`options.recordErrors: expected a boolean, got ${describe(recordErrors)}`);
+
+  const spans = new TurnSpans(tracerProvider.getTracer(SCOPE), recordErrors);
   const stops = new StopMetrics(meterProvider.getMeter(SCOPE));
   const removers: Array<() => void> = [];
   const listen = <K extends TurnRunnerEventName>(event: K, listener: (...payload: TurnRunnerEvents[K]) => void) => {
@@ -79,6 +90,16 @@ export function instrument(runner: TurnRunner, options: InstrumentOptions = {}):
     spans.aborted(e.turnId, e.report);
     stops.record(e.report);
   });
+
+  // The turn's span is the active context while its body runs, so the spans the body starts
+  // (a model call, fetch) are its children. A runner without the hook is traced all the same.
+  const scopes = (runner as Partial<Pick<TurnRunner, 'bodyScopes'>>).bodyScopes;
+  const scope = (turnId: string, run: () => Promise<unknown>) => {
+    const active = spans.contextOf(turnId);
+    return active === undefined ? run() : context.with(active, run);
+  };
+  scopes?.add(scope);
+  removers.push(() => scopes?.delete(scope));
 
   let on = true;
   return function off(): void {

@@ -11,6 +11,11 @@
  *    (a stopped turn's unfinished calls, a call abandoned by its turn), and every open span at
  *    `endAll()` (`off()`).
  * 3. Only a `failed` turn (and a failed tool call) gets status ERROR; a stop is not an error.
+ * 4. Nothing of a turn's content is recorded unless `recordErrors`: then a failed call's error text
+ *    and a failed turn's message and exception (with its stack), which may quote content.
+ * 5. A span is ended (`span.end(at)`, at the moment of its event) on the next turn of the event
+ *    loop, never inside the runner's event: a span processor's `onEnd` (an exporter) that blocks
+ *    must not delay `run()`'s settling. `endAll()` ends what is still waiting at once.
  */
 
 import {
@@ -33,11 +38,20 @@ export type ToolStatus = 'completed' | 'failed' | 'aborted';
 
 export class TurnSpans {
   readonly #tracer: Tracer;
+  readonly #recordErrors: boolean;
   /** Open turns by turn id (a running turn's id is unique within its runner). */
   readonly #turns = new Map<string, OpenTurn>();
+  /** Spans to end on the next turn of the event loop, with their end times (rule 5). */
+  #ending: Array<[Span, number]> = [];
 
-  constructor(tracer: Tracer) {
+  constructor(tracer: Tracer, recordErrors: boolean) {
     this.#tracer = tracer;
+    this.#recordErrors = recordErrors;
+  }
+
+  /** The running turn's span as a context, to make active while its body runs; undefined for a turn not traced. */
+  contextOf(turnId: string): Context | undefined {
+    return this.#turns.get(turnId)?.context;
   }
 
   /** `turn_started`: the turn's span, a child of the context active where `run` was called. */
@@ -68,7 +82,7 @@ export class TurnSpans {
     const span = turn?.tools.get(callId);
     if (span === undefined) return;
     turn!.tools.delete(callId);
-    endTool(span, success ? 'completed' : 'failed', success ? undefined : renderSafely(output));
+    this.#endTool(span, success ? 'completed' : 'failed', success || !this.#recordErrors ? undefined : renderSafely(output));
   }
 
   /** `turn_completed`. */
@@ -79,10 +93,10 @@ export class TurnSpans {
   /** `turn_failed`: status ERROR with the error's message, and the error recorded as an exception. */
   failed(turnId: string, error: unknown): void {
     this.#end(turnId, 'failed', (span) => {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: messageOf(error) });
+      span.setStatus(this.#recordErrors ? { code: SpanStatusCode.ERROR, message: messageOf(error) } : { code: SpanStatusCode.ERROR });
       const type = errorName(error);
       span.setAttribute(Attr.errorType, type ?? '_OTHER');
-      if (type !== undefined) span.recordException(error as Error);
+      if (type !== undefined && this.#recordErrors) span.recordException(error as Error);
     });
   }
 
@@ -105,13 +119,32 @@ export class TurnSpans {
     });
   }
 
-  /** `off()`: end every open span as it stands (rule 2); no status is guessed for them. */
+  /** `off()`: end every span waiting to end (rule 5), and every open span as it stands (rule 2); no status is guessed for them. */
   endAll(): void {
+    this.#flush();
     for (const turn of this.#turns.values()) {
       for (const span of turn.tools.values()) span.end();
       turn.span.end();
     }
     this.#turns.clear();
+  }
+
+  /** End `span` at this moment, on the next turn of the event loop (rule 5). */
+  #endLater(span: Span): void {
+    this.#ending.push([span, performance.now()]);
+    if (this.#ending.length === 1) setImmediate(() => this.#flush());
+  }
+
+  #flush(): void {
+    const ending = this.#ending;
+    this.#ending = [];
+    for (const [span, at] of ending) {
+      try {
+        span.end(at); // a performance.now() time, which the SDK maps onto the span's own clock
+      } catch {
+        // A processor's onEnd that throws is its own fault; the other spans still end.
+      }
+    }
   }
 
   /** End a turn's span with its status, and first the spans of its calls still open (rule 2). */
@@ -121,23 +154,23 @@ export class TurnSpans {
     this.#turns.delete(turnId);
     // A stopped turn's open calls are the ones the stop recorded `tool_aborted`; a finished turn's
     // are calls its body did not wait for, abandoned with it.
-    for (const span of turn.tools.values()) endTool(span, 'aborted', undefined);
+    for (const span of turn.tools.values()) this.#endTool(span, 'aborted', undefined);
     turn.span.setAttribute(Attr.turnStatus, status);
     try {
       mark(turn.span);
     } finally {
-      turn.span.end(); // rule 2, even if a hostile error made recording it throw
+      this.#endLater(turn.span); // rule 2, even if a hostile error made recording it throw
     }
   }
-}
 
-function endTool(span: Span, status: ToolStatus, errorMessage: string | undefined): void {
-  span.setAttribute(Attr.toolStatus, status);
-  if (status === 'failed') {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage });
-    span.setAttribute(Attr.errorType, 'tool_error');
+  #endTool(span: Span, status: ToolStatus, errorMessage: string | undefined): void {
+    span.setAttribute(Attr.toolStatus, status);
+    if (status === 'failed') {
+      span.setStatus(errorMessage === undefined ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message: errorMessage });
+      span.setAttribute(Attr.errorType, 'tool_error');
+    }
+    this.#endLater(span);
   }
-  span.end();
 }
 
 /** An Error's name; `undefined` for anything else, or an Error whose name cannot be read. */

@@ -81,6 +81,11 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   #shutdown: Promise<StopReport[]> | undefined;
   /** Work `shutdown()` awaits after its stops (`holdShutdown`), e.g. a fleet recording them. */
   readonly #shutdownHolds = new Set<(reports: readonly StopReport[]) => Promise<unknown>>();
+  /**
+   * @internal Wrappers of every turn's body, the first added outermost (fullstop/otel runs the body
+   * with its turn span as the active context). Each calls `run` once and returns what it returns.
+   */
+  readonly bodyScopes = new Set<(turnId: string, run: () => Promise<unknown>) => Promise<unknown>>();
 
   /** Throws a TypeError or RangeError naming the option for a bad one (see `TurnRunnerOptions`). */
   constructor(options?: TurnRunnerOptions) {
@@ -147,7 +152,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
       } catch (error) {
         if (turn.stopping === undefined) throw error; // a stop under way reports it as ledgerError
       }
-      const body$ = turn.runBody(() => runInTurn(token, () => body(turn)));
+      const body$ = turn.runBody(() => this.#inBodyScopes(turnId, () => runInTurn(token, () => body(turn))));
       const ended = body$ === undefined ? undefined : await Promise.race([body$, turn.stopStarted.then(() => undefined)]);
       if (ended === undefined || turn.stopping !== undefined) {
         const report = await turn.stopping!;
@@ -166,6 +171,16 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     } finally {
       turn.release();
     }
+  }
+
+  /** `run` inside every body scope (`bodyScopes`), the first added outermost. */
+  #inBodyScopes<T>(turnId: string, run: () => Promise<T>): Promise<T> {
+    let inner = run;
+    for (const scope of [...this.bodyScopes].reverse()) {
+      const next = inner;
+      inner = () => scope(turnId, next) as Promise<T>;
+    }
+    return inner();
   }
 
   /**

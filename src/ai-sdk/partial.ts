@@ -1,0 +1,37 @@
+/**
+ * What the model sees of a cut call's output (`partial` on its `tool_aborted` entry): the text the
+ * call had produced before the stop, as its head and its tail within a byte budget with the number
+ * of bytes left out between them, since a build's first error and its last lines are what a reader
+ * of a stopped command needs.
+ */
+
+/**
+ * The text of a `partial` as the ledger keeps it (`{ output, success }`, or the output itself): a
+ * string as it is, else its JSON; `undefined` for none, an empty one, or a failure (`success:
+ * false`: what a call threw once stopped is the stop's own echo, not output the call produced),
+ * unless it is the call's progress output the runner kept (`progress: true`).
+ */
+export function partialText(partial: unknown): string | undefined {
+  const wrapped = partial !== null && typeof partial === 'object' && 'output' in partial;
+  const kept = partial as { success?: unknown; progress?: unknown };
+  if (wrapped && kept.success === false && kept.progress !== true) return undefined;
+  const output = wrapped ? (partial as { output: unknown }).output : partial;
+  if (output === undefined || output === null || output === '') return undefined;
+  return typeof output === 'string' ? output : JSON.stringify(output);
+}
+
+/**
+ * `text` whole when its UTF-8 form fits `budgetBytes`; else its head and its tail, about half the
+ * budget each (never splitting a character), with a `… N bytes omitted …` line between.
+ */
+export function headAndTail(text: string, budgetBytes: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= budgetBytes) return text;
+  const half = Math.floor(budgetBytes / 2);
+  let headEnd = half;
+  while (headEnd > 0 && (bytes[headEnd]! & 0xc0) === 0x80) headEnd--; // not inside a character
+  let tailStart = bytes.length - half;
+  while (tailStart < bytes.length && (bytes[tailStart]! & 0xc0) === 0x80) tailStart++;
+  const omitted = tailStart - headEnd;
+  return `${bytes.subarray(0, headEnd).toString('utf8')}\n… ${omitted} bytes omitted …\n${bytes.subarray(tailStart).toString('utf8')}`;
+}
