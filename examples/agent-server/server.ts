@@ -17,13 +17,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { randomUUID } from 'node:crypto';
 import { StopReasons, type LedgerStore, type TurnOutcome, type TurnPool, type TurnRunner } from '../../src/index.js';
 import type { Fleet } from '../../src/fleet/index.js';
-import { ClientStops, MAX_KEPT_STOPS_PER_CLIENT } from './client-stops.js';
+import { answerQuestion } from './answers.js';
 import type { RedisEvents } from './redis-events.js';
 import { agentTurn } from './agent.js';
 import { HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
 import { RequestGuard } from './guard.js';
 import { servePage } from './page.js';
-import { stopAnswer } from './stop-answer.js';
+import { StopDesk } from './stop-answer.js';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { errorText, forwardRunnerEvents } from './runner-events.js';
 import { Session, Sessions } from './sessions.js';
@@ -75,8 +75,7 @@ export class AgentServer {
   readonly nodeId: string;
   readonly #options: AgentServerOptions;
   readonly #sessions: Sessions;
-  /** Kept stops per client (client-stops.ts). */
-  readonly #clientStops: ClientStops;
+  readonly #stops: StopDesk;
   /** Each turn this server started, until its outcome is in (shutdown waits for them). */
   readonly #running = new Map<string, Promise<void>>();
   readonly #heartbeat: NodeJS.Timeout;
@@ -87,7 +86,7 @@ export class AgentServer {
     this.#options = options;
     this.nodeId = options.nodeId;
     this.#sessions = new Sessions(options.events);
-    this.#clientStops = new ClientStops(options.runner.pendingStopMs);
+    this.#stops = new StopDesk({ runner: options.runner, fleet: options.fleet, nodeId: options.nodeId, localTurn: (id) => this.#sessions.get(id)?.turnId });
     this.#guard = new RequestGuard({ allowedHosts: options.allowedHosts ?? [], token: options.token });
     this.http = createServer((req, res) => { void this.#handle(req, res); });
     this.#heartbeat = setInterval(() => this.#ping(), HEARTBEAT_MS).unref();
@@ -267,63 +266,18 @@ export class AgentServer {
     const reason = stringField(body, 'reason', 100, false);
     const given = stringField(body, 'turnId', 100, false);
     const turnId = given === undefined ? undefined : idParam('turnId', given);
-    const { fleet, runner } = this.#options;
-    const client = clientOf(req);
-    if (turnId !== undefined && !this.#clientStops.hasRoom(client) && !(await this.#runs(sessionId, turnId))) {
-      // A stop for a turn that has not started would be kept: this client has its share kept already.
-      return sendJson(res, 429, {
-        outcome: 'refused', sessionId, turnId,
-        error: `stop: not kept: this client has ${MAX_KEPT_STOPS_PER_CLIENT} stops waiting for turns that have not started; the turn is not stopped`,
-      });
-    }
-    if (fleet !== undefined) {
-      // Any instance can stop any turn of the fleet: the answer says where it ran and how it ended.
-      const answer = await fleet.stop(sessionId, { reason, turnId });
-      if (answer.outcome === 'pending') this.#clientStops.kept(client);
-      if (answer.outcome !== 'relay_unavailable') return sendJson(res, 200, answer);
-      // Redis is away, but a turn running here can still be stopped here: the local stop needs
-      // no relay (and its owner would stop it anyway once its lease could not be renewed).
-      const report = this.#sessions.get(sessionId)?.turnId === undefined ? null : await runner.stop(sessionId, { reason, turnId });
-      if (report === null) return sendJson(res, 503, { ...answer, error: errorText(answer.error) });
-      return sendJson(res, 200, { outcome: 'stopped', sessionId, turnId: report.turnId, node: this.nodeId, report, relay: errorText(answer.error) });
-    }
-    if (turnId === undefined && this.#sessions.get(sessionId) === undefined) {
+    if (this.#options.fleet === undefined && turnId === undefined && this.#sessions.get(sessionId) === undefined) {
       throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
     }
-    const answer = await stopAnswer(runner, sessionId, { reason, turnId }, this.nodeId);
-    if (answer.outcome === 'pending') this.#clientStops.kept(client);
-    sendJson(res, answer.outcome === 'refused' ? 429 : 200, answer);
-  }
-
-  /** True when the session's turn `turnId` runs now (here or, with a fleet, anywhere). */
-  async #runs(sessionId: string, turnId: string): Promise<boolean> {
-    if (this.#sessions.get(sessionId)?.turnId === turnId) return true;
-    if (this.#options.fleet === undefined) return false;
-    try {
-      const live = await this.#options.fleet.turn(sessionId);
-      return live !== null && live.turnId === turnId && (live.status === 'running' || live.status === 'cancelling');
-    } catch {
-      return false;
-    }
+    const { status, body: answer } = await this.#stops.stop(clientOf(req), sessionId, { reason, turnId });
+    sendJson(res, status, answer);
   }
 
   async #answer(questionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJson(req);
-    const answer = stringField(body, 'answer', MAX_ANSWER_CHARS, true);
-    const { runner, fleet } = this.#options;
-    if (fleet === undefined) {
-      const accepted = runner.answer(questionId, answer);
-      return sendJson(res, 200, { accepted, outcome: accepted ? 'accepted' : 'not_found', questionId });
-    }
-    // The question may have been asked on any instance: the fleet takes the answer to its owner,
-    // and the first answer recorded wins, fleet-wide.
-    const reply = await (fleet as FleetAnswers).answer(questionId, answer);
-    if (reply.outcome === 'relay_unavailable') {
-      // Redis is away, but a question asked here can still be answered here.
-      if (runner.answer(questionId, answer)) return sendJson(res, 200, { accepted: true, outcome: 'accepted', questionId, node: this.nodeId, relay: errorText(reply.error) });
-      return sendJson(res, 503, { accepted: false, ...reply, error: errorText(reply.error) });
-    }
-    sendJson(res, 200, { accepted: reply.outcome === 'accepted', ...reply });
+    const answer = stringField(body, 'answer', MAX_ANSWER_CHARS, true)!;
+    const { status, body: reply } = await answerQuestion(this.#options.runner, this.#options.fleet, this.nodeId, questionId, answer);
+    sendJson(res, status, reply);
   }
 
   async #history(sessionId: string, res: ServerResponse): Promise<void> {
@@ -351,14 +305,6 @@ function refuseIfBusy(session: Session): void {
   }
 }
 
-
-/** `fleet.answer` (fullstop/fleet). */
-type FleetAnswers = Fleet & {
-  answer(questionId: string, answer: unknown): Promise<
-    | { outcome: 'accepted'; questionId: string; node: string }
-    | { outcome: 'already_answered' | 'not_found'; questionId: string }
-    | { outcome: 'relay_unavailable'; questionId: string; error: Error }>;
-};
 
 /** Who sent a request, for the per-client bounds: its remote address. */
 function clientOf(req: IncomingMessage): string {

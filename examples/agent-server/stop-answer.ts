@@ -1,9 +1,14 @@
 /**
- * What a stop answers when the server runs alone: the fleet's `StopAnswer` shapes, so a client
- * reads one kind of answer whether or not there is a fleet, plus `refused` when a stop could not
- * be kept.
+ * What a Stop does and answers. With a fleet: the fleet's `StopAnswer` (the stop reaches the
+ * instance running the turn). Alone: `runner.requestStop`, answered in the same shapes, so a client
+ * reads one kind of answer either way. A stop that could not be kept for a turn that has not
+ * started is said (`refused` / `pending_full`, as 429), never answered as if it were in force; and
+ * one client's kept stops are bounded (client-stops.ts).
  */
 import type { StopReport, TurnRunner } from '../../src/index.js';
+import type { Fleet } from '../../src/fleet/index.js';
+import { ClientStops, MAX_KEPT_STOPS_PER_CLIENT } from './client-stops.js';
+import { errorText } from './runner-events.js';
 
 /** A stop's answer when there is no fleet. */
 export type LocalStopAnswer =
@@ -12,6 +17,78 @@ export type LocalStopAnswer =
   | { outcome: 'already_finished'; sessionId: string; turnId: string }
   | { outcome: 'refused'; sessionId: string; turnId: string; why: string; error: string }
   | { outcome: 'not_found'; sessionId: string };
+
+/** The HTTP answer to a Stop. */
+export interface StopReply {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** What the desk needs of the server. */
+export interface StopDeskOptions {
+  runner: TurnRunner;
+  fleet?: Fleet;
+  nodeId: string;
+  /** The turn this instance runs for the session now, if any. */
+  localTurn(sessionId: string): string | undefined;
+}
+
+/** Takes the Stops of every client; see the file comment. */
+export class StopDesk {
+  readonly #o: StopDeskOptions;
+  readonly #clients: ClientStops;
+
+  constructor(options: StopDeskOptions) {
+    this.#o = options;
+    this.#clients = new ClientStops(options.runner.pendingStopMs);
+  }
+
+  /** Stops the session's turn (or `turnId`) for `client` (its remote address). */
+  async stop(client: string, sessionId: string, options: { reason?: string; turnId?: string }): Promise<StopReply> {
+    const { turnId } = options;
+    if (turnId !== undefined && !this.#clients.hasRoom(client) && !(await this.#runs(sessionId, turnId))) {
+      // A stop for a turn that has not started would be kept: this client has its share kept already.
+      return { status: 429, body: {
+        outcome: 'refused', sessionId, turnId, why: 'client_full',
+        error: `stop: not kept: this client has ${MAX_KEPT_STOPS_PER_CLIENT} stops waiting for turns that have not started; the turn is not stopped`,
+      } };
+    }
+    const reply = this.#o.fleet === undefined ? await this.#local(sessionId, options) : await this.#fleet(this.#o.fleet, sessionId, options);
+    if (reply.body.outcome === 'pending') this.#clients.kept(client);
+    return reply;
+  }
+
+  /** Any instance can stop any turn of the fleet: the answer says where it ran and how it ended. */
+  async #fleet(fleet: Fleet, sessionId: string, options: { reason?: string; turnId?: string }): Promise<StopReply> {
+    const answer = await fleet.stop(sessionId, options);
+    if ((answer.outcome as string) === 'pending_full') {
+      return { status: 429, body: { ...answer, error: 'stop: not kept (pending_full): the session has as many stops waiting for turns as it may; the turn is not stopped' } };
+    }
+    if (answer.outcome !== 'relay_unavailable') return { status: 200, body: answer };
+    // Redis is away, but a turn running here can still be stopped here: the local stop needs no
+    // relay (and its owner would stop it anyway once its lease could not be renewed).
+    const report = this.#o.localTurn(sessionId) === undefined ? null : await this.#o.runner.stop(sessionId, options);
+    if (report === null) return { status: 503, body: { ...answer, error: errorText(answer.error) } };
+    return { status: 200, body: { outcome: 'stopped', sessionId, turnId: report.turnId, node: this.#o.nodeId, report, relay: errorText(answer.error) } };
+  }
+
+  async #local(sessionId: string, options: { reason?: string; turnId?: string }): Promise<StopReply> {
+    const answer = await stopAnswer(this.#o.runner, sessionId, options, this.#o.nodeId);
+    return { status: answer.outcome === 'refused' ? 429 : 200, body: answer };
+  }
+
+  /** True when the session's turn `turnId` runs now (here or, with a fleet, anywhere). */
+  async #runs(sessionId: string, turnId: string): Promise<boolean> {
+    if (this.#o.localTurn(sessionId) === turnId) return true;
+    if (this.#o.fleet === undefined) return false;
+    try {
+      const live = await this.#o.fleet.turn(sessionId);
+      return live !== null && live.turnId === turnId && (live.status === 'running' || live.status === 'cancelling');
+    } catch {
+      return false;
+    }
+  }
+}
 
 /**
  * Stops the session's turn (or `turnId`) through `runner.requestStop` and answers in the fleet's
