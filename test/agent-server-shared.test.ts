@@ -10,6 +10,7 @@ import { liveDescendants } from './support/leaks.js';
 import { ServerProcess } from './e2e/server-process.js';
 import { keysOf, REDIS_URL, removeKeys, uniquePrefix } from './e2e/fleet-keys.js';
 import { dropSchema, POSTGRES_URL, schemaExists, uniqueSchema } from './e2e/pg-schema.js';
+import { CLUSTER_PORTS, clusterKeysUnder, clusterLock, dropClusterKeys } from './fixtures/fleet/cluster.js';
 
 const prefix = uniquePrefix('shared');
 const schema = uniqueSchema('server');
@@ -112,6 +113,52 @@ describe('agent servers sharing history (PostgreSQL) and events (Redis Streams)'
       expect((await b.post('/api/questions/q-nobody-asked/answer', { answer: 'yes' })).body).toMatchObject({ accepted: false, outcome: 'not_found' });
     } finally {
       events.close();
+    }
+  });
+});
+
+describe('the same over Redis Cluster', () => {
+  const clusterPrefix = uniquePrefix('shared-cluster');
+  let c: ServerProcess;
+  let d: ServerProcess;
+  let unlock: () => Promise<void>;
+
+  beforeAll(async () => {
+    unlock = await clusterLock('shared');
+    const args = (node: string) => ['--redis-cluster', CLUSTER_PORTS.map((p) => `127.0.0.1:${p}`).join(','), '--fleet-prefix', clusterPrefix,
+      '--postgres', POSTGRES_URL, '--pg-schema', schema, '--node-id', node];
+    c = await ServerProcess.start(args('C'));
+    d = await ServerProcess.start(args('D'));
+  });
+  afterAll(async () => {
+    const exits = await Promise.all([c, d].filter(Boolean).map((s) => s.terminate()));
+    for (const exit of exits) expect(exit.code).toBe(0);
+    await dropClusterKeys(clusterPrefix);
+    expect(await clusterKeysUnder(clusterPrefix)).toEqual([]);
+    await unlock?.();
+  });
+
+  it("C's turn streams to D's client, resumes on C with Last-Event-ID, and a Stop through D stops it", async () => {
+    const onD = await d.events('cluster-1');
+    let rest: Awaited<ReturnType<ServerProcess['events']>> | undefined;
+    try {
+      const { body } = await c.post('/api/sessions/cluster-1/turns', { prompt: 'shell' });
+      await onD.next('say', () => onD.events.filter((e) => e.type === 'say').length >= 3);
+      onD.close();
+      const seen = [...onD.events];
+      rest = await c.events('cluster-1', seen.at(-1)!.rawId);
+      await rest.next('tool_call', (e) => e.data.turnId === body.turnId);
+      expect((await d.post('/api/sessions/cluster-1/stop', {})).body).toMatchObject({ outcome: 'stopped', node: 'C', turnId: body.turnId });
+      await rest.next('turn_aborted', (e) => e.data.turnId === body.turnId, 5000);
+      const all = [...seen, ...rest.events];
+      const ids = all.map((e) => e.rawId);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect([...ids].sort(byStreamId)).toEqual(ids);
+      const history = (await d.get('/api/sessions/cluster-1/history')).body.entries as any[];
+      expect(all.filter((e) => e.type === 'say').map((e) => e.data.text).join('')).toBe(history.filter((e) => e.type === 'say').map((e) => e.text).join(''));
+    } finally {
+      onD.close();
+      rest?.close();
     }
   });
 });
