@@ -110,6 +110,8 @@ describe('the agent page behind a round-robin balancer (history in PostgreSQL, e
       expect(prompt).toContain('"toolName":"shell"');
       expect(prompt).toMatch(/aborted by user after \d+\.\ds/);
       expect(prompt).toContain('The user stopped this turn on purpose');
+      // ...and what the command had printed before the stop (its live output, kept as partial).
+      expect(prompt).toContain('two sleepers started, 30 s');
       expect(prompt).toContain('and now?');
 
       // 4. A question asked on A is answered through B.
