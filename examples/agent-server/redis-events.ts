@@ -124,6 +124,7 @@ export class RedisEvents {
     // Subscribed before the first read: an event added after the read wakes the client.
     try {
       await feed.subscribed;
+      if (res.destroyed) return;
       if (client.cursor === undefined) client.cursor = await this.#place(sessionId, res);
     } catch (error) {
       this.#fail(res, error);
