@@ -51,6 +51,26 @@ export const DEFAULT_PARTIAL_BUDGET_BYTES = 4096;
 export const MAX_ID_LENGTH = 1024;
 
 /**
+ * The `type` of the warnings a throwing user callback raises (`process.on('warning')`): a
+ * `TurnRunner` event listener, an `exec` `onOutput`. The work it was called from goes on.
+ */
+export const LISTENER_WARNING = 'FullstopListenerWarning';
+
+/**
+ * The longest line a ledger holds, in bytes (128 MiB): an append whose line is longer is refused
+ * with a RangeError, and `Ledger.open` refuses a file holding one (naming the path and the line)
+ * instead of building a string the runtime cannot hold.
+ */
+export const LEDGER_MAX_LINE_BYTES = 128 * 1024 * 1024;
+
+/**
+ * How long `ledger.close()` waits for the stops under way (their `cancelling` written, their end
+ * not yet) to write and flush their history before it closes anyway, in ms (`Ledger.open`'s
+ * `closeWaitMs`).
+ */
+export const DEFAULT_LEDGER_CLOSE_WAIT_MS = 10_000;
+
+/**
  * Reason codes by intent, for `runner.stop(sessionId, { reason })` and the ledger's `status`
  * entries. A reason is any non-empty string; these are the ones fullstop itself gives.
  *

@@ -12,6 +12,7 @@ export {
 export {
   StopReasons, ErrorCodes, MAX_ID_LENGTH, DEFAULT_GRACE_MS, DEFAULT_PENDING_STOP_MS, DEFAULT_SHUTDOWN_DEADLINE_MS, type StopReason,
   FleetReasons, type FleetReason, MAX_PENDING_STOPS, MAX_PENDING_STOPS_PER_SESSION, DEFAULT_MAX_OUTPUT_BYTES, MAX_PROGRESS_BYTES,
+  LEDGER_MAX_LINE_BYTES, DEFAULT_LEDGER_CLOSE_WAIT_MS,
 } from './constants.js';
 export type { TokenHandle } from './token/slot.js';
 export { TurnPool, type TurnPoolOptions, type TurnPoolRunOptions, type TurnPoolStats } from './pool/pool.js';
@@ -31,11 +32,11 @@ export type {
 } from './turn/report.js';
 export {
   Ledger, abortedToolText, TURN_ABORTED_MARKER, INTERRUPTED_TOOL_TEXT, TERMINAL_STATUSES, isTerminalStatus,
-  type LedgerEntry, type LedgerEntryInput, type TurnStatus,
+  type LedgerEntry, type LedgerEntryInput, type TurnStatus, type LedgerOpenOptions, type LedgerRepair, type LedgerSegment,
 } from './ledger/ledger.js';
 export { turnAbortedMarker, stopCause } from './ledger/texts.js';
 export type { LedgerStore, LedgerFilter } from './ledger/store.js';
 export {
   exec, spawnBackground, killAllBackground, execContainment,
-  type ExecOptions, type ExecResult, type BackgroundProcess, type Containment, type ContainmentOption, type OutputError,
+  type ExecOptions, type ExecResult, type BackgroundProcess, type Containment, type ContainmentOption, type OutputError, type OutputChunk, type OnOutput,
 } from './exec/index.js';

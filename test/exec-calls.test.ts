@@ -94,11 +94,13 @@ for (const mode of MODES) {
         expect(await execIn('cat')).toMatchObject({ exitCode: 0, stdout: '' });
       });
 
-      it('an output past maxBuffer stops the tree and rejects with a ToolError naming the option', async () => {
-        const pidfile = join(dir, 'pid');
-        const running = execIn('sh', ['-c', `echo $$ > ${pidfile}; while :; do echo 0123456789; done`], { maxBuffer: 1000 });
-        await expect(running).rejects.toThrow(/maxBuffer \(1000 characters\)/);
-        expect(isGone(Number(readFileSync(pidfile, 'utf8')))).toBe(true);
+      it('an output past maxBuffer does not stop the tree: the command ends by itself, its head and tail kept', async () => {
+        const r = await execIn('sh', ['-c', 'i=0; while [ $i -lt 1000 ]; do echo 0123456789; i=$((i+1)); done; echo last'], { maxBuffer: 1000 });
+        expect(r).toMatchObject({ exitCode: 0, cancelled: false, omittedBytes: { stdout: 11_005 - 1000, stderr: 0 } });
+        expect(r.stdout.startsWith('0123456789\n'.repeat(45))).toBe(true);
+        expect(r.stdout).toContain(`\n… ${11_005 - 1000} bytes omitted …\n`);
+        expect(r.stdout.endsWith('0123456789\nlast\n')).toBe(true);
+        expect(isGone(r.pid)).toBe(true);
       });
     });
 

@@ -6,8 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from 'redis';
-import { client, dropKeys, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
-import { FleetScene, held } from './fixtures/fleet/scene.js';
+import { client, dropKeys, keysUnder, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
+import { eventually, FleetScene, held } from './fixtures/fleet/scene.js';
 
 const up = await redisReachable();
 if (!up) console.warn(`fleet-acl tests skipped: no Redis at 127.0.0.1:${REDIS_PORT} (start one with: redis-server --port ${REDIS_PORT}; CI always has it)`);
@@ -50,7 +50,7 @@ describe.skipIf(!up)('the documented ACL', () => {
     }
   });
 
-  it('lets two instances run, stop, pend and sweep, and refuses the user every other key and channel', async () => {
+  it('lets two instances run, stop, pend, sweep and answer, and refuses the user every other key and channel', async () => {
     const a = await scene.instance('A');
     const b = await scene.instance('B');
     const h = held();
@@ -61,10 +61,19 @@ describe.skipIf(!up)('the documented ACL', () => {
     expect(await b.fleet.stop('s1', { turnId: 't2' })).toMatchObject({ outcome: 'pending' });
     expect(await a.fleet.run('s1', async () => 1, { turnId: 't2' })).toMatchObject({ status: 'cancelled' });
     expect(await b.fleet.sweep()).toBe(0);
+    // A question asked on A, answered through B (the answer scripts: GET, SET, DEL, PEXPIRE).
+    let asked!: (id: string) => void;
+    const questionId = new Promise<string>((r) => { asked = r; });
+    a.runner.once('question', (e) => asked(e.questionId));
+    const asking = a.fleet.run('s1', (turn) => turn.ask('?'), { turnId: 't3' });
+    const id = await questionId;
+    await eventually(async () => (await keysUnder(admin, prefix)).some((k) => k.endsWith(':question')), 5000, 'the question record');
+    expect(await b.fleet.answer(id, 'yes', { timeoutMs: 5000 })).toMatchObject({ outcome: 'accepted' });
+    expect(await asking).toMatchObject({ status: 'completed', value: 'yes' });
     const redis = a.redis as Client;
     await expect(redis.sendCommand(['PUBLISH', 'another-app:node:x', 'forged'])).rejects.toThrow(/NOPERM/);
     await expect(redis.sendCommand(['GET', 'another-app:key'])).rejects.toThrow(/NOPERM/);
-    await expect(redis.sendCommand(['EVAL', "return redis.call('SET', KEYS[1], '1')", '1', `${prefix}:x`])).rejects.toThrow(/can't run this command|NOPERM/);
+    await expect(redis.sendCommand(['EVAL', "return redis.call('LPUSH', KEYS[1], '1')", '1', `${prefix}:x`])).rejects.toThrow(/can't run this command|NOPERM/);
     await expect(redis.sendCommand(['FLUSHALL'])).rejects.toThrow(/NOPERM/);
   });
 });

@@ -6,9 +6,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { client, dropKeys, keysUnder, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
 import { FleetScene, held } from './fixtures/fleet/scene.js';
-import { clusterRootNodes } from '../src/fleet/index.js';
-import { fleetKeys } from '../src/fleet/keys.js';
-import { fromWire, toWire } from '../src/fleet/wire-id.js';
+import { clusterRootNodes } from '../dist/src/fleet/index.js';
+import { fleetKeys } from '../dist/src/fleet/keys.js';
+import { fromWire, toWire } from '../dist/src/fleet/wire-id.js';
 
 const up = await redisReachable();
 if (!up) console.warn(`fleet-ids tests skipped: no Redis at 127.0.0.1:${REDIS_PORT} (start one with: redis-server --port ${REDIS_PORT}; CI always has it)`);

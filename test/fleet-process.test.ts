@@ -6,8 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TurnRegistry, TurnRunner } from '../src/index.js';
-import { Fleet } from '../src/fleet/index.js';
+import { TurnRegistry, TurnRunner } from '../dist/src/index.js';
+import { Fleet } from '../dist/src/fleet/index.js';
 import { client, clientIdByName, dropKeys, Host, RedisProxy, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
 
 const up = await redisReachable();
@@ -52,7 +52,7 @@ describe.skipIf(!up)('fleet across two processes', () => {
     try {
       await host?.kill();
       await fleetB.close();
-      expect(fleetB.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0, timers: 0 });
+      expect(fleetB.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0, openQuestions: 0, timers: 0 });
       await until(() => clientIdByName(raw, fleetB.subscriberName), (id) => id === undefined, 5000, 'the subscriber to go');
       expect(runnerB.registry.stats()).toMatchObject({ liveTokens: 0, liveSlots: 0, liveBridges: 0 });
     } finally {

@@ -5,8 +5,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SessionBusyError, TurnIdUsedError, TurnRegistry, TurnRunner, type Turn } from '../src/index.js';
-import { Fleet, FleetTurnRefusedError, FleetUnavailableError, type StopAnswer } from '../src/fleet/index.js';
+import { SessionBusyError, TurnIdUsedError, TurnRegistry, TurnRunner, type Turn } from '../dist/src/index.js';
+import { Fleet, FleetTurnRefusedError, FleetUnavailableError, type StopAnswer } from '../dist/src/fleet/index.js';
 import { client, clientIdByName, dropKeys, keysUnder, RedisProxy, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
 
 const up = await redisReachable();
@@ -66,7 +66,7 @@ describe.skipIf(!up)('fleet on one Redis', () => {
     try {
       for (const fleet of fleets.splice(0)) {
         await fleet.close();
-        expect(fleet.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0, timers: 0 });
+        expect(fleet.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0, openQuestions: 0, timers: 0 });
         await eventually(async () => (await clientIdByName(raw, fleet.subscriberName)) === undefined, 5000, 'the subscriber to go');
       }
       for (const r of registries.splice(0)) expect(r.stats()).toMatchObject({ liveTokens: 0, liveSlots: 0, liveBridges: 0 });
@@ -268,7 +268,7 @@ describe.skipIf(!up)('fleet on one Redis', () => {
     await h3.started;
     for (const f of fleets.splice(0)) {
       await f.close();
-      expect(f.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0, timers: 0 });
+      expect(f.stats()).toEqual({ ownedTurns: 0, waitingStops: 0, retries: 0, openQuestions: 0, timers: 0 });
       await eventually(async () => (await clientIdByName(raw, f.subscriberName)) === undefined, 5000, 'the subscriber to go');
     }
     expect(await b.fleet.stop('s1')).toMatchObject({ outcome: 'relay_unavailable' });

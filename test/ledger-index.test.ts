@@ -137,6 +137,7 @@ describe('entries({ sessionId }) through the index', () => {
           } else if (s.kind === 'reopen') {
             await ledger.close();
             ledger = await Ledger.open(path); // the index is rebuilt from the file (and the repair appended)
+            turns = Math.ceil(turns / 3) * 3; // the repair ended every open turn: nothing more of them is appended
           } else {
             await check(s.sessionId);
           }

@@ -11,7 +11,8 @@ import { DEFAULT_PARTIAL_BUDGET_BYTES } from '../constants.js';
 import { describe } from '../errors.js';
 import { INTERRUPTED_TOOL_TEXT } from '../ledger/entry.js';
 import type { LedgerEntry } from '../ledger/entry.js';
-import { headAndTail, partialText } from './partial.js';
+import { headAndTail } from '../base/head-tail.js';
+import { partialText } from './partial.js';
 
 /** A JSON value, as the SDK's `JSONValue`. */
 export type JsonValue = null | string | number | boolean | JsonValue[] | { [key: string]: JsonValue };

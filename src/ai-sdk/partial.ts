@@ -19,19 +19,3 @@ export function partialText(partial: unknown): string | undefined {
   if (output === undefined || output === null || output === '') return undefined;
   return typeof output === 'string' ? output : JSON.stringify(output);
 }
-
-/**
- * `text` whole when its UTF-8 form fits `budgetBytes`; else its head and its tail, about half the
- * budget each (never splitting a character), with a `… N bytes omitted …` line between.
- */
-export function headAndTail(text: string, budgetBytes: number): string {
-  const bytes = Buffer.from(text, 'utf8');
-  if (bytes.length <= budgetBytes) return text;
-  const half = Math.floor(budgetBytes / 2);
-  let headEnd = half;
-  while (headEnd > 0 && (bytes[headEnd]! & 0xc0) === 0x80) headEnd--; // not inside a character
-  let tailStart = bytes.length - half;
-  while (tailStart < bytes.length && (bytes[tailStart]! & 0xc0) === 0x80) tailStart++;
-  const omitted = tailStart - headEnd;
-  return `${bytes.subarray(0, headEnd).toString('utf8')}\n… ${omitted} bytes omitted …\n${bytes.subarray(tailStart).toString('utf8')}`;
-}

@@ -72,7 +72,7 @@ export async function probeExec(o: ExecProbeOptions, progress: Progress, interru
       for (const s of await watch.finish(r.pid)) survivors.set(s.pid, s);
       return { r, latencyMs };
     } catch (e) {
-      // A spawn that failed, or output past maxBuffer: the command cannot be probed.
+      // A spawn that failed: the command cannot be probed.
       if (e instanceof ToolError) throw new UsageError(`cannot run ${JSON.stringify(o.command)}: ${e.message.split('\n')[0]}`);
       throw e;
     } finally {

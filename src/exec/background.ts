@@ -59,7 +59,7 @@ export function spawnBackground(file: string, args?: readonly string[], options?
   const child = new Child(subprocess, tree, o, startedAt);
   running.add(child);
   void child.settled.then(() => running.delete(child));
-  child.result.catch(() => {}); // a maxBuffer overflow nobody awaits must not crash the host
+  child.result.catch(() => {}); // a failure nobody awaits must not crash the host
   return {
     pid: child.pid,
     containment: tree.mode,

@@ -1,7 +1,8 @@
 /**
  * `Child`: the life of one spawned child, from spawn to result. The stop sequence of a child lives
  * here and only here (`stop` → `#sequence` → `hardStop`); each cause that can start it is one
- * file (abort.ts, timeout.ts, the maxBuffer check in drain.ts, the token's retirement in exec.ts).
+ * file (abort.ts, timeout.ts, the token's retirement in exec.ts). Output past `maxBuffer` is not a
+ * cause: it is kept as its head and tail (output.ts) while the child runs on.
  *
  * Order of a stop (docs/design.md §2, for one child), whatever the containment (tree.ts):
  * 1. SIGTERM the tree (`Tree.terminate`: synchronous and O(the tree), never a scan of the machine).
@@ -14,9 +15,10 @@
 import { isStopGoverned } from '../token/owners.js';
 import { onAbort } from './abort.js';
 import { track } from './cleanup.js';
-import { allClosed, drain, DRAIN_BOUND_MS, Output, outputError } from './drain.js';
+import { allClosed, drain, DRAIN_BOUND_MS } from './drain.js';
 import { waitForEmpty, Wake } from './grace.js';
 import type { Checked } from './options.js';
+import { Output } from './output.js';
 import { toResult, type ExecResult, type Outcome, type StopCause } from './result.js';
 import type { Subprocess } from './spawn.js';
 import { onTimeout } from './timeout.js';
@@ -38,7 +40,7 @@ interface Exit {
 
 export class Child {
   readonly pid: number;
-  /** The result; rejects only with the `ToolError` of an output overflow (maxBuffer, or the longest string). */
+  /** The result. */
   readonly result: Promise<ExecResult>;
   /** Resolves (never rejects) once the child has exited and its output is drained. */
   readonly settled: Promise<void>;
@@ -72,8 +74,7 @@ export class Child {
     this.#tree = tree;
     this.#stopBegan = new Promise((open) => { this.#openStop = open; });
     const untrack = track(this.#tree);
-    const overflow = () => this.stop('maxBuffer');
-    const outputs = [new Output(subprocess.stdout!, o.maxBuffer, overflow), new Output(subprocess.stderr!, o.maxBuffer, overflow)];
+    const outputs = [new Output(subprocess.stdout!, 'stdout', o.maxBuffer, o.onOutput), new Output(subprocess.stderr!, 'stderr', o.maxBuffer, o.onOutput)];
     const exited = new Promise<Exit>((resolve) => subprocess.once('exit', (code, signal) => {
       this.#tree.leaderReaped();
       this.#wake.nudge();
@@ -159,11 +160,12 @@ export class Child {
       await this.#stopping;
       await drain(outputs, DRAIN_BOUND_MS);
     }
-    const [stdout, stderr] = outputs.map((o) => o.text) as [string, string];
-    if (this.#outcome.cause === 'maxBuffer') throw outputError(this.#o, outputs);
+    // The result is what the caller sees: onOutput has nothing more to tell once it is made.
+    for (const output of outputs) output.seal();
+    const [stdout, stderr] = outputs.map((output) => output.kept()) as [{ text: string; omittedBytes: number }, { text: string; omittedBytes: number }];
     return toResult(this.#outcome, {
-      exitCode: exit.code, signal: exit.signal, stdout, stderr, pid: this.pid, wallMs: performance.now() - startedAt,
-      containment: this.#tree.mode,
+      exitCode: exit.code, signal: exit.signal, stdout: stdout.text, stderr: stderr.text, pid: this.pid, wallMs: performance.now() - startedAt,
+      containment: this.#tree.mode, omittedBytes: { stdout: stdout.omittedBytes, stderr: stderr.omittedBytes },
     });
   }
 }

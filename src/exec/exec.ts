@@ -14,8 +14,8 @@ import { spawn } from './spawn.js';
  * new process group, and resolve with what it did.
  *
  * - A non-zero exit resolves (`exitCode`); only a spawn failure rejects, with a `ToolError` naming
- *   the command (ENOENT, EACCES), and an output overflow, with a `ToolError` naming the limit
- *   (`maxBuffer`, or the longest string V8 holds) and carrying the output read so far.
+ *   the command (ENOENT, EACCES). Output past `maxBuffer` is kept as its head and its tail with a
+ *   `… N bytes omitted …` line between; `onOutput` sees all of it as it arrives.
  * - A cancel (`token`, `signal`) or `timeoutMs` stops the tree: SIGTERM to all of it; up to
  *   `graceMs` for it to end; then SIGKILL of all of it (`cgroup.kill`; or the group and every
  *   recorded descendant; or, without /proc, the tree tree-kill finds and the group); then a bounded
@@ -35,6 +35,9 @@ import { spawn } from './spawn.js';
  * found and survives; where there is no /proc, the group and, at the hard stop, the tree
  * tree-kill finds (docs/exec.md).
  *
+ * @example
+ * // Inside a TurnRunner tool: the build's output reaches the UI as it is printed.
+ * turn.tool('make', {}, (token, call) => exec('make', [], { token, onOutput: (c) => call.progress(c) }));
  * @example
  * const token = turns.beginTurn('s1');
  * const r = await exec('git', ['log', '-1'], { token, timeoutMs: 10_000 });

@@ -6,6 +6,7 @@
 import { DEFAULT_GRACE_MS } from '../constants.js';
 import { checkMs, describe } from '../errors.js';
 import { isCancelToken, type CancelToken } from '../token/token.js';
+import type { OnOutput } from './output.js';
 
 /**
  * Options of `exec` and `spawnBackground`. Every one is optional.
@@ -48,13 +49,27 @@ export interface ExecOptions {
    */
   timeoutMs?: number;
   /**
-   * Most characters kept of stdout and of stderr, each. Past it the tree is stopped and the call
-   * rejects with a `ToolError` (as execa does) whose `stdout` and `stderr` hold the output read so
-   * far. Capped at the longest string V8 holds (`buffer.constants.MAX_STRING_LENGTH`): past that
-   * the same happens, and the message names that limit.
+   * Most characters kept of stdout and of stderr, each. Past it the command runs on, and the
+   * result keeps the stream's head and tail: its first `ceil(maxBuffer / 2)` characters, a line
+   * `… N bytes omitted …` (N: the bytes written between them), and its last `floor(maxBuffer / 2)`
+   * characters, so both the first error and the last lines are there. It bounds memory, not the
+   * run (`timeoutMs` or a token does that). Capped at the longest string V8 holds
+   * (`buffer.constants.MAX_STRING_LENGTH`, less 64).
    * @default 100_000_000
    */
   maxBuffer?: number;
+  /**
+   * Called with each piece of output as it arrives: `{ stream: 'stdout' | 'stderr', text }`, the
+   * text decoded as UTF-8 without ever splitting a character (a character cut between two reads
+   * comes whole with the second). Called in arrival order for each stream; never after the call has
+   * settled. The result still holds the output. A throw (or a rejected promise) of the callback
+   * does not reach the command: it is reported once per stream with `process.emitWarning`
+   * (type `'FullstopListenerWarning'`, code `'FULLSTOP_ON_OUTPUT_THREW'`) and the calls go on.
+   * @default undefined
+   * @example
+   * await exec('make', [], { token, onOutput: ({ stream, text }) => ui.append(stream, text) });
+   */
+  onOutput?: OnOutput;
   /**
    * `'auto'`: the host's containment (`execContainment()`): a cgroup of its own where this host
    * allows it, else the process group on Linux, else tree-kill. `'process-group'` or `'tree-kill'`:
@@ -81,6 +96,7 @@ export interface Checked {
   readonly graceMs: number;
   readonly timeoutMs: number | undefined;
   readonly maxBuffer: number;
+  readonly onOutput: OnOutput | undefined;
   readonly cwd: string | undefined;
   readonly env: Record<string, string> | undefined;
   readonly input: string | undefined;
@@ -104,6 +120,9 @@ export function check(file: unknown, args: unknown, options: unknown): Checked {
   checkMs('options.graceMs', o.graceMs);
   checkMs('options.timeoutMs', o.timeoutMs);
   checkMaxBuffer(o.maxBuffer);
+  if (o.onOutput !== undefined && typeof o.onOutput !== 'function') {
+    throw new TypeError(`options.onOutput: expected a function, got ${describe(o.onOutput)}`);
+  }
   checkOptionalString('options.cwd', o.cwd);
   if (typeof o.cwd === 'string' && o.cwd.includes('\0')) throw new TypeError(`options.cwd: expected a path without NUL bytes, got ${describe(o.cwd)}`);
   if (o.containment !== undefined && !CONTAINMENT_OPTIONS.includes(o.containment as ContainmentOption)) {
@@ -118,6 +137,7 @@ export function check(file: unknown, args: unknown, options: unknown): Checked {
     graceMs: (o.graceMs as number | undefined) ?? DEFAULT_GRACE_MS,
     timeoutMs: o.timeoutMs === 0 ? undefined : (o.timeoutMs as number | undefined),
     maxBuffer: (o.maxBuffer as number | undefined) ?? DEFAULT_MAX_BUFFER,
+    onOutput: o.onOutput as OnOutput | undefined,
     cwd: o.cwd as string | undefined,
     env: o.env as Record<string, string> | undefined,
     input: o.input as string | undefined,

@@ -18,10 +18,19 @@ export interface ExecResult {
   exitCode: number | null;
   /** Name of the signal that ended the child (`'SIGTERM'`, `'SIGKILL'`), or `null`. */
   signal: string | null;
-  /** Everything the tree wrote to stdout, as written (no trailing newline stripped), up to the stop. */
+  /**
+   * What the tree wrote to stdout, as written (no trailing newline stripped), up to the stop. Past
+   * `maxBuffer` characters: its first half, a line `… N bytes omitted …` and its last half (see
+   * `ExecOptions.maxBuffer`).
+   */
   stdout: string;
-  /** Everything the tree wrote to stderr, as written, up to the stop. */
+  /** What the tree wrote to stderr, as written, up to the stop; past `maxBuffer`, as `stdout`. */
   stderr: string;
+  /**
+   * Bytes of each stream left out of `stdout`/`stderr` (the N of their omitted-bytes line); 0 when
+   * the stream fit in `maxBuffer`.
+   */
+  omittedBytes: { stdout: number; stderr: number };
   /** Milliseconds from the spawn until the tree was gone and the output drained. */
   wallMs: number;
   /** Stopped by a cancel: the token, `signal`, the token's retirement, or `BackgroundProcess.kill()`. */
@@ -45,7 +54,7 @@ export interface ExecResult {
  * Why a stop began. `leftover`: the child exited and its output closed, but processes it started
  * were still running; a foreground child may not outlive its call (docs/design.md §1, invariant 5).
  */
-export type StopCause = 'cancel' | 'timeout' | 'maxBuffer' | 'leftover';
+export type StopCause = 'cancel' | 'timeout' | 'leftover';
 
 /** The recorded outcome of one child. */
 export interface Outcome {
@@ -60,6 +69,7 @@ export interface Facts {
   readonly signal: string | null;
   readonly stdout: string;
   readonly stderr: string;
+  readonly omittedBytes: { stdout: number; stderr: number };
   readonly wallMs: number;
   readonly pid: number;
   readonly containment: Containment;

@@ -1,6 +1,6 @@
 /**
  * What the fleet answers: a session's turn as Redis has it (`FleetTurn`), a stop's answer
- * (`StopAnswer`) and a fleet turn's outcome (`FleetOutcome`).
+ * (`StopAnswer`), a fleet turn's outcome (`FleetOutcome`) and an answer's reply (`AnswerReply`).
  */
 import type { StopReport, TurnOutcome } from '../turn/report.js';
 
@@ -37,6 +37,9 @@ export interface FleetTurn {
  * - `already_finished`: the addressed turn had ended; `status` is its terminal status;
  * - `pending`: no instance has registered `turnId` (or its record expired); the stop is kept
  *   `pendingStopMs` and that turn, run on any instance, starts cancelled. Nothing was published;
+ * - `pending_full`: `turnId` is not registered and the session already holds `maxPendingStops`
+ *   pending stops (a flood of made-up turn ids): this stop was NOT kept, and that turn, if it
+ *   starts, runs. Other sessions' pending stops are never affected;
  * - `not_found`: a stop without `turnId` for a session with no fleet turn;
  * - `interrupted`: the owner's lease ran out (it died or lost Redis); the turn is over;
  * - `relay_unavailable`: Redis could not be reached within `timeoutMs`; nothing was recorded
@@ -47,6 +50,7 @@ export type StopAnswer =
   | { outcome: 'cancelling'; sessionId: string; turnId: string; epoch: number; node: string }
   | { outcome: 'already_finished'; sessionId: string; turnId: string; status: string }
   | { outcome: 'pending'; sessionId: string; turnId: string }
+  | { outcome: 'pending_full'; sessionId: string; turnId: string; maxPendingStops: number }
   | { outcome: 'not_found'; sessionId: string; turnId?: string }
   | { outcome: 'interrupted'; sessionId: string; turnId: string; epoch: number; node: string }
   | { outcome: 'relay_unavailable'; sessionId: string; error: Error };
@@ -58,3 +62,21 @@ export type FleetOutcome<T> = TurnOutcome<T> & {
   /** The turn's epoch (absent when unregistered). */
   epoch?: number;
 };
+
+/**
+ * The answer of `Fleet.answer`:
+ * - `accepted`: the question's owner (`node`) gave the answer to its runner, which took it (the
+ *   body's `turn.ask` resolved with it);
+ * - `already_answered`: another answer claimed the question first (claim-once, fleet-wide: of two
+ *   answers sent at once through two instances exactly one is `accepted`);
+ * - `not_found`: no open question has this id: never asked in a fleet turn, not registered yet,
+ *   withdrawn, or its turn was stopped or has ended (also when the owner's runner refused it);
+ * - `relay_unavailable`: Redis could not be reached, or the owner did not take the answer within
+ *   `timeoutMs`; nothing was given (the question is open again), except when `error` says the
+ *   owner took it but its confirmation did not come.
+ */
+export type AnswerReply =
+  | { outcome: 'accepted'; questionId: string; node: string }
+  | { outcome: 'already_answered'; questionId: string }
+  | { outcome: 'not_found'; questionId: string }
+  | { outcome: 'relay_unavailable'; questionId: string; error: Error };

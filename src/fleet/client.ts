@@ -104,6 +104,7 @@ class RedisTimeoutError extends Error {
  * until then; only the wait ends here.
  */
 export function command(client: FleetRedisClient, key: string | undefined, args: string[], ms: number): Promise<unknown> {
+  ms = Math.max(1, Math.ceil(ms)); // node-redis's timeout must be an integer
   let timer: NodeJS.Timeout | undefined;
   const sent = isCluster(client) ? client.sendCommand(key, false, args, { timeout: ms }) : client.sendCommand(args, { timeout: ms });
   return Promise.race([

@@ -4,17 +4,22 @@
  * `Leases` and the sweep to `Sweep`. docs/fleet.md has the key schema and the failure table.
  */
 import { randomUUID } from 'node:crypto';
+import { FleetReasons } from '../constants.js';
 import { checkFunction, checkId, describe, SessionBusyError, TurnIdUsedError } from '../errors.js';
 import type { Turn } from '../turn/active-turn.js';
-import { asJson } from '../base/json.js';
 import type { StopReport } from '../turn/report.js';
-import type { FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
+import type { AnswerReply, FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
+import { asJson } from '../base/json.js';
+import { Questions } from './questions.js';
 import { duplicateSubscriber, ensureConnecting, type FleetRedisClient } from './client.js';
 import { FleetTurnRefusedError, FleetUnavailableError } from './errors.js';
 import { fleetKeys, type FleetKeys } from './keys.js';
 import { Leases, type OwnedTurn } from './leases.js';
 import { parseMessage } from './messages.js';
-import { resolveFleetOptions, resolveStopOptions, type FleetOptions, type FleetStopOptions, type ResolvedFleetOptions } from './options.js';
+import {
+  resolveAnswerOptions, resolveFleetOptions, resolveRunOptions, resolveStopOptions, type FleetAnswerOptions, type FleetOptions, type FleetRunOptions, type FleetStopOptions, type ResolvedFleetOptions,
+} from './options.js';
+import { reportToJson } from './report-wire.js';
 import { TurnRecords, type RecordedStop } from './records.js';
 import { StopRequests } from './requests.js';
 import { Sweep } from './sweep.js';
@@ -43,6 +48,7 @@ export class Fleet {
   readonly #sub: FleetRedisClient;
   readonly #leases: Leases;
   readonly #sweep: Sweep;
+  readonly #questions: Questions;
   readonly #requests = new StopRequests();
   /** Terminal writes that failed and are retried until their lease ends. */
   readonly #retries = new Set<NodeJS.Timeout>();
@@ -51,6 +57,8 @@ export class Fleet {
     const msg = parseMessage(raw);
     if (msg?.kind === 'stop') this.#leases.onStop(msg);
     else if (msg?.kind === 'ended') this.#requests.onEnded(msg);
+    else if (msg?.kind === 'answer') this.#questions.onAnswer(msg);
+    else if (msg?.kind === 'answered') this.#questions.onAnswered(msg);
   };
   #subscribed: Promise<unknown>;
   #closed: Promise<void> | undefined;
@@ -72,6 +80,7 @@ export class Fleet {
     this.#subscribed.catch(() => { /* closed before Redis came back */ });
     this.#leases = new Leases({ ...o, records: this.#records });
     this.#sweep = new Sweep({ ...o, keys: this.#keys, records: this.#records });
+    this.#questions = new Questions({ ...o, keys: this.#keys, ownedEpoch: (s, t) => this.#leases.epochOf(s, t) });
     // runner.shutdown() resolves only once the records of the turns it stopped say `cancelled`, so
     // a stop sent to another instance right after answers already_finished, not after a sweep.
     this.#unholdShutdown = o.runner.holdShutdown((reports) => this.#recorded(reports));
@@ -102,23 +111,21 @@ export class Fleet {
    * terminal status when the turn ends. Rejects with `FleetUnavailableError` when Redis cannot be
    * reached (unless `onUnavailable: 'local'`), `FleetTurnRefusedError` when the session already has
    * a live fleet turn or the turn id is taken. A turn id some instance's `stop` named before it
-   * started (answered `pending`) starts nothing of the body and resolves `cancelled`. `input` is
-   * the runner's (`RunOptions.input`): the user's message, recorded on `turn_started`.
+   * started (answered `pending`) starts nothing of the body and resolves `cancelled`, with that
+   * stop's reason and grace. `input` and `signal` are the runner's (`RunOptions`): the user's
+   * message, recorded on `turn_started`, and a caller's signal whose abort stops the turn. Every
+   * argument is checked (ids at most `MAX_ID_LENGTH` characters) before anything reaches Redis.
    */
-  async run<T>(sessionId: string, body: (turn: Turn) => Promise<T>, options: { turnId?: string; input?: unknown } = {}): Promise<FleetOutcome<T>> {
+  async run<T>(sessionId: string, body: (turn: Turn) => Promise<T>, options: FleetRunOptions = {}): Promise<FleetOutcome<T>> {
     checkId('sessionId', sessionId);
     checkFunction('body', body);
-    if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
-    if (options.turnId !== undefined) checkId('options.turnId', options.turnId);
-    // Checked before anything is registered: the runner would refuse it only after the claim.
-    const input = options.input === undefined ? undefined : asJson('options.input', options.input);
-    const runOptions = input === undefined ? {} : { input };
+    const { turnId: given, runOptions } = resolveRunOptions(options);
     if (this.#closed !== undefined) throw new Error('Fleet.run: the fleet is closed');
     const { runner } = this.#o;
     if (runner.registry.currentToken(sessionId) !== undefined) {
       throw new SessionBusyError(`Fleet.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`, sessionId);
     }
-    const turnId = options.turnId ?? `turn-${randomUUID()}`;
+    const turnId = given ?? `turn-${randomUUID()}`;
     const owned = this.#leases.claim(sessionId, turnId);
     if (owned === undefined) throw new TurnIdUsedError(`Fleet.run: turn ${JSON.stringify(turnId)} of session ${JSON.stringify(sessionId)} is already being started on this node; a turn id is used once`, turnId);
     let epoch: number;
@@ -132,19 +139,22 @@ export class Fleet {
       }
       throw error;
     }
-    // A stop recorded before the registration (pending) becomes the runner's own stop before
-    // start: the runner then starts nothing of the body. runner.run begins the turn synchronously
-    // (its token is current before it first awaits), so a stop applied right after it reaches this turn.
-    if (stop !== undefined) void runner.stop(sessionId, { turnId, reason: stop.reason, ...(stop.graceMs === undefined ? {} : { graceMs: stop.graceMs }) });
+    // A stop recorded before the registration (pending) stops the turn the moment it begins:
+    // runner.run begins it synchronously (its token is current before it first awaits), so the
+    // stop reaches it before its body can start. Never through the runner's own pending book,
+    // which may not keep it (`pendingStopMs: 0`, or full) and keeps no grace.
     const outcome$ = runner.run(sessionId, body, { turnId, ...runOptions });
+    if (stop !== undefined) void runner.stop(sessionId, { turnId, reason: stop.reason, ...(stop.graceMs === undefined ? {} : { graceMs: stop.graceMs }) });
     this.#leases.started(owned);
     let outcome: Awaited<typeof outcome$>;
     try {
       outcome = await outcome$;
     } catch (error) {
+      await this.#questions.endTurn(sessionId, turnId);
       await this.#recordEnd(owned, 'failed', error instanceof Error ? error.message : String(error), undefined);
       throw error;
     }
+    await this.#questions.endTurn(sessionId, turnId);
     const reason = outcome.status === 'cancelled' ? outcome.report.reason
       : outcome.status === 'failed' ? (outcome.error instanceof Error ? outcome.error.message : String(outcome.error)) : undefined;
     await this.#recordEnd(owned, outcome.status, reason, outcome.status === 'cancelled' ? outcome.report : undefined);
@@ -189,7 +199,7 @@ export class Fleet {
   async #recordEnd(owned: OwnedTurn, status: string, reason: string | undefined, report: StopReport | undefined): Promise<void> {
     owned.ending = true;
     const { redis, renewMs } = this.#o;
-    const reportJson = report === undefined ? undefined : JSON.stringify(report);
+    const reportJson = report === undefined ? undefined : reportToJson(report);
     const attempt = async (): Promise<boolean> => {
       if (!redis.isReady) return false;
       try {
@@ -238,6 +248,7 @@ export class Fleet {
     switch (reply.kind) {
       case 'not_found': return turnId === undefined ? { outcome: 'not_found', sessionId } : { outcome: 'not_found', sessionId, turnId };
       case 'pending': return { outcome: 'pending', sessionId, turnId: reply.turnId };
+      case 'full': return { outcome: 'pending_full', sessionId, turnId: reply.turnId, maxPendingStops: this.#o.maxPendingStops };
       case 'finished': return { outcome: 'already_finished', sessionId, turnId: reply.turnId, status: reply.status };
       case 'interrupted': return { outcome: 'interrupted', sessionId, turnId: reply.turnId, epoch: reply.epoch, node: reply.node };
     }
@@ -252,6 +263,25 @@ export class Fleet {
       return { outcome: 'stopped', sessionId, turnId: id, epoch, node, report: JSON.parse(ended.report) as StopReport };
     }
     return { outcome: 'already_finished', sessionId, turnId: id, status: ended.status };
+  }
+
+  /**
+   * Answer a question asked in a fleet turn (`turn.ask` on any instance: the runner's `question`
+   * event gives its `questionId`). The first answer recorded fleet-wide wins; it is relayed to the
+   * owner, whose `runner.answer` takes it. Never rejects for Redis's sake (`relay_unavailable`);
+   * throws a TypeError or RangeError naming the argument for a bad one, before anything reaches
+   * Redis. See `AnswerReply`.
+   *
+   * @example
+   * runner.on('question', ({ questionId, question }) => sendToUser(questionId, question));
+   * app.post('/answer', async (req) => (await fleet.answer(req.questionId, req.answer)).outcome);
+   */
+  async answer(questionId: string, answer: unknown, options: FleetAnswerOptions = {}): Promise<AnswerReply> {
+    checkId('questionId', questionId);
+    const json = JSON.stringify(asJson('answer', answer) ?? null);
+    const { timeoutMs } = resolveAnswerOptions(options);
+    if (this.#closed !== undefined) return { outcome: 'relay_unavailable', questionId, error: new FleetUnavailableError('Fleet.answer: the fleet is closed') };
+    return this.#questions.answer(questionId, json, timeoutMs);
   }
 
   /** The session's latest fleet turn as Redis has it; null when there is none (or Redis is unreachable: rejects). */
@@ -281,13 +311,15 @@ export class Fleet {
     this.#unholdShutdown();
     this.#leases.close();
     this.#sweep.close();
+    const questionsClosed = this.#questions.close();
     for (const timer of this.#retries) clearTimeout(timer);
     this.#retries.clear();
     this.#requests.cancelAll();
     await Promise.allSettled(this.#leases.turns().map(async (owned) => {
       if (owned.epoch === undefined || owned.ending) return;
-      await this.#recordEnd(owned, 'interrupted', 'fleet.closed', undefined);
+      await this.#recordEnd(owned, 'interrupted', FleetReasons.closed, undefined);
     }));
+    await questionsClosed;
     let closeTimer: NodeJS.Timeout | undefined;
     if (this.#sub.isReady) {
       await Promise.race([this.#sub.unsubscribe().catch(() => {}), new Promise((r) => { closeTimer = setTimeout(r, this.#o.commandTimeoutMs); })]);
@@ -298,11 +330,11 @@ export class Fleet {
     this.#o.redis.off('error', this.#onClientError);
   }
 
-  /** @internal for leak checks: live owned turns, waiting stops, pending retries, live timers. */
-  stats(): { ownedTurns: number; waitingStops: number; retries: number; timers: number } {
+  /** @internal for leak checks: live owned turns, waiting stops, pending retries, open questions, live timers. */
+  stats(): { ownedTurns: number; waitingStops: number; retries: number; openQuestions: number; timers: number } {
     return {
-      ownedTurns: this.#leases.size, waitingStops: this.#requests.size, retries: this.#retries.size,
-      timers: this.#leases.timers + this.#sweep.timers + this.#retries.size,
+      ownedTurns: this.#leases.size, waitingStops: this.#requests.size, retries: this.#retries.size, openQuestions: this.#questions.size,
+      timers: this.#leases.timers + this.#sweep.timers + this.#questions.timers + this.#retries.size,
     };
   }
 }

@@ -5,8 +5,9 @@
  */
 
 export { Fleet } from './fleet.js';
-export type { FleetOptions, FleetStopOptions } from './options.js';
+export type { FleetOptions, FleetStopOptions, FleetRunOptions, FleetAnswerOptions } from './options.js';
 export type { FleetRedisClient, FleetSingleClient, FleetClusterClient, FleetMessageListener } from './client.js';
 export { clusterRootNodes, type ClusterRootNode } from './root-nodes.js';
-export type { FleetTurn, FleetTurnStatus, StopAnswer, FleetOutcome } from './answers.js';
+export type { FleetTurn, FleetTurnStatus, StopAnswer, FleetOutcome, AnswerReply } from './answers.js';
+export { FleetReasons } from '../constants.js';
 export { FleetUnavailableError, FleetTurnRefusedError } from './errors.js';

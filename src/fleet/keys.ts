@@ -15,6 +15,12 @@ export interface FleetKeys {
   finished(sessionId: string): string;
   /** Hash of one session's pending stops: turn id → JSON stop, for turns not registered yet. */
   pending(sessionId: string): string;
+  /**
+   * String of one open question of a fleet turn (JSON: its turn, owner node, state and claim), in
+   * the hash tag of its own id (`fleet.answer` knows nothing else); expires `leaseMs` after its
+   * owner last renewed it.
+   */
+  question(questionId: string): string;
   /** The three keys of one session, in the scripts' KEYS order. */
   session(sessionId: string): [turns: string, finished: string, pending: string];
   /** Sorted set of running turns (`JSON [sessionId, turnId]`) by lease deadline: the sweep's hint. */
@@ -29,8 +35,8 @@ export interface FleetKeys {
  * `{` and `}` are percent-encoded too, after the wire form's own escapes (`%` and lone surrogates,
  * src/fleet/wire-id.ts): one-to-one, so two ids never share keys.
  */
-function tag(sessionId: string): string {
-  return `{${toWire(sessionId).replaceAll('{', '%7B').replaceAll('}', '%7D')}}`;
+function tag(id: string): string {
+  return `{${toWire(id).replaceAll('{', '%7B').replaceAll('}', '%7D')}}`;
 }
 
 export function fleetKeys(prefix: string): FleetKeys {
@@ -42,6 +48,7 @@ export function fleetKeys(prefix: string): FleetKeys {
       const t = tag(sessionId);
       return [`${prefix}:${t}:turns`, `${prefix}:${t}:finished`, `${prefix}:${t}:pending`];
     },
+    question: (questionId) => `${prefix}:${tag(`q:${questionId}`)}:question`,
     leases: `${prefix}:leases`,
     channelPrefix: `${prefix}:node:`,
     nodeChannel: (nodeId) => `${prefix}:node:${nodeId}`,

@@ -14,7 +14,7 @@
  *    successful renewal was *sent* (so it is never later than Redis's deadline). Past it, the
  *    node no longer owns the turn and stops it itself with reason `lease.lost`.
  */
-import { StopReasons } from '../constants.js';
+import { FleetReasons, StopReasons } from '../constants.js';
 import type { TurnRunner } from '../turn/runner.js';
 import type { FleetRedisClient } from './client.js';
 import { leaseMember } from './keys.js';
@@ -39,6 +39,8 @@ export interface OwnedTurn {
   fenced: boolean;
   /** The terminal write is under way or done: no more renewals. */
   ending: boolean;
+  /** A renewal of this turn is under way (it may be retrying through a slot migration). */
+  renewing: boolean;
   /** Settles when this node lets go of the turn (its terminal write done, or given up). */
   readonly released: Promise<void>;
 }
@@ -56,7 +58,6 @@ export class Leases {
   readonly #owned = new Map<string, OwnedTurn>();
   #renewTimer: NodeJS.Timeout | undefined;
   #fenceTimer: NodeJS.Timeout | undefined;
-  #renewing = false;
 
   constructor(ctx: LeaseContext) {
     this.#ctx = ctx;
@@ -77,7 +78,7 @@ export class Leases {
     if (this.#owned.has(key)) return undefined;
     let resolve!: () => void;
     const owned: OwnedTurn = {
-      sessionId, turnId, epoch: undefined, confirmedUntil: Infinity, early: undefined, running: false, fenced: false, ending: false,
+      sessionId, turnId, epoch: undefined, confirmedUntil: Infinity, early: undefined, running: false, fenced: false, ending: false, renewing: false,
       released: new Promise<void>((r) => { resolve = r; }),
     };
     letGo.set(owned, resolve);
@@ -106,6 +107,12 @@ export class Leases {
     this.#armFence();
   }
 
+  /** The epoch of a turn this node owns, registered and running; undefined otherwise. */
+  epochOf(sessionId: string, turnId: string): number | undefined {
+    const owned = this.#owned.get(turnKey(sessionId, turnId));
+    return owned?.running === true && !owned.ending ? owned.epoch : undefined;
+  }
+
   /** A `stop` message for one of this node's turns (rule 1). */
   onStop(msg: StopMessage): void {
     const owned = this.#owned.get(turnKey(msg.sessionId, msg.turnId));
@@ -127,7 +134,7 @@ export class Leases {
     for (const owned of this.#owned.values()) {
       if (owned.fenced || owned.ending || !owned.running || now < owned.confirmedUntil) continue;
       owned.fenced = true;
-      this.#stopLocal(owned, 'lease.lost', undefined);
+      this.#stopLocal(owned, FleetReasons.leaseLost, undefined);
     }
     this.#armFence();
   }
@@ -146,17 +153,19 @@ export class Leases {
 
   /**
    * Renew every owned lease (one script each, sent in one go); a reply with a pending stop applies
-   * it (the lost wake-up path); a `lost` reply fences the turn.
+   * it (the lost wake-up path); a `lost` reply fences the turn. A renewal refused by a slot
+   * migration is retried until its lease would end (`runScript`); meanwhile that turn is skipped by
+   * the next rounds, the others are not.
    */
   async renew(): Promise<void> {
     const { redis, records, leaseMs, renewMs } = this.#ctx;
-    if (this.#renewing || !redis.isReady) return;
-    const due = [...this.#owned.values()].filter((o) => o.epoch !== undefined && !o.ending && !o.fenced);
+    if (!redis.isReady) return;
+    const due = [...this.#owned.values()].filter((o) => o.epoch !== undefined && !o.ending && !o.fenced && !o.renewing);
     if (due.length === 0) return;
-    this.#renewing = true;
     const sentAt = performance.now();
+    for (const owned of due) owned.renewing = true;
     try {
-      const replies = await Promise.allSettled(due.map((o) => records.renew(o.sessionId, o.turnId, o.epoch!, renewMs)));
+      const replies = await Promise.allSettled(due.map((o) => records.renew(o.sessionId, o.turnId, o.epoch!, Math.max(renewMs, o.confirmedUntil - sentAt))));
       const index: Array<[string, string, string]> = [];
       due.forEach((owned, i) => {
         const r = replies[i]!;
@@ -172,7 +181,7 @@ export class Leases {
       });
       if (index.length > 0) records.index(index).catch(() => { /* a hint; the next renewal writes it again */ });
     } finally {
-      this.#renewing = false;
+      for (const owned of due) owned.renewing = false;
       this.#fence();
     }
   }

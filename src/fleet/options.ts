@@ -5,6 +5,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { StopReasons } from '../constants.js';
 import { checkId, checkMs, describe } from '../errors.js';
+import { asJson } from '../base/json.js';
 import { TurnRunner } from '../turn/runner.js';
 import { checkRedisClient, type FleetRedisClient } from './client.js';
 import { checkWellFormed } from './wire-id.js';
@@ -48,6 +49,37 @@ export interface FleetOptions {
    * answered `pending`) is kept for that turn's `run`. @default 60000
    */
   pendingStopMs?: number;
+  /**
+   * The most pending stops (stops of turn ids no instance has registered yet) Redis keeps for one
+   * session. Past it a stop of another unregistered turn id is not kept and answers
+   * `{ outcome: 'pending_full' }`; expired ones are pruned first, and other sessions are never
+   * affected. @default 100
+   */
+  maxPendingStops?: number;
+}
+
+/** Options of `Fleet.run`. */
+export interface FleetRunOptions {
+  /** The turn's id, used once fleet-wide. @default `turn-${randomUUID()}` */
+  turnId?: string;
+  /** The user's message, recorded on `turn_started` (the runner's `RunOptions.input`; JSON). */
+  input?: unknown;
+  /**
+   * A caller's signal (a request's, a client's): its abort stops the turn under the runner's grace,
+   * with the signal's reason, as `runner.stop` would (the runner's `RunOptions.signal`).
+   */
+  signal?: AbortSignal;
+}
+
+/** `Fleet.run`'s options checked (before anything reaches Redis), as the runner's `RunOptions` minus the turn id. */
+export function resolveRunOptions(options: FleetRunOptions): { turnId: string | undefined; runOptions: { input?: unknown; signal?: AbortSignal } } {
+  if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
+  const { turnId, input, signal } = options;
+  if (turnId !== undefined) checkId('options.turnId', turnId);
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`options.signal: expected an AbortSignal, got ${describe(signal)}`);
+  // Checked here: the runner would refuse it only after the registration.
+  const json = input === undefined ? undefined : asJson('options.input', input);
+  return { turnId, runOptions: { ...(json === undefined ? {} : { input: json }), ...(signal === undefined ? {} : { signal }) } };
 }
 
 /** Options of `Fleet.stop`. */
@@ -66,6 +98,20 @@ export interface FleetStopOptions {
 
 const DEFAULT_STOP_TIMEOUT_MS = 2000;
 
+/** Options of `Fleet.answer`. */
+export interface FleetAnswerOptions {
+  /** Bound on the whole call: Redis's reply plus the owner's confirmation. @default 2000 */
+  timeoutMs?: number;
+}
+
+/** `Fleet.answer`'s options checked, with their defaults. */
+export function resolveAnswerOptions(options: FleetAnswerOptions): { timeoutMs: number } {
+  if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
+  const { timeoutMs = DEFAULT_STOP_TIMEOUT_MS } = options;
+  checkMs('options.timeoutMs', timeoutMs);
+  return { timeoutMs };
+}
+
 /** `Fleet.stop`'s options checked, with their defaults. */
 export function resolveStopOptions(options: FleetStopOptions): FleetStopOptions & { reason: string; wait: boolean; timeoutMs: number } {
   if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
@@ -82,8 +128,11 @@ export function resolveStopOptions(options: FleetStopOptions): FleetStopOptions 
 export interface ResolvedFleetOptions {
   redis: FleetRedisClient; runner: TurnRunner; nodeId: string; prefix: string; leaseMs: number;
   renewMs: number; sweepMs: number; finishedTtlMs: number; onUnavailable: 'refuse' | 'local';
-  commandTimeoutMs: number; pendingStopMs: number;
+  commandTimeoutMs: number; pendingStopMs: number; maxPendingStops: number;
 }
+
+/** `maxPendingStops`' default: pending stops Redis keeps per session. */
+const DEFAULT_MAX_PENDING_STOPS = 100;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -111,12 +160,16 @@ export function resolveFleetOptions(options: FleetOptions): ResolvedFleetOptions
   checkPositive('options.finishedTtlMs', finishedTtlMs);
   checkPositive('options.commandTimeoutMs', commandTimeoutMs);
   checkPositive('options.pendingStopMs', pendingStopMs);
+  const { maxPendingStops = DEFAULT_MAX_PENDING_STOPS } = options;
+  if (!Number.isSafeInteger(maxPendingStops) || maxPendingStops < 1) {
+    throw new RangeError(`options.maxPendingStops: expected a positive integer, got ${describe(maxPendingStops)}`);
+  }
   const onUnavailable = options.onUnavailable ?? 'refuse';
   if (onUnavailable !== 'refuse' && onUnavailable !== 'local') {
     throw new TypeError(`options.onUnavailable: expected 'refuse' or 'local', got ${describe(onUnavailable)}`);
   }
   return {
     redis: options.redis, runner: options.runner, nodeId, prefix, leaseMs, renewMs, sweepMs,
-    finishedTtlMs: Math.round(finishedTtlMs), onUnavailable, commandTimeoutMs, pendingStopMs: Math.ceil(pendingStopMs),
+    finishedTtlMs: Math.round(finishedTtlMs), onUnavailable, commandTimeoutMs, pendingStopMs: Math.ceil(pendingStopMs), maxPendingStops,
   };
 }

@@ -12,7 +12,7 @@ import { fromWire, toWire } from './wire-id.js';
 
 export interface RecordsContext {
   redis: FleetRedisClient; keys: FleetKeys; nodeId: string; leaseMs: number; finishedTtlMs: number;
-  pendingStopMs: number; commandTimeoutMs: number;
+  pendingStopMs: number; maxPendingStops: number; commandTimeoutMs: number;
 }
 
 /** A stop recorded for a turn: its reason and grace (undefined: the owner runner's). */
@@ -28,6 +28,7 @@ export type StopReply =
   | { kind: 'finished'; turnId: string; status: string }
   | { kind: 'interrupted'; turnId: string; epoch: number; node: string }
   | { kind: 'pending'; turnId: string }
+  | { kind: 'full'; turnId: string }
   | { kind: 'not_found' };
 
 export type RenewReply = { kind: 'ok'; leaseUntil: string; stop: RecordedStop | undefined } | { kind: 'lost' };
@@ -60,16 +61,17 @@ export class TurnRecords {
 
   /** `request_stop`: record (and publish) a stop of the session's latest turn, or of `turnId`. */
   async requestStop(sessionId: string, turnId: string | undefined, reason: string, graceMs: number | undefined, wantAck: boolean, ms: number): Promise<StopReply> {
-    const { nodeId, finishedTtlMs, keys, pendingStopMs } = this.#ctx;
+    const { nodeId, finishedTtlMs, keys, pendingStopMs, maxPendingStops } = this.#ctx;
     const r = await this.#run(sessionId, SCRIPTS.requestStop,
       [toWire(sessionId), turnId === undefined ? '' : toWire(turnId), nodeId, reason, graceMs === undefined ? '' : String(graceMs),
-        String(finishedTtlMs), keys.channelPrefix, wantAck ? '1' : '0', String(pendingStopMs)], ms);
+        String(finishedTtlMs), keys.channelPrefix, wantAck ? '1' : '0', String(pendingStopMs), String(maxPendingStops)], ms);
     const [kind, id, third, fourth] = r;
     switch (kind) {
       case 'cancelling': return { kind, turnId: fromWire(id!), epoch: Number(third), node: fourth! };
       case 'interrupted': return { kind, turnId: fromWire(id!), epoch: Number(third), node: fourth! };
       case 'finished': return { kind, turnId: fromWire(id!), status: third! };
       case 'pending': return { kind, turnId: fromWire(id!) };
+      case 'full': return { kind, turnId: fromWire(id!) };
       default: return { kind: 'not_found' };
     }
   }

@@ -13,7 +13,10 @@
  *    proof that the owner is alive, so no script trusts a turn past it.
  * 4. Running records never expire; a finished record expires `finishedTtlMs` after it finished.
  * 5. A stop of a turn id with no record is kept as pending (KEYS[3], until its `untilMs`) and
- *    taken by that turn's registration, which then records the turn as `cancelling`.
+ *    taken by that turn's registration, which then records the turn as `cancelling`. A session
+ *    keeps at most `maxPendingStops` of them: expired ones are pruned whenever one is added, the
+ *    key lives as long as its newest entry, and past the cap a new one is refused (`full`),
+ *    never made room for by dropping another.
  * 6. Messages go out with plain PUBLISH, from inside the script that made the decision: on Redis
  *    Cluster it reaches a subscriber on any node (SPUBLISH could not: the owner's channel is not in
  *    the session's slot). docs/fleet.md says why and what it costs.
@@ -21,7 +24,11 @@
  * Time is Redis server time (`TIME`), so the instances' clocks never have to agree.
  */
 import { createHash } from 'node:crypto';
+import { FleetReasons } from '../constants.js';
 import { command, type FleetRedisClient } from './client.js';
+
+/** A JS string as a Lua string literal (the reason codes are ASCII: JSON's quoting is Lua's). */
+const lua = (s: string): string => JSON.stringify(s);
 
 const PRELUDE = String.raw`
 local TERMINAL = { completed = true, failed = true, cancelled = true, interrupted = true }
@@ -62,7 +69,7 @@ end
 -- Rule 3.
 local function expire_if_due(rec, now, ttl, chan)
   if (rec.status == 'running' or rec.status == 'cancelling') and rec.leaseUntil <= now then
-    finish(rec, 'interrupted', 'lease.expired', now, ttl)
+    finish(rec, 'interrupted', ${lua(FleetReasons.leaseExpired)}, now, ttl)
     notify(rec, chan, 'ended')
     return true
   end
@@ -119,9 +126,9 @@ return { 'ok', tostring(epoch), tostring(rec.leaseUntil), rec.stopRequested and 
  * `not_found` / `finished` / `interrupted` without publishing; a named turn with no record gets
  * a pending stop (rule 5), also without publishing.
  * ARGV sessionId, turnId ('' = the latest), requester, reason, graceMs ('' = owner's default),
- * ttlMs, channelPrefix, wantAck ('1' | '0'), pendingMs.
+ * ttlMs, channelPrefix, wantAck ('1' | '0'), pendingMs, maxPending.
  * → {'cancelling', turnId, epoch, node, delivered} | {'finished', turnId, status}
- *   | {'interrupted', turnId, epoch, node} | {'pending', turnId} | {'not_found'}
+ *   | {'interrupted', turnId, epoch, node} | {'pending', turnId} | {'full', turnId} | {'not_found'}
  */
 const REQUEST_STOP = String.raw`
 local now, ttl, chan = now_ms(), tonumber(ARGV[6]), ARGV[7]
@@ -131,10 +138,28 @@ if not id then return { 'not_found' } end
 local rec = load(id)
 if not rec then
   if ARGV[2] == '' then return { 'not_found' } end
-  local pend = tonumber(ARGV[9])
+  -- Rule 5: prune what has expired (at most maxPending entries: O(1) a stop), keep the first
+  -- stop of a turn id (a repeat joins it), refuse past the cap.
+  local pend, cap = tonumber(ARGV[9]), tonumber(ARGV[10])
+  local all = redis.call('HGETALL', KEYS[3])
+  local live, newest, mine = 0, 0, nil
+  for i = 1, #all, 2 do
+    local p = cjson.decode(all[i + 1])
+    if p.untilMs <= now then redis.call('HDEL', KEYS[3], all[i])
+    else
+      live = live + 1
+      if p.untilMs > newest then newest = p.untilMs end
+      if all[i] == id then mine = p end
+    end
+  end
+  if mine then return { 'pending', id } end
+  if live >= cap then
+    if live > 0 then redis.call('PEXPIRE', KEYS[3], newest - now) end
+    return { 'full', id }
+  end
   redis.call('HSET', KEYS[3], id, cjson.encode({ reason = ARGV[4], graceMs = tonumber(ARGV[5]),
     requester = ARGV[3], at = now, untilMs = now + pend }))
-  if redis.call('PTTL', KEYS[3]) < pend then redis.call('PEXPIRE', KEYS[3], pend) end
+  redis.call('PEXPIRE', KEYS[3], pend)
   return { 'pending', id }
 end
 expire_if_due(rec, now, ttl, chan)
@@ -191,14 +216,21 @@ return { 'ok' }
 `;
 
 /**
- * reap_lease: the sweep's re-check of one lease the index says has passed.
+ * reap_lease: the sweep's re-check of one lease the index says has passed. `interrupted` goes to
+ * exactly one sweep per dead owner's turn (`rec.reaped`), also when another script found the
+ * lease expired first, so one instance closes that turn's history in the shared store.
  * ARGV turnId, ttlMs, channelPrefix. → {'interrupted'} | {'alive', leaseUntil} | {'gone'}
  */
 const REAP_LEASE = String.raw`
 local now, ttl = now_ms(), tonumber(ARGV[2])
 local rec = load(ARGV[1])
 if not rec then return { 'gone' } end
-if expire_if_due(rec, now, ttl, ARGV[3]) then return { 'interrupted' } end
+expire_if_due(rec, now, ttl, ARGV[3])
+if rec.status == 'interrupted' and rec.reason == ${lua(FleetReasons.leaseExpired)} and not rec.reaped then
+  rec.reaped = true
+  save(rec)
+  return { 'interrupted' }
+end
 if TERMINAL[rec.status] then return { 'gone' } end
 return { 'alive', tostring(rec.leaseUntil) }
 `;
@@ -216,7 +248,7 @@ export interface FleetScript {
   readonly sha: string;
 }
 
-function script(name: string, body: string): FleetScript {
+export function script(name: string, body: string): FleetScript {
   const source = `-- fullstop fleet: ${name}\n${PRELUDE}\n${body}`;
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
 }
@@ -234,10 +266,39 @@ export const SCRIPTS = {
  * Run a script by EVALSHA; on NOSCRIPT (a restarted or flushed server, or a replica just promoted,
  * has forgotten it) once more by EVAL, which also caches it again. All keys are the session's (one
  * hash tag a script): a cluster client sends it to the master of their slot.
+ *
+ * While Redis Cluster migrates the slot, a script is refused with `TRYAGAIN` (its keys are split
+ * between the two nodes), or redirected (`ASK`, `MOVED`) more often than the client follows: that
+ * is retried with backoff (`RETRY_FIRST_MS` doubling to `RETRY_MAX_MS`) until `timeoutMs` (the
+ * whole call's bound: a stop's `timeoutMs`, a renewal's lease) has passed.
  */
 export async function runScript(
   client: FleetRedisClient, s: FleetScript, keys: readonly string[], args: readonly string[], timeoutMs: number,
 ): Promise<unknown> {
+  const deadline = performance.now() + timeoutMs;
+  for (let pause = RETRY_FIRST_MS; ; pause = Math.min(pause * 2, RETRY_MAX_MS)) {
+    try {
+      return await runOnce(client, s, keys, args, Math.max(1, deadline - performance.now()));
+    } catch (error) {
+      if (!isMigrating(error) || performance.now() + pause >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
+/** The first pause before a script refused during a slot migration is sent again, in ms. */
+const RETRY_FIRST_MS = 10;
+/** The longest pause between two attempts during a slot migration, in ms. */
+const RETRY_MAX_MS = 200;
+
+/** A refusal that a slot migration causes and its end cures (node-redis follows ASK/MOVED up to its redirection limit). */
+export function isMigrating(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return /^(TRYAGAIN|ASK|MOVED)\b/.test(error.message) || error.name === 'MaxCommandRedirectionsError'
+    || (error.cause instanceof Error && /^(TRYAGAIN|ASK|MOVED)\b/.test(error.cause.message));
+}
+
+async function runOnce(client: FleetRedisClient, s: FleetScript, keys: readonly string[], args: readonly string[], timeoutMs: number): Promise<unknown> {
   const tail = [String(keys.length), ...keys, ...args];
   try {
     return await command(client, keys[0], ['EVALSHA', s.sha, ...tail], timeoutMs);

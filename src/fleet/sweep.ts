@@ -6,15 +6,25 @@
  * and asks `reap_lease` about each, which re-checks the turn's own record: a renewed lease answers
  * `alive` with its real deadline (re-indexed), a finished or vanished turn `gone` (dropped from the
  * index). The work is O(expired leases), in batches of `SWEEP_BATCH`.
+ *
+ * A turn it marks `interrupted` had a dead (or cut-off) owner, whose history nobody else will
+ * close: the sweeping instance closes it in the shared store (`runner.ledger.closeAbandonedTurn`,
+ * when the store has it), once per turn fleet-wide. A store that fails is reported (a process
+ * warning), never a reason to stop sweeping.
  */
+import { messageOf } from '../base/render.js';
 import { command, type FleetRedisClient } from './client.js';
 import { type FleetKeys, parseLeaseMember } from './keys.js';
 import type { TurnRecords } from './records.js';
+import type { TurnRunner } from '../turn/runner.js';
+
+/** The `type` of the warning a failed `closeAbandonedTurn` raises (`process.on('warning')`). */
+export const SWEEP_LEDGER_WARNING = 'FullstopFleetSweepWarning';
 
 const SWEEP_BATCH = 100;
 
 export interface SweepContext {
-  redis: FleetRedisClient; keys: FleetKeys; records: TurnRecords; sweepMs: number; commandTimeoutMs: number;
+  redis: FleetRedisClient; keys: FleetKeys; records: TurnRecords; runner: TurnRunner; sweepMs: number; commandTimeoutMs: number;
 }
 
 export class Sweep {
@@ -51,11 +61,26 @@ export class Sweep {
       const reply = await records.reap(sessionId, turnId);
       if (reply.kind === 'alive') again.push(reply.leaseUntil, member);
       else drop.push(member);
-      if (reply.kind === 'interrupted') interrupted++;
+      if (reply.kind === 'interrupted') {
+        interrupted++;
+        await this.#closeHistory(sessionId, turnId);
+      }
     }));
     if (drop.length > 0) await command(redis, keys.leases, ['ZREM', keys.leases, ...drop], timeout);
     if (again.length > 0) await command(redis, keys.leases, ['ZADD', keys.leases, ...again], timeout);
     return interrupted;
+  }
+
+  /** The dead owner's turn's history, closed in the shared store; a failure is a warning, never thrown. */
+  async #closeHistory(sessionId: string, turnId: string): Promise<void> {
+    const ledger = this.#ctx.runner.ledger;
+    if (typeof ledger?.closeAbandonedTurn !== 'function') return;
+    try {
+      await ledger.closeAbandonedTurn(sessionId, turnId);
+    } catch (error) {
+      process.emitWarning(`fullstop/fleet: closing the history of turn ${JSON.stringify(turnId)} (session ${JSON.stringify(sessionId)}), whose owner's lease expired, failed: ${messageOf(error)}`,
+        { type: SWEEP_LEDGER_WARNING, detail: error instanceof Error ? error.stack : undefined });
+    }
   }
 
   /** Live timers (the sweep interval). */

@@ -1,7 +1,7 @@
 /**
  * The ledger's entry schema (docs/design.md §3): the entry types, the turn statuses, the checks that
- * guard `Ledger.append`, the parser that reads a ledger file back, and the status entries that
- * close the turns a crash left open.
+ * guard `Ledger.append`, and the status entries that close the turns a crash left open (the
+ * parser that reads a ledger file back is scan.ts).
  *
  * One entry is one JSON object on one line: `{ seq, at, sessionId, turnId, type, ... }`. The
  * ledger assigns `seq` and `at`; the caller supplies the rest (`LedgerEntryInput`).
@@ -234,66 +234,6 @@ export function renderTurnEntry(idsJson: string, body: TurnEntryBody, seq: numbe
   return `{"seq":${seq},"at":${at},${idsJson}${stringify(e).slice(1)}\n`;
 }
 
-/** A ledger file read back: its complete entries and where the last one ends. */
-export interface ParsedLedger {
-  entries: LedgerEntry[];
-  /** Byte length of the complete entries; anything after it is a torn tail. */
-  completeBytes: number;
-  /** True when the file has bytes after the last complete entry (a torn or unparsable last line). */
-  torn: boolean;
-}
-
-/** The line as an entry, or why it is not one; `torn` when it is not even JSON (what a crash leaves). */
-type LineResult = { entry: LedgerEntry } | { why: string; torn: boolean };
-
-function readLine(line: string, previousSeq: number): LineResult {
-  let value: unknown;
-  try {
-    value = JSON.parse(line);
-  } catch (e) {
-    return { why: (e as Error).message, torn: true };
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { why: 'not a JSON object', torn: false };
-  const v = value as Record<string, unknown>;
-  if (!Number.isSafeInteger(v.seq) || (v.seq as number) <= previousSeq) {
-    return { why: `seq ${describe(v.seq)} does not follow seq ${previousSeq}`, torn: false };
-  }
-  if (typeof v.sessionId !== 'string' || typeof v.turnId !== 'string' || typeof v.type !== 'string') {
-    return { why: 'sessionId, turnId or type is not a string', torn: false };
-  }
-  return { entry: value as LedgerEntry };
-}
-
-/**
- * Parses a ledger file. A crash mid-write leaves a last line without its newline, or bytes that
- * are not JSON at all (a cut line, zeros from an unwritten block): that tail is reported as
- * `torn`. Any other bad line (a bad line before the last, or a last line that is JSON but not a
- * valid next entry) means the file was damaged, edited or shared, and throws an Error naming the
- * 1-based line number. `onEntry` gets each complete entry with its line's byte range (newline included).
- */
-export function parseLedger(where: string, path: string, bytes: Buffer,
-  onEntry?: (entry: LedgerEntry, start: number, end: number) => void): ParsedLedger {
-  const entries: LedgerEntry[] = [];
-  let start = 0;
-  let line = 0;
-  let previousSeq = 0;
-  while (start < bytes.length) {
-    line += 1;
-    const end = bytes.indexOf(0x0a, start);
-    if (end === -1) return { entries, completeBytes: start, torn: true };
-    const result = readLine(bytes.toString('utf8', start, end), previousSeq);
-    if ('why' in result) {
-      if (result.torn && end === bytes.length - 1) return { entries, completeBytes: start, torn: true };
-      throw new Error(`${where}: "${path}" line ${line} is not a valid ledger entry (${result.why}); ` +
-        'a ledger is never rewritten, so repair or move the file by hand');
-    }
-    entries.push(result.entry);
-    onEntry?.(result.entry, start, end + 1);
-    previousSeq = result.entry.seq;
-    start = end + 1;
-  }
-  return { entries, completeBytes: start, torn: false };
-}
 
 interface OpenTurn {
   sessionId: string;

@@ -1,11 +1,11 @@
 /**
- * The file-system side of the Ledger: reading and writing whole buffers through a handle, and the
+ * The file-system side of the Ledger: writing whole buffers through a handle, keeping a cut tail, and the
  * errors `Ledger.open` gives, which name the path, what failed and — on a full disk — how much room
  * is left and what to free.
  */
 
 import fs from 'node:fs';
-import { statfs, type FileHandle } from 'node:fs/promises';
+import { open as openFile, statfs, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { renderSafely } from '../base/render.js';
 
@@ -36,15 +36,35 @@ export async function writeAll(handle: FileHandle, buffer: Buffer): Promise<void
   }
 }
 
-export async function readAll(handle: FileHandle, size: number): Promise<Buffer> {
-  const buffer = Buffer.alloc(size);
-  let offset = 0;
-  while (offset < size) {
-    const { bytesRead } = await handle.read(buffer, offset, size - offset, offset);
-    if (bytesRead === 0) break;
-    offset += bytesRead;
+/**
+ * Copies bytes [from, to) of the file open as `handle` to a new file `target` (synced), a chunk at
+ * a time: what `Ledger.open` cuts at a hole is kept there, never deleted. A file already there
+ * (an earlier cut at the same byte) is kept too: the copy goes to `target.1`, `target.2`, …
+ * Returns the path written.
+ */
+export async function saveCut(handle: FileHandle, from: number, to: number, target: string): Promise<string> {
+  let out: FileHandle | undefined;
+  for (let n = 0; out === undefined; n++) {
+    const path = n === 0 ? target : `${target}.${n}`;
+    out = await fs.promises.open(path, 'wx').catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'EEXIST') return undefined;
+      throw error;
+    });
+    if (out !== undefined) target = path;
   }
-  return buffer.subarray(0, offset);
+  try {
+    const chunk = Buffer.allocUnsafe(1024 * 1024);
+    for (let position = from; position < to;) {
+      const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, to - position), position);
+      if (bytesRead === 0) break;
+      await writeAll(out, chunk.subarray(0, bytesRead));
+      position += bytesRead;
+    }
+    await out.sync();
+  } finally {
+    await out.close();
+  }
+  return target;
 }
 
 /**
@@ -56,4 +76,30 @@ export async function readAll(handle: FileHandle, size: number): Promise<Buffer>
  */
 export function fdatasyncFd(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fs.fdatasync(fd, (error) => (error === null ? resolve() : reject(error))));
+}
+
+/** Reads up to `length` bytes at `position` through `handle`. */
+export async function readAtLeast(handle: FileHandle, position: number, length: number): Promise<Buffer> {
+  const buffer = Buffer.allocUnsafe(length);
+  let offset = 0;
+  while (offset < length) {
+    const { bytesRead } = await handle.read(buffer, offset, length - offset, position + offset);
+    if (bytesRead === 0) break;
+    offset += bytesRead;
+  }
+  return buffer.subarray(0, offset);
+}
+
+/** Opens `path` for reading, runs `fn` with its handle and size, closes it; with `fileKey`, refuses another file than that one. */
+export async function withFile<T>(path: string, fn: (handle: FileHandle, size: number) => Promise<T>, fileKey?: string): Promise<T> {
+  const handle = await openFile(path, 'r');
+  try {
+    const stat = await handle.stat();
+    if (fileKey !== undefined && `${stat.dev}:${stat.ino}` !== fileKey) {
+      throw new Error(`Ledger.entries: "${path}" is no longer the file this ledger wrote (it was moved or replaced)`);
+    }
+    return await fn(handle, stat.size);
+  } finally {
+    await handle.close();
+  }
 }

@@ -1,6 +1,7 @@
 /**
  * `Ledger`: the append-only JSONL history of one or more sessions (docs/design.md §2, §3). The entry
- * schema and its checks live in entry.ts; this file owns the file and its one writer.
+ * schema and its checks live in entry.ts, the streamed reading in scan.ts and load.ts; this file
+ * owns the files (the one being written and the sealed segments) and their one writer.
  *
  * Invariants:
  * 1. One writer. Every line reaches the file through the `LedgerWriter` (writer.ts), one
@@ -15,8 +16,10 @@
  *    after a sync, lines already written may never reach the disk, and no later sync can say
  *    which. So every later append and flush rejects with the first failure; the next
  *    `Ledger.open` repairs the tail.
- * 5. `open` changes a file in two ways only: it truncates a torn last line and it appends status
- *    entries. A complete entry is never rewritten or removed.
+ * 5. `open` changes a file in two ways only: it cuts a torn tail (a cut-short last line, or a hole
+ *    of zeros and what follows it, whose bytes it first copies to `<path>.cut-<byte>`) and it
+ *    appends status entries. A complete entry is never rewritten; one is removed only with its
+ *    sealed segment, by `removeSegments` (retention: the caller's decision).
  *
  * 6. One writer per file: two `Ledger`s in one process on the same file are refused (by device and
  *    inode), and across processes the lock file of lock.ts names the holder. The lock is
@@ -27,21 +30,31 @@
  *
  * 9. The session index (session-index.ts) holds the byte range of every line, added as the line is
  *    queued: lines are written in queue order at the end of the file, so its offsets are exact
- *    while no write has failed (after one, `entries` reads the whole file instead).
+ *    while no write has failed (after one, `entries` reads the whole file instead). Offsets run
+ *    across segments (segments.ts): the sealing of a segment is decided as a line is queued, so
+ *    the next line's offset is known then.
+ * 10. A read sees the files standing still: a sealing (rename) or a removal of segments waits for
+ *    the reads under way, and a read waits for a sealing under way (files.ts).
+ * 11. Nothing after the end: an append for a turn whose terminal status is written is refused.
  *
  * Not guaranteed: the lock is advisory, and two hard links to one file (two real paths) in two
  * processes are two locks.
  */
 
 import { open as openFile, realpath, stat as statPath, type FileHandle } from 'node:fs/promises';
-import { checkId, checkText, describe } from '../errors.js';
-import { openError, readAll } from './file.js';
+import { DEFAULT_LEDGER_CLOSE_WAIT_MS, LEDGER_MAX_LINE_BYTES } from '../constants.js';
+import { checkId, checkText } from '../errors.js';
+import { checkFilter, checkOpenOptions, checkSeq, type LedgerOpenOptions } from './checks.js';
+import { openError, saveCut } from './file.js';
+import { LedgerFiles } from './files.js';
 import {
-  closingEntries, isTerminalStatus, parseLedger, renderEntry, renderTurnEntry, type LedgerEntry, type LedgerEntryInput, type TurnEntryBody,
+  isTerminalStatus, renderEntry, renderTurnEntry, type LedgerEntry, type LedgerEntryInput, type TurnEntryBody,
 } from './entry.js';
-import { readSession, SessionIndex } from './session-index.js';
+import { loadLedger } from './load.js';
 import { lockLedger, type LedgerLock } from './lock.js';
-import { LedgerWriter } from './writer.js';
+import { sealedPath, type LedgerSegment, type PlacedSegment } from './segments.js';
+import { readSession, type SessionIndex } from './session-index.js';
+import { LedgerWriter, type Rotate } from './writer.js';
 import type { LedgerFilter, LedgerStore } from './store.js';
 
 export {
@@ -52,11 +65,24 @@ export {
 } from './entry.js';
 
 export type { LedgerFilter, LedgerStore } from './store.js';
+export type { LedgerSegment } from './segments.js';
+export type { LedgerOpenOptions } from './checks.js';
 
 
 /** `dev:ino` of every ledger file open in this process, so a second writer is refused (see header). */
 const openFiles = new Set<string>();
 
+/** What `Ledger.open` repaired (`ledger.repair`). */
+export interface LedgerRepair {
+  /**
+   * What was cut off the end of the file: a line a crash cut short, or a hole of zeros a power
+   * loss left and every line after it (`hole: true`; those bytes are kept in `savedTo`).
+   * Undefined when nothing was.
+   */
+  readonly cut?: { readonly bytes: number; readonly lines: number; readonly hole: boolean; readonly savedTo?: string };
+  /** How many turns a crash had left open, now closed (`interrupted`, or `cancelled` after a recorded stop). */
+  readonly closedTurns: number;
+}
 
 /**
  * Append-only JSONL history. One JSON entry per line, `{ seq, at, sessionId, turnId, type, ... }`;
@@ -64,77 +90,105 @@ const openFiles = new Set<string>();
  *
  * - `append` resolves once the line is written to the OS (`write`); `flush` resolves once
  *   everything appended before it is on disk (`fdatasync`). Appends issued while a write is in
- *   flight go out together in the next write.
+ *   flight go out together in the next write; a long line is written in slices, so the event loop
+ *   keeps turning meanwhile. A line is at most `LEDGER_MAX_LINE_BYTES` (128 MiB).
  * - Group commit: flushes under way at once share their syncs. At most one `fdatasync` is in flight
  *   and one pending; a flush that arrives while one runs rides the next, so a storm of concurrent
- *   stops costs a few syncs, not two a stop, and each flush still resolves only once its own
- *   appends are on disk.
- * - `entries({ sessionId })` reads and parses that session's lines only: the ledger keeps the byte
- *   ranges of each session's lines (built at open, kept as it appends), not the entries.
+ *   stops costs syncs in proportion to how long it lasts, not two a stop, and each flush still
+ *   resolves only once its own appends are on disk.
+ * - `entries({ sessionId, turnId, afterSeq, limit })` reads that session's lines only (the ledger
+ *   keeps the byte ranges of each session's lines, not the entries), and pages with `afterSeq`/`limit`.
+ * - Segments (`Ledger.open(path, { segmentBytes })`): the file is sealed as `<path>.<firstSeq>-<lastSeq>`
+ *   once it holds `segmentBytes`, and a new file at `path` goes on; `entries` reads across them;
+ *   `removeSegments(throughSeq)` removes the oldest (or remove them by hand while the ledger is closed).
  * - A failed write does not raise an unhandled rejection for an un-awaited append; it breaks the
  *   ledger, and every later `append`, `flush` and `close` rejects with it. (A bad entry is the
  *   caller's bug: its append rejects at once with a TypeError and the ledger stays usable.)
- * - `Ledger.open` repairs what a crash leaves behind: it drops a torn last line, gives every
- *   `tool_call` of an unfinished turn that has no output a `tool_aborted`, and marks every turn
- *   that has no terminal status `interrupted` (or `cancelled`, after the `turn_aborted` marker,
- *   where `cancelling` was recorded).
+ * - `Ledger.open` streams the files (memory grows with sessions, open turns and turn ids, not with
+ *   bytes) and repairs what a crash leaves behind: it cuts a torn last line, or a hole of zeros a
+ *   power loss left and what follows it (kept aside in `<path>.cut-<byte>`, reported in `repair`
+ *   and as a process warning), gives every `tool_call` of an unfinished turn that has no output a
+ *   `tool_aborted`, and marks every turn that has no terminal status `interrupted` (or
+ *   `cancelled`, after the `turn_aborted` marker, where `cancelling` was recorded).
+ * - `close()` first waits (at most `closeWaitMs`) for the stops under way to write their history.
  *
  * @example
- * const ledger = await Ledger.open('/var/lib/agent/history.jsonl');
+ * const ledger = await Ledger.open('/var/lib/agent/history.jsonl', { segmentBytes: 256 * 1024 * 1024 });
  * await ledger.append({ sessionId: 's1', turnId: 't1', type: 'turn_started' });
  * await ledger.append({ sessionId: 's1', turnId: 't1', type: 'status', status: 'completed' });
  * await ledger.flush();
- * const history = await ledger.entries({ sessionId: 's1' });
+ * const page = await ledger.entries({ sessionId: 's1', afterSeq: 0, limit: 100 });
  * await ledger.close();
  */
 export class Ledger implements LedgerStore {
   /** The file, as given to `open`. */
   readonly path: string;
-  readonly #handle: FileHandle;
-  readonly #fileKey: string;
+  /** What `open` repaired. */
+  readonly repair: LedgerRepair;
+  /** The files: the one being written and the sealed segments. */
+  readonly #files: LedgerFiles;
   readonly #lock: LedgerLock;
   readonly #writer: LedgerWriter;
-  /** Every turn id in the file (invariant 7). */
-  readonly #turnIds: Set<string>;
-  /** The turns whose `cancelling` is written and whose terminal status is not: their lines are urgent. */
+  readonly #segmentBytes: number | undefined;
+  readonly #closeWaitMs: number;
+  /** Every turn id in the file (invariant 7), true once the turn has ended (invariant 11). */
+  readonly #turnIds: Map<string, boolean>;
+  /** The turns whose `cancelling` is written and whose terminal status is not: their lines are urgent, and `close` waits for them. */
   readonly #stopping = new Set<string>();
+  /** Called when `#stopping` empties (while `close` waits for it). */
+  #stopsDone: (() => void) | undefined;
   /** Where each session's lines are (invariant 9). */
   readonly #index: SessionIndex;
+  /** Where the file being written starts in the index's offsets, and the seq of its first line. */
+  #activeBase: number;
+  #activeFirstSeq: number;
   /** The last seq assigned (0 for an empty file). */
   #seq: number;
-  /** The byte offset where the next queued line will be written. */
+  /** The offset (index space) where the next queued line will be written. */
   #end: number;
   /** `close()`'s promise; `undefined` while the ledger is open. */
   #closing: Promise<void> | undefined;
+  /** Set once `close` stopped waiting for stops: every append is refused. */
+  #closed = false;
   /** Set as the handle closes, so `entries` reads the path instead. */
   #handleClosed = false;
-
-  private constructor(path: string, handle: FileHandle, fileKey: string, lock: LedgerLock, seq: number, end: number,
-    turnIds: Set<string>, index: SessionIndex) {
+  private constructor(path: string, real: string, fileKey: string, lock: LedgerLock, loaded: Awaited<ReturnType<typeof loadLedger>>,
+    handle: FileHandle, options: LedgerOpenOptions, repair: LedgerRepair) {
     this.path = path;
-    this.#index = index;
-    this.#handle = handle;
-    this.#fileKey = fileKey;
+    this.repair = repair;
+    this.#files = new LedgerFiles(path, real, fileKey, loaded.segments, (oldKey, newKey) => {
+      openFiles.delete(oldKey);
+      openFiles.add(newKey);
+    });
     this.#lock = lock;
-    this.#seq = seq;
-    this.#end = end;
-    this.#turnIds = turnIds;
-    this.#writer = new LedgerWriter(path, handle, seq);
+    this.#segmentBytes = options.segmentBytes;
+    this.#closeWaitMs = options.closeWaitMs ?? DEFAULT_LEDGER_CLOSE_WAIT_MS;
+    this.#index = loaded.index;
+    this.#turnIds = loaded.turnIds;
+    this.#activeBase = loaded.activeBase;
+    this.#activeFirstSeq = loaded.activeFirstSeq;
+    this.#seq = loaded.seq;
+    this.#end = loaded.activeBase + loaded.completeBytes;
+    this.#writer = new LedgerWriter(path, handle, loaded.seq);
   }
 
   /**
    * Opens (or creates) the ledger at `path` and takes its lock file `<real path>.lock`, next to the
-   * real file when `path` is a symlink (so that directory must exist and be writable). Repairs a
-   * crash's leftovers (see the class), then flushes the repair before resolving.
+   * real file when `path` is a symlink (so that directory must exist and be writable). Reads the
+   * sealed segments and the file as a stream, repairs a crash's leftovers (see the class and
+   * `repair`), then flushes the repair before resolving. It never refuses a file for what a crash
+   * or a power loss leaves at its end.
    *
-   * Rejects with a TypeError for an empty or non-string path, and with an Error naming the path
-   * and the cause when the file cannot be opened for appending, is not a regular file, is already
-   * open in this process or in another live process (through any symlink; the error names the
-   * holder), has a bad line before its last one, or cannot be repaired; on a full disk the error
-   * says so, how much is free, and what to free.
+   * Rejects with a TypeError/RangeError naming the option for a bad path or option, and with an
+   * Error naming the path and the cause when the file cannot be opened for appending, is not a
+   * regular file, is already open in this process or in another live process (through any
+   * symlink; the error names the holder), has a bad line before its end (the error names the file,
+   * the line and the byte: not JSON, not UTF-8, longer than `LEDGER_MAX_LINE_BYTES`, out of seq
+   * order), or cannot be repaired; on a full disk the error says so, how much is free, and what to free.
    */
-  static async open(path: string): Promise<Ledger> {
+  static async open(path: string, options: LedgerOpenOptions = {}): Promise<Ledger> {
     checkText('Ledger.open: path', path);
+    checkOpenOptions(options);
     let handle: FileHandle;
     try {
       // 'a+': appends always land at the end, and the same handle can read the file back for repair.
@@ -144,6 +198,7 @@ export class Ledger implements LedgerStore {
     }
     let fileKey: string | undefined;
     let lock: LedgerLock | undefined;
+    let ledger: Ledger | undefined;
     try {
       const stat = await handle.stat();
       if (!stat.isFile()) throw new Error(`Ledger.open: "${path}" is not a regular file`);
@@ -160,15 +215,26 @@ export class Ledger implements LedgerStore {
         if ((cause as NodeJS.ErrnoException).code === undefined) throw cause;
         throw await openError(path, `cannot write the lock file of "${path}"`, cause);
       }
-      const index = new SessionIndex();
-      const parsed = parseLedger('Ledger.open', path, await readAll(handle, stat.size), (e, start, end) => index.add(e.sessionId, start, end));
-      if (parsed.torn) await handle.truncate(parsed.completeBytes);
-      const turnIds = new Set(parsed.entries.map((e) => e.turnId));
-      const ledger = new Ledger(path, handle, fileKey, lock, parsed.entries.at(-1)?.seq ?? 0, parsed.completeBytes, turnIds, index);
-      const repairs = closingEntries(parsed.entries);
-      for (const entry of repairs) void ledger.append(entry);
+      const loaded = await loadLedger(path, real, handle, stat.size);
+      const { cut, repairs } = loaded;
+      let savedTo: string | undefined;
+      if (cut !== undefined) {
+        // A hole may hide lines that did land: they are kept aside, never deleted.
+        if (cut.hole) savedTo = await saveCut(handle, cut.at, stat.size, `${real}.cut-${cut.at}`);
+        await handle.truncate(loaded.completeBytes);
+        process.emitWarning(`Ledger.open: cut ${cut.bytes} bytes (${cut.lines} lines) off the end of "${path}": ` +
+          (cut.hole ? `a hole of zeros a power loss left and the lines after it, kept in "${savedTo}"` : 'a line a crash cut short'),
+        { code: 'FULLSTOP_LEDGER_CUT' });
+      }
+      const turns = new Set(repairs.map((e) => `${e.sessionId.length}:${e.sessionId}${e.turnId}`)).size;
+      const repair: LedgerRepair = {
+        closedTurns: turns,
+        ...(cut === undefined ? {} : { cut: { bytes: cut.bytes, lines: cut.lines, hole: cut.hole, ...(savedTo === undefined ? {} : { savedTo }) } }),
+      };
+      ledger = new Ledger(path, real, fileKey, lock, loaded, handle, options, repair);
+      for (const entry of repairs) void ledger.#appendRepair(entry);
       // fdatasync covers the truncation too: the new size is metadata needed to read the data.
-      if (parsed.torn || repairs.length > 0) {
+      if (cut !== undefined || repairs.length > 0) {
         try {
           await ledger.flush();
         } catch (cause) {
@@ -178,6 +244,11 @@ export class Ledger implements LedgerStore {
       return ledger;
     } catch (error) {
       if (fileKey !== undefined) openFiles.delete(fileKey);
+      // A repair longer than segmentBytes may have sealed a segment: the file being written is then another.
+      if (ledger !== undefined && ledger.#writer.handle !== handle) {
+        openFiles.delete(ledger.#files.fileKey);
+        await ledger.#writer.handle.close().catch(() => {});
+      }
       await lock?.release();
       await handle.close().catch(() => {});
       throw error;
@@ -203,13 +274,35 @@ export class Ledger implements LedgerStore {
   get syncs(): number { return this.#writer.syncs; }
 
   /**
+   * The sealed segments, oldest first (the file at `path` being written is not one). Empty unless
+   * the ledger was opened with `segmentBytes` (or found segments at open).
+   */
+  segments(): LedgerSegment[] {
+    return this.#files.segments.map(({ path, firstSeq, lastSeq, bytes }) => ({ path, firstSeq, lastSeq, bytes }));
+  }
+
+  /**
+   * Removes every sealed segment whose entries all have `seq <= throughSeq` (retention: call it
+   * with the last seq you no longer need, e.g. from a nightly job). Their entries leave `entries`;
+   * their turn ids stay refused until the ledger is closed (after the next open, a removed turn id
+   * is no longer known). Resolves with the segments removed. RangeError/TypeError for a bad
+   * `throughSeq`; rejects once the ledger is closed.
+   */
+  async removeSegments(throughSeq: number): Promise<LedgerSegment[]> {
+    checkSeq('Ledger.removeSegments: throughSeq', throughSeq);
+    if (this.#closing !== undefined) throw new Error(`Ledger.removeSegments: the ledger "${this.path}" is closed`);
+    return this.#files.remove(throughSeq, (firstKeptBase) => this.#index.prune(firstKeptBase ?? this.#files.currentBase(this.#activeBase)));
+  }
+
+  /**
    * Appends one entry; resolves once its line is written to the OS (not yet fsynced: see `flush`).
    * The entry is checked and serialised at the call, so mutating it afterwards changes nothing.
    *
    * Rejects with a TypeError naming the field (and writes nothing, using no seq) for a missing or
    * empty `sessionId`/`turnId`, an unknown `type`, a bad type-specific field, a supplied `seq` or
-   * `at` (the ledger assigns them), or a value JSON cannot encode. Rejects with an Error once the
-   * ledger is closed or a write has failed.
+   * `at` (the ledger assigns them), or a value JSON cannot encode; with a RangeError for a line
+   * longer than `LEDGER_MAX_LINE_BYTES`. Rejects with an Error once the ledger is closed (while
+   * `close` waits for the stops under way, only their turns' appends are taken) or a write has failed.
    */
   append(entry: LedgerEntryInput): Promise<void> {
     const refused = this.#refusal();
@@ -240,11 +333,18 @@ export class Ledger implements LedgerStore {
     return this.#enqueue(line, sessionId, turnId, body.type, body.type === 'status' ? body.status : undefined);
   }
 
+  /**
+   * A repair entry of `open`: built by `closingEntries` from the file's own ids, which may be longer
+   * than `checkId` allows today (written before ids were bounded), so they are not checked again.
+   */
+  #appendRepair(entry: LedgerEntryInput): Promise<void> {
+    const line = `{"seq":${this.#seq + 1},"at":${Date.now()},${JSON.stringify(entry).slice(1)}\n`;
+    return this.#enqueue(line, entry.sessionId, entry.turnId, entry.type, entry.type === 'status' ? entry.status : undefined);
+  }
+
   /** Why no entry can be appended now (a rejected promise), or `undefined`. */
   #refusal(): Promise<never> | undefined {
-    if (this.#closing !== undefined) {
-      return Promise.reject(new Error(`Ledger.append: the ledger "${this.path}" is closed`));
-    }
+    if (this.#closed) return Promise.reject(this.#closedError());
     if (this.#writer.failure !== undefined) return Promise.reject(this.#writer.failure);
     if (this.#seq + 1 > Number.MAX_SAFE_INTEGER) {
       return Promise.reject(new RangeError(`Ledger.append: "${this.path}" has reached seq ${this.#seq} (Number.MAX_SAFE_INTEGER); ` +
@@ -253,23 +353,54 @@ export class Ledger implements LedgerStore {
     return undefined;
   }
 
+  #closedError(): Error {
+    return new Error(`Ledger.append: the ledger "${this.path}" is closed`);
+  }
+
   /** Queue a checked, rendered line under the next seq (invariants 1, 2 and 9); `status`: a status entry's. */
   #enqueue(line: string, sessionId: string, turnId: string, type: string, status: unknown): Promise<void> {
+    // While `close` waits for the stops under way, only their lines are taken.
+    if (this.#closing !== undefined && !this.#stopping.has(turnId)) return Promise.reject(this.#closedError());
     if (type === 'turn_started' && this.#turnIds.has(turnId)) {
       return Promise.reject(new Error(`Ledger.append: turn ${JSON.stringify(turnId)} is already in "${this.path}"; ` +
         'a turn id is used once (a second turn under it could never be told apart from the first)'));
     }
-    this.#turnIds.add(turnId);
+    if (this.#turnIds.get(turnId) === true) {
+      return Promise.reject(new Error(`Ledger.append: turn ${JSON.stringify(turnId)} has ended in "${this.path}" (its terminal status is ` +
+        'recorded); nothing of a turn is appended after its end'));
+    }
+    const bytes = Buffer.byteLength(line, 'utf8');
+    if (bytes > LEDGER_MAX_LINE_BYTES) {
+      return Promise.reject(new RangeError(`Ledger.append: the entry's line is ${bytes} bytes, over the ${LEDGER_MAX_LINE_BYTES} ` +
+        'a ledger line may hold (LEDGER_MAX_LINE_BYTES); record a large output as a file and its path'));
+    }
+    this.#turnIds.set(turnId, isTerminalStatus(status));
     this.#seq += 1;
+    const rotate = this.#segmentBytes !== undefined && this.#end - this.#activeBase >= this.#segmentBytes ? this.#sealAt(this.#seq) : undefined;
     const start = this.#end;
-    this.#end += Buffer.byteLength(line, 'utf8');
+    this.#end += bytes;
     this.#index.add(sessionId, start, this.#end);
     // From its `cancelling` to its terminal status, a turn's lines are a stop's: they skip the queue of
     // other sessions' released appends (writer.ts).
     if (status === 'cancelling') this.#stopping.add(turnId);
     const urgent = this.#stopping.has(turnId);
-    if (isTerminalStatus(status)) this.#stopping.delete(turnId);
-    return this.#writer.enqueue(line, this.#seq, turnId, urgent);
+    if (isTerminalStatus(status) && this.#stopping.delete(turnId) && this.#stopping.size === 0) this.#stopsDone?.();
+    return this.#writer.enqueue(line, this.#seq, turnId, urgent, rotate);
+  }
+
+  /**
+   * The file being written is sealed before the line of `seq`: its segment is placed now (the
+   * index's offsets of the next lines depend on it), renamed when the writer gets there.
+   */
+  #sealAt(seq: number): Rotate {
+    const segment: PlacedSegment = {
+      path: sealedPath(this.#files.real, this.#activeFirstSeq, seq - 1), firstSeq: this.#activeFirstSeq, lastSeq: seq - 1,
+      bytes: this.#end - this.#activeBase, base: this.#activeBase,
+    };
+    this.#activeBase = this.#end + 1;
+    this.#end = this.#activeBase;
+    this.#activeFirstSeq = seq;
+    return this.#files.seal(segment);
   }
 
   /**
@@ -278,37 +409,50 @@ export class Ledger implements LedgerStore {
    * which flushed everything. Rejects if a write or the sync failed.
    */
   flush(): Promise<void> {
-    if (this.#closing !== undefined) return this.#closing;
+    if (this.#closed) return this.#closing!;
     return this.#writer.flush();
   }
 
   /**
-   * The entries on disk, in seq order, optionally only those of one session and/or turn. Includes
-   * every append made before the call, awaited or not. Reads the file each time (it is the record,
-   * not a cache), through the handle `open` made, so it reads the file this ledger writes even if
-   * the path now names another file; with `sessionId` it reads that session's lines only (an
-   * unknown session reads nothing). After `close()` it reads the whole file at the path, and
-   * rejects if that is no longer the same file.
+   * The entries on disk, in seq order, across the segments, optionally only those of one session
+   * and/or turn, only those after `afterSeq`, at most `limit` of them (a page: pass the last `seq`
+   * of the previous page as `afterSeq`). Includes every append made before the call, awaited or not.
+   * Reads the files each time (they are the record, not a cache); with `sessionId` it reads that
+   * session's lines only (an unknown session reads nothing). After `close()` it reads the files at
+   * their paths, and rejects if the path no longer names the file this ledger wrote.
    *
-   * Throws a TypeError when a filter value is not a non-empty string.
+   * Throws a TypeError when a filter value has the wrong type, a RangeError when `afterSeq` is not
+   * a non-negative integer or `limit` not a positive one; each names the field.
    */
   async entries(filter?: LedgerFilter): Promise<LedgerEntry[]> {
-    const { sessionId, turnId } = checkFilter(filter);
-    const byTurn = (e: LedgerEntry) => turnId === undefined || e.turnId === turnId;
+    const { sessionId, turnId, afterSeq = 0, limit = Infinity } = checkFilter(filter);
     const ranges = sessionId === undefined ? undefined : this.#index.snapshot(sessionId);
     await this.#writer.lastWrite;
-    if (sessionId !== undefined && !this.#handleClosed && this.#writer.failure === undefined) {
-      if (ranges === undefined) return [];
-      return (await readSession(this.#handle, 'Ledger.entries', this.path, sessionId, ranges)).filter(byTurn);
-    }
-    // A torn tail can only follow a failed write (invariant 4); it is not an entry, so it is skipped.
-    const { entries } = parseLedger('Ledger.entries', this.path, await this.#readBack());
-    return entries.filter((e) => (sessionId === undefined || e.sessionId === sessionId) && byTurn(e));
+    return this.#files.reading(async () => {
+      const out: LedgerEntry[] = [];
+      const visit = (e: LedgerEntry): boolean => {
+        if (e.seq > afterSeq && (turnId === undefined || e.turnId === turnId) && (sessionId === undefined || e.sessionId === sessionId)) out.push(e);
+        return out.length < limit;
+      };
+      if (sessionId !== undefined && !this.#handleClosed && this.#writer.failure === undefined) {
+        if (ranges === undefined) return [];
+        const currentBase = this.#files.currentBase(this.#activeBase);
+        const from = this.#files.segments.find((s) => s.lastSeq > afterSeq)?.base ?? currentBase;
+        await readSession(this.#files.reader(this.#writer.handle, currentBase, from), 'Ledger.entries', this.path, sessionId, ranges, visit);
+        return out;
+      }
+      // Every file (a torn tail can only follow a failed write, invariant 4: it is skipped).
+      await this.#files.scan(afterSeq, this.#handleClosed ? undefined : this.#writer.handle, visit);
+      return out;
+    });
   }
 
   /**
-   * Waits for pending appends, flushes, and closes the file. Later appends reject; calling `close`
-   * again returns the same promise. Rejects (after closing the file) if a write or the sync failed.
+   * Waits (at most `closeWaitMs`) for the stops under way — turns whose `cancelling` is written and
+   * whose terminal status is not — to write their history (only their appends are taken
+   * meanwhile), then waits for pending appends, flushes, and closes the file. Later appends
+   * reject; calling `close` again returns the same promise. Rejects (after closing the file) if a
+   * write or the sync failed.
    */
   close(): Promise<void> {
     this.#closing ??= this.#close();
@@ -322,31 +466,31 @@ export class Ledger implements LedgerStore {
 
   async #close(): Promise<void> {
     try {
+      await this.#waitForStops();
+      this.#closed = true;
       await this.#writer.lastWrite;
       await this.#writer.flush();
     } finally {
+      this.#closed = true;
       // A flush's sync started before the close holds the fd: closing it first could sync another file.
       await this.#writer.drain();
       this.#handleClosed = true;
-      openFiles.delete(this.#fileKey);
-      await this.#handle.close();
+      openFiles.delete(this.#files.fileKey);
+      await this.#writer.handle.close();
       await this.#lock.release();
     }
   }
 
-  /** The bytes of the file this ledger opened (see `entries`). */
-  async #readBack(): Promise<Buffer> {
-    if (!this.#handleClosed) return readAll(this.#handle, (await this.#handle.stat()).size);
-    const handle = await openFile(this.path, 'r');
-    try {
-      const stat = await handle.stat();
-      if (`${stat.dev}:${stat.ino}` !== this.#fileKey) {
-        throw new Error(`Ledger.entries: "${this.path}" is no longer the file this ledger wrote (it was moved or replaced)`);
-      }
-      return await readAll(handle, stat.size);
-    } finally {
-      await handle.close();
-    }
+  /** Resolves when no stop is under way, or after `closeWaitMs`. */
+  async #waitForStops(): Promise<void> {
+    if (this.#stopping.size === 0 || this.#writer.failure !== undefined) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await new Promise<void>((resolve) => {
+      this.#stopsDone = resolve;
+      timer = setTimeout(resolve, this.#closeWaitMs);
+    });
+    clearTimeout(timer);
+    this.#stopsDone = undefined;
   }
 }
 
@@ -361,15 +505,4 @@ async function realFileOf(path: string, fileKey: string): Promise<string> {
     throw new Error(`Ledger.open: "${path}" was replaced while it was being opened; open it again`);
   }
   return real;
-}
-
-function checkFilter(filter: unknown): LedgerFilter {
-  if (filter === undefined) return {};
-  if (filter === null || typeof filter !== 'object') {
-    throw new TypeError(`Ledger.entries: filter: expected an object, got ${describe(filter)}`);
-  }
-  const { sessionId, turnId } = filter as Record<string, unknown>;
-  if (sessionId !== undefined) checkId('Ledger.entries: filter.sessionId', sessionId);
-  if (turnId !== undefined) checkId('Ledger.entries: filter.turnId', turnId);
-  return { sessionId, turnId } as LedgerFilter;
 }

@@ -7,7 +7,6 @@
  * file order, which is seq order.
  */
 
-import type { FileHandle } from 'node:fs/promises';
 import type { LedgerEntry } from './entry.js';
 
 /** Ranges closer than this are read with one `pread` (the bytes between are read, not parsed). */
@@ -44,41 +43,56 @@ export class SessionIndex {
     if (ranges === undefined) return undefined;
     return { ranges, count: ranges.length, lastEnd: ranges[ranges.length - 1]! };
   }
+
+  /** Forget every range that starts before `offset` (its segment was removed). */
+  prune(offset: number): void {
+    for (const [sessionId, ranges] of this.#sessions) {
+      let keep = 0;
+      while (keep < ranges.length && ranges[keep]! < offset) keep += 2;
+      if (keep === ranges.length) this.#sessions.delete(sessionId);
+      else if (keep > 0) this.#sessions.set(sessionId, ranges.slice(keep));
+    }
+  }
+}
+
+/** How `readSession` reads the index's offsets (ledger.ts maps them to its segments). */
+export interface SessionReader {
+  /** `length` bytes at `position`, all within one segment. */
+  read(position: number, length: number): Promise<Buffer>;
+  /** The end of the segment holding `offset`: one read never crosses it. */
+  boundary(offset: number): number;
+  /** Ranges that start before it are skipped (removed segments, or seqs a page does not want). */
+  from: number;
 }
 
 /**
- * The entries in the snapshot's ranges, in file order: reads the ranges with few `pread`s (near
- * ones together) and parses only the lines in them. Throws if a line is not an entry of `sessionId`
- * (the file is not what this ledger wrote).
+ * The entries in the snapshot's ranges, in file order, each given to `visit` until it returns
+ * false: reads the ranges with few `pread`s (near ones together) and parses only the lines in
+ * them. Throws if a line is not an entry of `sessionId` (the file is not what this ledger wrote).
  */
-export async function readSession(handle: FileHandle, where: string, path: string, sessionId: string,
-  { ranges, count, lastEnd }: RangesSnapshot): Promise<LedgerEntry[]> {
+export async function readSession(reader: SessionReader, where: string, path: string, sessionId: string,
+  { ranges, count, lastEnd }: RangesSnapshot, visit: (entry: LedgerEntry) => boolean): Promise<void> {
   const end = (i: number) => (i === count - 1 ? lastEnd : ranges[i]!);
-  const entries: LedgerEntry[] = [];
-  for (let i = 0; i < count;) {
-    // One read: ranges i, i+2, … while the next starts close to the previous end and the span stays small.
+  let i = 0;
+  while (i < count && ranges[i]! < reader.from) i += 2;
+  while (i < count) {
+    // One read: ranges i, i+2, … while the next starts close to the previous end, in the same
+    // segment, and the span stays small.
     const spanStart = ranges[i]!;
+    const boundary = reader.boundary(spanStart);
     let j = i;
-    while (j + 2 < count && ranges[j + 2]! - end(j + 1) <= READ_GAP && end(j + 3) - spanStart <= READ_SPAN) j += 2;
-    const bytes = await readExactly(handle, spanStart, end(j + 1) - spanStart, where, path);
-    for (let k = i; k <= j; k += 2) parseLines(bytes, ranges[k]! - spanStart, end(k + 1) - spanStart, sessionId, where, path, entries);
+    while (j + 2 < count && ranges[j + 2]! - end(j + 1) <= READ_GAP && end(j + 3) - spanStart <= READ_SPAN && end(j + 3) <= boundary) j += 2;
+    const bytes = await reader.read(spanStart, end(j + 1) - spanStart);
+    for (let k = i; k <= j; k += 2) {
+      if (!parseLines(bytes, ranges[k]! - spanStart, end(k + 1) - spanStart, sessionId, where, path, visit)) return;
+    }
     i = j + 2;
   }
-  return entries;
 }
 
-async function readExactly(handle: FileHandle, position: number, length: number, where: string, path: string): Promise<Buffer> {
-  const buffer = Buffer.allocUnsafe(length);
-  for (let offset = 0; offset < length;) {
-    const { bytesRead } = await handle.read(buffer, offset, length - offset, position + offset);
-    if (bytesRead === 0) throw new Error(`${where}: "${path}" is shorter than this ledger wrote it (was it truncated by another program?)`);
-    offset += bytesRead;
-  }
-  return buffer;
-}
-
-/** Parse the complete lines in bytes [from, to) into `out`. */
-function parseLines(bytes: Buffer, from: number, to: number, sessionId: string, where: string, path: string, out: LedgerEntry[]): void {
+/** Parse the complete lines in bytes [from, to) and visit each; false once `visit` asked to stop. */
+function parseLines(bytes: Buffer, from: number, to: number, sessionId: string, where: string, path: string,
+  visit: (entry: LedgerEntry) => boolean): boolean {
   for (let start = from; start < to;) {
     const newline = bytes.indexOf(0x0a, start);
     const stop = newline === -1 || newline >= to ? to : newline;
@@ -92,7 +106,8 @@ function parseLines(bytes: Buffer, from: number, to: number, sessionId: string, 
       throw new Error(`${where}: "${path}" does not hold at byte ${start} the entry of session ${JSON.stringify(sessionId)} this ledger wrote there ` +
         '(was it changed by another program?)');
     }
-    out.push(entry);
+    if (!visit(entry)) return false;
     start = stop + 1;
   }
+  return true;
 }

@@ -17,6 +17,9 @@
  *    is behind it (a disk, a database) stops answering.
  * 6. Close: `close()` waits (bounded) for the stops under way to write and flush their history,
  *    then refuses later appends.
+ * 7. Paging: `entries` returns entries in `seq` order, narrowed by every given field of the
+ *    filter (`afterSeq`, `limit` included), and refuses a bad one with a TypeError/RangeError
+ *    naming the field.
  */
 
 import type { LedgerEntry, LedgerEntryInput } from './entry.js';

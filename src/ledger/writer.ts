@@ -8,13 +8,19 @@
  * a number of syncs that grows with how long they keep coming, not with N: a storm of 1,000 stops
  * shares a handful of syncs instead of issuing 2,000.
  *
- * A stop is never kept behind other sessions' work: a sync waiting for a write in flight is started
- * by that write's completion itself (which also writes what queued up meanwhile), before the
+ * A stop waits for other sessions' work only as far as one file forces it to: its lines follow
+ * every line appended before them, so its sync waits for the write in flight and covers it. That
+ * write's completion itself starts the sync (and writes what queued up meanwhile), before the
  * appends the write answers go on; those appends, like the flushes a sync answers, are released a
- * slice per turn of the event loop (release.ts), the lines of a turn being stopped first.
+ * slice per turn of the event loop (release.ts), the lines of a turn being stopped first. A long
+ * line (a big tool output, a long `say`) is encoded and written `WRITE_SLICE` characters at a
+ * time, each slice an asynchronous write, so it never holds the event loop for the whole copy.
+ *
+ * Segments: a line can carry a rotation (ledger.ts decides when, as it queues the line); the pump
+ * then syncs the file, lets the ledger seal it and open the next one, and writes the line there.
  */
 
-import { writeSync } from 'node:fs';
+import fs from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fdatasyncFd, isDiskFull, writeAll } from './file.js';
@@ -27,9 +33,20 @@ interface Waiter {
   reject: (error: unknown) => void;
 }
 
+/**
+ * Seals the file `old` (synced) and opens the next segment: returns its handle. The writer hands
+ * `old` over: the callee closes it once no read uses it.
+ */
+export type Rotate = (old: FileHandle) => Promise<FileHandle>;
+
+/** The most characters written by one `write` of a long line, and by the synchronous write of a sync (below which a sync writes the queue itself). */
+export const WRITE_SLICE = 1024 * 1024;
+
 /** A queued line, its seq and turn, and the `append()` promise waiting for it. */
 interface PendingLine extends Waiter {
   line: string;
+  /** Set on the first line of a new segment: the file is rotated before it is written. */
+  rotate?: Rotate | undefined;
   seq: number;
   turnId: string;
   /** A line of a turn being stopped: released ahead of the others (release.ts). */
@@ -47,7 +64,8 @@ interface Sync {
 /** Writes and syncs one ledger file's lines in seq order; a failure breaks it for good. */
 export class LedgerWriter {
   readonly #path: string;
-  readonly #handle: FileHandle;
+  /** The file being written (the newest segment). */
+  #handle: FileHandle;
   /** Lines waiting for the next write; taken whole by `#pump` or `#writeQueuedNow`. */
   #queue: PendingLine[] = [];
   /** True while `#pump` runs; a new line then only joins `#queue`. */
@@ -62,6 +80,8 @@ export class LedgerWriter {
   #writtenSeq: number;
   /** The highest seq an `fdatasync` has covered; -1 until the first, as lines found at open may not be on disk yet. */
   #durableSeq = -1;
+  /** Settles when the `fdatasync` in flight (if any) ends; never rejects. */
+  #inSync: Promise<void> = Promise.resolve();
   /** The sync in flight, if any. */
   #syncing: Sync | undefined;
   /** The flushes waiting for the sync that starts when `#syncing` ends (the pending sync), if any. */
@@ -88,14 +108,16 @@ export class LedgerWriter {
   get syncs(): number { return this.#syncs; }
   /** Settles once every line queued so far is written or failed; never rejects. */
   get lastWrite(): Promise<void> { return this.#lastWrite; }
+  /** The file being written: it changes when a segment is sealed. */
+  get handle(): FileHandle { return this.#handle; }
 
   /**
    * Queue `line` under `seq` (the next one); resolves once it is written to the OS. `urgent`: a line
    * of a turn being stopped, released ahead of other sessions' lines (after its turn's earlier ones).
    */
-  enqueue(line: string, seq: number, turnId: string, urgent: boolean): Promise<void> {
+  enqueue(line: string, seq: number, turnId: string, urgent: boolean, rotate?: Rotate): Promise<void> {
     this.#queuedSeq = seq;
-    const written = new Promise<void>((resolve, reject) => this.#queue.push({ line, seq, turnId, urgent, released: false, resolve, reject }));
+    const written = new Promise<void>((resolve, reject) => this.#queue.push({ line, seq, turnId, urgent, rotate, released: false, resolve, reject }));
     this.#lastWrite = written.then(noop, noop);
     if (!this.#pumping) void this.#pump();
     return written;
@@ -130,7 +152,7 @@ export class LedgerWriter {
   #startSync(waiters: Waiter[]): void {
     const sync: Sync = { covers: this.#queuedSeq, done: Promise.resolve(), waiters };
     this.#syncing = sync;
-    sync.done = this.#sync();
+    sync.done = this.#sync(sync.covers);
     const end = (failure: unknown) => {
       if (this.#syncing === sync) this.#syncing = undefined;
       const pending = this.#pending;
@@ -145,22 +167,30 @@ export class LedgerWriter {
     sync.done.then(() => end(undefined), end);
   }
 
-  async #sync(): Promise<void> {
+  /** Waits until every line up to `covers` is written, then syncs (covering whatever is written by then). */
+  async #sync(covers: number): Promise<void> {
     // The lines queued so far written by this very call when nothing is in flight: the sync then
     // starts in the same synchronous run, not behind whatever else the microtask queue holds.
-    // Else the write in flight, as it completes, writes the rest and lets the sync go on.
-    if (!this.#writeQueuedNow() && this.#writing) await new Promise<void>((resolve) => { this.#afterWrite = resolve; });
+    // Else the pump's write in flight (or a long line, or a rotation), as it completes, writes the
+    // rest and lets the sync go on. Lines queued after the sync began are not waited for: a
+    // steady stream of other sessions' appends never holds it.
+    this.#writeQueuedNow();
+    while (this.failure === undefined && this.#writtenSeq < covers) {
+      await new Promise<void>((resolve) => { this.#afterWrite = resolve; });
+    }
     if (this.failure !== undefined) throw this.failure;
-    const covers = this.#writtenSeq;
+    const written = this.#writtenSeq;
     this.#syncs += 1;
     try {
-      await fdatasyncFd(this.#handle.fd);
+      const synced = fdatasyncFd(this.#handle.fd);
+      this.#inSync = synced.then(noop, noop);
+      await synced;
     } catch (cause) {
       // A failed sync breaks the ledger as a failed write does: the kernel reports a writeback error
       // once, so a later sync could succeed although lines before it never reached the disk.
       throw this.breakOn(`syncing "${this.#path}" failed, so what was written since the last good sync may not be on disk`, cause);
     }
-    if (covers > this.#durableSeq) this.#durableSeq = covers;
+    if (written > this.#durableSeq) this.#durableSeq = written;
   }
 
   /** Breaks the ledger for good (invariant 4) and returns the failure: the first one, if it already was. */
@@ -179,17 +209,23 @@ export class LedgerWriter {
    * the trip through libuv's thread pool. Only when no write is in flight (it would be overtaken:
    * invariant 1), and only as a sync starts, so never while an `fdatasync` runs: on a file system
    * with stable pages a write into a page being written back waits for that I/O, which must not
-   * happen on the main thread. True when it wrote every line queued so far.
+   * happen on the main thread. Only lines short enough together (`WRITE_SLICE`) and none that
+   * starts a segment: the pump writes the rest.
    */
-  #writeQueuedNow(): boolean {
-    if (this.#writing || this.#queue.length === 0 || this.failure !== undefined) return false;
+  #writeQueuedNow(): void {
+    if (this.#writing || this.#queue.length === 0 || this.failure !== undefined) return;
+    let length = 0;
+    for (const pending of this.#queue) {
+      length += pending.line.length;
+      if (length > WRITE_SLICE || pending.rotate !== undefined) return;
+    }
     const batch = this.#queue;
     this.#queue = [];
     this.#writeBatch(batch, () => {
-      const buffer = joinLines(batch);
-      for (let offset = 0; offset < buffer.length;) offset += writeSync(this.#handle.fd, buffer, offset, buffer.length - offset, null);
+      const buffer = Buffer.from(batch.map((pending) => pending.line).join(''), 'utf8');
+      // Through the `fs` object, as every write and sync here, so a test's spy sees it.
+      for (let offset = 0; offset < buffer.length;) offset += fs.writeSync(this.#handle.fd, buffer, offset, buffer.length - offset, null);
     });
-    return this.failure === undefined;
   }
 
   /** The background writer (invariant 1): writes whatever queued up meanwhile as one batch, until none is left. */
@@ -199,12 +235,36 @@ export class LedgerWriter {
     // its aborted outputs, marker and status back to back: one write instead of two).
     await undefined;
     while (this.#queue.length > 0) {
-      const batch = this.#queue;
-      this.#queue = [];
       this.#writing = true;
-      await this.#writeBatch(batch, () => writeAll(this.#handle, joinLines(batch)));
+      const rotate = this.#queue[0]!.rotate;
+      if (rotate !== undefined && this.failure === undefined) {
+        this.#queue[0]!.rotate = undefined;
+        await this.#rotate(rotate);
+        continue;
+      }
+      // One batch: the lines up to the next one that starts a segment.
+      let count = 1;
+      while (count < this.#queue.length && this.#queue[count]!.rotate === undefined) count++;
+      const batch = this.#queue.splice(0, count);
+      await this.#writeBatch(batch, () => writeSliced(this.#handle, batch));
     }
     this.#pumping = false;
+  }
+
+  /** Seal the file (synced first, so a sealed segment is durable whole) and go on in the next one. */
+  async #rotate(rotate: Rotate): Promise<void> {
+    try {
+      await this.#inSync;
+      const covers = this.#writtenSeq;
+      this.#syncs += 1;
+      await fdatasyncFd(this.#handle.fd);
+      if (covers > this.#durableSeq) this.#durableSeq = covers;
+      this.#handle = await rotate(this.#handle);
+    } catch (cause) {
+      this.breakOn(`sealing a segment of "${this.#path}" and opening the next failed`, cause);
+    }
+    this.#writing = false;
+    this.#resumeSync();
   }
 
   /**
@@ -256,8 +316,38 @@ export class LedgerWriter {
 
 }
 
-function joinLines(batch: readonly PendingLine[]): Buffer {
-  return Buffer.from(batch.map((pending) => pending.line).join(''), 'utf8');
+/**
+ * Writes the batch's lines in order: short ones joined into writes of about `WRITE_SLICE`
+ * characters, a longer one encoded and written a slice at a time (see the header).
+ */
+async function writeSliced(handle: FileHandle, batch: readonly PendingLine[]): Promise<void> {
+  let joined: string[] = [];
+  let joinedLength = 0;
+  const writeJoined = async () => {
+    if (joined.length === 0) return;
+    const text = joined.join('');
+    joined = [];
+    joinedLength = 0;
+    await writeAll(handle, Buffer.from(text, 'utf8'));
+  };
+  for (const { line } of batch) {
+    if (line.length <= WRITE_SLICE) {
+      joined.push(line);
+      joinedLength += line.length;
+      if (joinedLength >= WRITE_SLICE) await writeJoined();
+      continue;
+    }
+    await writeJoined();
+    for (let from = 0; from < line.length;) {
+      let to = Math.min(from + WRITE_SLICE, line.length);
+      // Never between the two halves of a surrogate pair: each would encode as U+FFFD.
+      const last = line.charCodeAt(to - 1);
+      if (to < line.length && last >= 0xd800 && last <= 0xdbff) to -= 1;
+      await writeAll(handle, Buffer.from(line.slice(from, to), 'utf8'));
+      from = to;
+    }
+  }
+  await writeJoined();
 }
 
 function noop(): void {}

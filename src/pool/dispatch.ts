@@ -44,9 +44,16 @@ export function leastBusy(maximumUsage: number): Balancer {
   };
 }
 
-/** `inner`, minus the `condemned` workers (by thread id), telling each task's run where it went. */
-export function observeStarts(inner: Balancer, condemned: ReadonlyMap<number, unknown>): Balancer {
+/** Closes the queue: while `held`, no queued task starts (a forced close rejects them, pool.ts). */
+export interface QueueGate { held: boolean }
+
+/**
+ * `inner`, minus the `condemned` workers (by thread id), telling each task's run where it went;
+ * nothing starts while the `gate` is held.
+ */
+export function observeStarts(inner: Balancer, condemned: ReadonlyMap<number, unknown>, gate: QueueGate): Balancer {
   return (task, workers) => {
+    if (gate.held) return null;
     const chosen = inner(task, condemned.size === 0 ? workers : workers.filter((w) => !condemned.has(w.id)));
     if (chosen !== null) (task[queueOptionsSymbol] as { [RUN]?: Startable } | null)?.[RUN]?.markStarted(chosen);
     return chosen;

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type { Piscina } from 'piscina';
 import { DEFAULT_GRACE_MS } from '../constants.js';
 import { checkMs, describe } from '../errors.js';
-import { leastBusy, observeStarts, type WorkerView } from './dispatch.js';
+import { leastBusy, observeStarts, type QueueGate, type WorkerView } from './dispatch.js';
 import { encodeTarget } from './protocol.js';
 
 export type PiscinaOptions = NonNullable<ConstructorParameters<typeof Piscina>[0]>;
@@ -30,6 +30,8 @@ export interface PoolSetup {
   loadBalancer: PiscinaOptions['loadBalancer'];
   /** Workers that take no new task, by thread id (dispatch.ts). */
   condemned: Map<number, Condemned>;
+  /** Held by a forced close while it waits for the running tasks (dispatch.ts). */
+  gate: QueueGate;
   piscina: PiscinaOptions;
 }
 
@@ -54,13 +56,15 @@ export function setupPool(options: unknown): PoolSetup {
   const path = filename ? toPath(filename) : null; // piscina: an empty filename is no filename
   const exportName = name ?? 'default';
   const condemned = new Map<number, Condemned>();
-  const balancer = observeStarts((loadBalancer ?? leastBusy(own.concurrentTasksPerWorker ?? 1)) as never, condemned);
+  const gate: QueueGate = { held: false };
+  const balancer = observeStarts((loadBalancer ?? leastBusy(own.concurrentTasksPerWorker ?? 1)) as never, condemned, gate);
   return {
     graceMs: graceMs as number,
     filename: path,
     name: exportName,
     loadBalancer,
     condemned,
+    gate,
     piscina: {
       ...own,
       filename: path === null ? null : ENTRY,

@@ -16,6 +16,7 @@ import { activeToken } from '../token/context.js';
 import { TurnRegistry } from '../token/registry.js';
 import { sharedRootSlot, sharedSlot } from '../token/places.js';
 import { isCancelToken, type CancelToken } from '../token/token.js';
+import { CLOSING_REASON, IdleWait } from './close.js';
 import { queueOptionsFor } from './dispatch.js';
 import {
   ENTRY, onAbort, readRunOptions, setupPool, TOKEN_ONLY, toPath, type PiscinaOptions, type PiscinaRunOptions, type PoolSetup,
@@ -90,6 +91,12 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
    * `running` stays right.
    */
   #inFlight = 0;
+  /** True once `close()` was called: new tasks are refused, as piscina refuses them while it closes. */
+  #closing = false;
+  /** The close under way or done; `undefined` until `close()` is first called (a second call joins it). */
+  #closed: Promise<void> | undefined;
+  /** The wait of a `close()` for the tasks it must let end (close.ts). */
+  readonly #idle = new IdleWait();
   #completed = 0;
   #cooperativeStops = 0;
   #hardStops = 0;
@@ -128,6 +135,7 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
    * promise (`TypeError`/`RangeError`, nothing started), as piscina's own checks do.
    */
   override run<V = R>(task: T, options: TurnPoolRunOptions = NO_OPTIONS): Promise<V> {
+    if (this.#closing) return super.run(task, { signal: AbortSignal.abort(CLOSING_REASON), filename: ENTRY }) as unknown as Promise<V>;
     try {
       return this.#run(task, options) as Promise<V>;
     } catch (error) {
@@ -188,6 +196,7 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     this.#inFlight--;
     this.#completed++;
     this.#workers.reap();
+    this.#idle.check();
   }
 
   /**
@@ -237,8 +246,8 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
       return run.rejectWith(error);
     }
     result.then(
-      (value) => { this.#inFlight--; run.resolveWith(value); },
-      (error) => { this.#inFlight--; run.rejectWith(error); },
+      (value) => { this.#inFlight--; run.resolveWith(value); this.#idle.check(); },
+      (error) => { this.#inFlight--; run.rejectWith(error); this.#idle.check(); },
     );
   }
 
@@ -259,6 +268,43 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
 
   #terminate(threadId: number): void {
     void this.threads.find((worker) => worker.threadId === threadId)?.terminate();
+  }
+
+  /**
+   * Piscina's `close()`: new tasks are refused at once (piscina's `AbortError`); the tasks running
+   * (and, without `force`, those queued) are let end, then the workers are destroyed. A cancelled
+   * task that ignores its token ends at its hard stop (the end of its grace, or of the stop's), and
+   * the close then resolves at once. `force: true` rejects the queued tasks instead of running them
+   * (piscina's `AbortError`, once the running ones have ended). A task that never ends holds the
+   * close for `closeTimeout`, after which piscina's own close runs (and its timeout applies again).
+   *
+   * @example
+   * process.once('SIGTERM', async () => { await runner.shutdown({ deadlineMs: 5_000 }); await pool.close(); });
+   */
+  override close(options: { force?: boolean } = {}): Promise<void> {
+    // A bad argument is piscina's own rejection, with nothing changed.
+    if (options === null || typeof options !== 'object' || (options.force !== undefined && typeof options.force !== 'boolean')) return super.close(options);
+    if (options.force === true) {
+      this.#setup.gate.held = true;
+      this.#idle.check(); // a close already waiting now waits for the running tasks only
+    }
+    return (this.#closed ??= this.#close());
+  }
+
+  async #close(): Promise<void> {
+    this.#closing = true;
+    const gate = this.#setup.gate;
+    // Held (force), a queued task is left to piscina to reject; otherwise it runs, and is waited for.
+    const idle = () => this.#inFlight - (gate.held ? this.queueSize : 0) <= 0;
+    // A worker coming up changes `queueSize` (piscina counts a starting worker's room as taken).
+    const recheck = () => queueMicrotask(() => this.#idle.check());
+    this.on('workerCreate', recheck);
+    try {
+      await this.#idle.until(idle, super.options.closeTimeout);
+    } finally {
+      this.off('workerCreate', recheck);
+    }
+    return super.close({ force: gate.held });
   }
 
   /** Counts of this pool's tasks since it was made (`running`/`queued` are now). */

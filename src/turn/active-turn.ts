@@ -27,7 +27,8 @@ import type { StopReport } from './report.js';
 import type { ToolCall, ToolOptions, Turn } from './turn.js';
 
 export type { ToolCall, ToolOptions, Turn } from './turn.js';
-import { headAndTail, recordable } from './bounded-output.js';
+import { headAndTail } from '../base/head-tail.js';
+import { recordable } from './bounded-output.js';
 import { CallProgress, type ProgressPartial } from './call-progress.js';
 
 /** What the turn needs from its runner. @internal */

@@ -7,7 +7,8 @@
  */
 
 import { MAX_PROGRESS_BYTES } from '../constants.js';
-import { headAndTail, headBytes, headChars, recordable, tailBytes, tailChars } from './bounded-output.js';
+import { headAndTail, headBytes, headChars, omittedLine, tailBytes, tailChars } from '../base/head-tail.js';
+import { recordable } from './bounded-output.js';
 
 const HEAD_BYTES = Math.floor(MAX_PROGRESS_BYTES / 4);
 const TAIL_BYTES = MAX_PROGRESS_BYTES - HEAD_BYTES;
@@ -96,7 +97,7 @@ export class CallProgress {
   partial(maxBytes: number): ProgressPartial | undefined {
     if (this.#hasText) {
       const tail = this.#tail.map((c) => c.text).join('');
-      const text = this.#omitted === 0 ? this.#head + tail : `${this.#head}\n… ${this.#omitted} bytes omitted …\n${tail}`;
+      const text = this.#omitted === 0 ? this.#head + tail : `${this.#head}\n${omittedLine(this.#omitted)}\n${tail}`;
       return { output: headAndTail(text, maxBytes), success: false, progress: true };
     }
     if (this.#latest === undefined) return undefined;

@@ -5,9 +5,10 @@
  */
 
 import { renderSafely } from '../base/render.js';
+import { LISTENER_WARNING } from '../constants.js';
 
-/** The `type` of the warnings a throwing event listener raises (`process.on('warning')`). */
-export const LISTENER_WARNING = 'FullstopListenerWarning';
+/** The `type` of the warnings a throwing event listener raises (`process.on('warning')`); exec's `onOutput` raises it too. */
+export { LISTENER_WARNING };
 
 /** Call each of `listeners` with `payload` (as `emitter`); a throw or a rejection is a warning, never a failure. */
 export function callEach(listeners: ReadonlyArray<(payload: object) => unknown>, emitter: object, event: string, payload: object): void {

@@ -1,0 +1,62 @@
+/**
+ * Head and tail of a long text around one `… N bytes omitted …` line: what exec keeps past
+ * `maxBuffer`, what the history keeps of a big tool output or of a call's progress, and what the
+ * model sees of a cut call. The first error and the last lines are what a reader needs. Cuts fall on
+ * character boundaries (never inside a UTF-8 sequence or a surrogate pair).
+ */
+
+/** The line that stands for the `bytes` left out between a head and a tail. */
+export function omittedLine(bytes: number): string {
+  return `… ${bytes} bytes omitted …`;
+}
+
+/** The UTF-8 length of `text` (counted, not encoded). */
+export function utf8Bytes(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
+
+/** A head slice without a trailing high surrogate (a slice may split a pair; its half would encode as U+FFFD). */
+export function headChars(text: string): string {
+  return text.length > 0 && isHigh(text.charCodeAt(text.length - 1)) ? text.slice(0, -1) : text;
+}
+/** A tail slice without a leading low surrogate (as `headChars`). */
+export function tailChars(text: string): string {
+  return text.length > 0 && isLow(text.charCodeAt(0)) ? text.slice(1) : text;
+}
+const isHigh = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
+const isLow = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff;
+
+/**
+ * `text` when it fits `maxBytes` (UTF-8); else its first and last bytes (about half each, cut on
+ * character boundaries) with `\n… N bytes omitted …\n` between, N counting the bytes left out.
+ *
+ * @example
+ * headAndTail('a'.repeat(100), 20) // 'aaaaaaaaaa\n… 80 bytes omitted …\naaaaaaaaaa'
+ */
+export function headAndTail(text: string, maxBytes: number): string {
+  const total = utf8Bytes(text);
+  if (total <= maxBytes) return text;
+  const half = Math.floor(maxBytes / 2);
+  // Each UTF-16 unit is at most 3 UTF-8 bytes: `half` units hold at least `half` bytes of text.
+  const head = headBytes(headChars(text.slice(0, half)), half);
+  const tail = tailBytes(tailChars(text.slice(-half)), maxBytes - half);
+  return `${head.text}\n${omittedLine(total - head.bytes - tail.bytes)}\n${tail.text}`;
+}
+
+/** The longest start of `text` of at most `max` UTF-8 bytes that ends on a character boundary. */
+export function headBytes(text: string, max: number): { text: string; bytes: number } {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= max) return { text, bytes: bytes.length };
+  let end = max;
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--; // not inside a character
+  return { text: bytes.toString('utf8', 0, end), bytes: end };
+}
+
+/** The longest end of `text` of at most `max` UTF-8 bytes that starts on a character boundary. */
+export function tailBytes(text: string, max: number): { text: string; bytes: number } {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= max) return { text, bytes: bytes.length };
+  let start = bytes.length - max;
+  while (start < bytes.length && (bytes[start]! & 0xc0) === 0x80) start++;
+  return { text: bytes.toString('utf8', start), bytes: bytes.length - start };
+}

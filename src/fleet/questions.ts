@@ -1,0 +1,173 @@
+/**
+ * Fleet answers: a question asked in a fleet turn is answerable through any instance.
+ *
+ * Owner side: the runner's `question` event of a turn this node owns registers the question in
+ * Redis (`open_question`); an `answer` message (or, for a lost publish, the poll every `renewMs`,
+ * which also keeps the record alive) takes the claimed answer (`take_answer`), gives it to
+ * `runner.answer` and says what the runner did (`settle_answer`, which tells the requester). The
+ * turn's end deletes its questions' records.
+ *
+ * Requester side (`answer`): `claim_answer` claims the question (the first answer fleet-wide wins)
+ * and publishes it to the owner; the reply is the owner's `answered` message, or after
+ * `timeoutMs`, `release_answer` undoes a claim the owner never took. The waiter is registered
+ * before the claim is sent, as a stop's is (src/fleet/requests.ts says why).
+ */
+import { randomUUID } from 'node:crypto';
+import { messageOf } from '../base/render.js';
+import type { TurnRunner } from '../turn/runner.js';
+import type { TurnRunnerEvents } from '../turn/runner-events.js';
+import type { AnswerReply } from './answers.js';
+import { command, type FleetRedisClient } from './client.js';
+import { FleetUnavailableError } from './errors.js';
+import { leaseMember, type FleetKeys } from './keys.js';
+import type { AnswerMessage, AnsweredMessage } from './messages.js';
+import { QUESTION_SCRIPTS } from './question-scripts.js';
+import { runScript, type FleetScript } from './scripts.js';
+import { toWire } from './wire-id.js';
+
+export interface QuestionsContext {
+  redis: FleetRedisClient; runner: TurnRunner; keys: FleetKeys; nodeId: string; leaseMs: number; renewMs: number;
+  commandTimeoutMs: number;
+  /** The epoch of a turn this node owns and runs; undefined for any other turn. */
+  ownedEpoch(sessionId: string, turnId: string): number | undefined;
+}
+
+type Question = TurnRunnerEvents['question'][0];
+
+export class Questions {
+  readonly #ctx: QuestionsContext;
+  /** Questions registered by this node, by turn (`leaseMember`), so a turn's end drops them. */
+  readonly #open = new Map<string, Set<string>>();
+  /** Answers this node sent, waiting for the owner's `answered`, by claim. */
+  readonly #waiting = new Map<string, (msg: AnsweredMessage | undefined) => void>();
+  #poll: NodeJS.Timeout | undefined;
+  readonly #onQuestion = ({ sessionId, turnId, questionId }: Question) => {
+    const epoch = this.#ctx.ownedEpoch(sessionId, turnId);
+    if (epoch === undefined) return;
+    const key = leaseMember(sessionId, turnId);
+    (this.#open.get(key) ?? this.#open.set(key, new Set()).get(key)!).add(questionId);
+    const record = JSON.stringify({ sessionId: toWire(sessionId), turnId: toWire(turnId), epoch, node: this.#ctx.nodeId, state: 'open' });
+    this.#script(questionId, QUESTION_SCRIPTS.open, [record, String(Math.ceil(this.#ctx.leaseMs))])
+      .catch(() => { /* Redis away: answered here only (runner.answer) */ });
+  };
+
+  constructor(ctx: QuestionsContext) {
+    this.#ctx = ctx;
+    ctx.runner.on('question', this.#onQuestion);
+    this.#poll = setInterval(() => this.#pollAll(), ctx.renewMs);
+  }
+
+  #script(questionId: string, s: FleetScript, args: string[], ms = this.#ctx.commandTimeoutMs): Promise<unknown> {
+    return runScript(this.#ctx.redis, s, [this.#ctx.keys.question(questionId)], args, ms);
+  }
+
+  /** `Fleet.answer`, its arguments checked. */
+  async answer(questionId: string, answerJson: string, timeoutMs: number): Promise<AnswerReply> {
+    const { redis, nodeId, keys } = this.#ctx;
+    const unavailable = (message: string, cause?: unknown): AnswerReply =>
+      ({ outcome: 'relay_unavailable', questionId, error: new FleetUnavailableError(message, cause === undefined ? undefined : { cause }) });
+    if (!redis.isReady) return unavailable('Fleet.answer: Redis is not reachable');
+    const deadline = performance.now() + timeoutMs;
+    const claim = randomUUID();
+    let settle!: (msg: AnsweredMessage | undefined) => void;
+    const answered = new Promise<AnsweredMessage | undefined>((resolve) => { settle = resolve; });
+    this.#waiting.set(claim, settle);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      let reply: string[];
+      try {
+        reply = await this.#script(questionId, QUESTION_SCRIPTS.claim, [toWire(questionId), claim, nodeId, answerJson, keys.channelPrefix], Math.max(1, timeoutMs)) as string[];
+      } catch (cause) {
+        // The claim may have landed with its reply lost: undo it, or it would hold the question.
+        const undone = redis.isReady ? await this.#script(questionId, QUESTION_SCRIPTS.release, [claim]).catch(() => undefined) as string[] | undefined : undefined;
+        if (undone?.[0] === 'answered') return { outcome: 'accepted', questionId, node: undone[1]! };
+        if (undone?.[0] === 'delivered') return unavailable(`Fleet.answer: Redis did not answer in time (${messageOf(cause)}); the owner took the answer but did not confirm`, cause);
+        return unavailable(`Fleet.answer: Redis did not answer (${messageOf(cause)}); nothing was given`, cause);
+      }
+      if (reply[0] === 'not_found') return { outcome: 'not_found', questionId };
+      if (reply[0] === 'already_answered') return { outcome: 'already_answered', questionId };
+      timer = setTimeout(() => settle(undefined), Math.max(0, deadline - performance.now()));
+      const msg = await answered;
+      if (msg !== undefined) return msg.accepted ? { outcome: 'accepted', questionId, node: msg.node } : { outcome: 'not_found', questionId };
+      // No word from the owner in time: undo the claim unless the owner has taken it.
+      let released: string[];
+      try {
+        released = await this.#script(questionId, QUESTION_SCRIPTS.release, [claim]) as string[];
+      } catch (cause) {
+        return unavailable(`Fleet.answer: the owner did not confirm within ${timeoutMs} ms, and Redis did not answer after (${messageOf(cause)})`, cause);
+      }
+      if (released[0] === 'answered') return { outcome: 'accepted', questionId, node: released[1]! };
+      if (released[0] === 'gone') return { outcome: 'not_found', questionId };
+      if (released[0] === 'delivered') return unavailable(`Fleet.answer: the owner ${reply[1]} took the answer but did not confirm within ${timeoutMs} ms`);
+      return unavailable(`Fleet.answer: the owner ${reply[1]} did not take the answer within ${timeoutMs} ms; nothing was given (the question is open again)`);
+    } finally {
+      clearTimeout(timer);
+      this.#waiting.delete(claim);
+    }
+  }
+
+  /** An `answered` message: settle the answer that claimed it. */
+  onAnswered(msg: AnsweredMessage): void {
+    this.#waiting.get(msg.claim)?.(msg);
+  }
+
+  /** An `answer` message: take the claimed answer and give it to the runner. */
+  onAnswer(msg: AnswerMessage): void {
+    void this.#deliver(msg.questionId, msg.claim);
+  }
+
+  async #deliver(questionId: string, claim: string): Promise<void> {
+    const { runner, nodeId, keys, renewMs } = this.#ctx;
+    try {
+      const took = await this.#script(questionId, QUESTION_SCRIPTS.take, [nodeId, claim, String(Math.ceil(this.#ctx.leaseMs))], renewMs) as string[];
+      if (took[0] !== 'take') return;
+      let accepted = false;
+      try { accepted = runner.answer(questionId, JSON.parse(took[2]!)); } catch { /* an answer it cannot take is not accepted */ }
+      await this.#script(questionId, QUESTION_SCRIPTS.settle, [toWire(questionId), took[1]!, accepted ? '1' : '0', nodeId, keys.channelPrefix, took[3]!]);
+    } catch {
+      // Redis away: the claim stays taken; the requester's wait ends and says so.
+    }
+  }
+
+  /** The fallback for a lost `answer` publish, and what keeps the records alive: take any claimed answer. */
+  #pollAll(): void {
+    if (!this.#ctx.redis.isReady) return;
+    for (const ids of this.#open.values()) for (const id of ids) void this.#deliver(id, '');
+  }
+
+  /** The turn ended: its questions' records go (an answer now finds `not_found`). */
+  async endTurn(sessionId: string, turnId: string): Promise<void> {
+    const key = leaseMember(sessionId, turnId);
+    const ids = this.#open.get(key);
+    if (ids === undefined) return;
+    this.#open.delete(key);
+    // Redis away: nothing to wait for; the records expire `leaseMs` after the last poll.
+    if (!this.#ctx.redis.isReady) return;
+    await Promise.allSettled([...ids].map((id) => {
+      const k = this.#ctx.keys.question(id);
+      return command(this.#ctx.redis, k, ['DEL', k], this.#ctx.commandTimeoutMs);
+    }));
+  }
+
+  /** Open questions registered by this node (for leak checks). */
+  get size(): number {
+    let n = 0;
+    for (const ids of this.#open.values()) n += ids.size;
+    return n;
+  }
+
+  /** Live timers (the poll interval). */
+  get timers(): number { return Number(this.#poll !== undefined); }
+
+  /** Stop polling and listening; the questions of turns still running here are removed from Redis (answerable here only). */
+  async close(): Promise<void> {
+    this.#ctx.runner.off('question', this.#onQuestion);
+    clearInterval(this.#poll);
+    this.#poll = undefined;
+    for (const settle of this.#waiting.values()) settle(undefined);
+    await Promise.allSettled([...this.#open.keys()].map((key) => {
+      const [sessionId, turnId] = JSON.parse(key) as [string, string];
+      return this.endTurn(sessionId, turnId);
+    }));
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * What `Ledger.open` learns from the files, streamed (scan.ts): the sealed segments, oldest first,
+ * then the file being written. It keeps the session index, every turn id (a turn id is used once),
+ * the turns still open and where the last line ends, never the entries: memory grows with the
+ * sessions, the turn ids and the open turns, not with the bytes.
+ */
+
+import { open as openFile, type FileHandle } from 'node:fs/promises';
+import { isTerminalStatus, type LedgerEntryInput } from './entry.js';
+import { OpenTurns } from './open-turns.js';
+import { scanFile, type ScanCut } from './scan.js';
+import { listSegments, type PlacedSegment } from './segments.js';
+import { SessionIndex } from './session-index.js';
+
+/** The ledger as the files hold it. */
+export interface LoadedLedger {
+  /** The sealed segments, oldest first, placed in the index's offsets. */
+  segments: PlacedSegment[];
+  /** Where the file being written starts in the index's offsets. */
+  activeBase: number;
+  /** The last seq (0 for none). */
+  seq: number;
+  /** The seq of the first line of the file being written, or the next seq when it is empty. */
+  activeFirstSeq: number;
+  /** Bytes of the file being written that hold whole lines; a cut tail is past it. */
+  completeBytes: number;
+  /** What was cut off the end of the file being written. */
+  cut: ScanCut | undefined;
+  index: SessionIndex;
+  /** Every turn id, true once the turn's terminal status is read. */
+  turnIds: Map<string, boolean>;
+  /** The entries that close the turns left open (entry.ts `closingEntries`). */
+  repairs: LedgerEntryInput[];
+}
+
+/** Reads every segment of the ledger at `real` and the file being written (`handle`, `size` bytes). */
+export async function loadLedger(path: string, real: string, handle: FileHandle, size: number): Promise<LoadedLedger> {
+  const index = new SessionIndex();
+  const turnIds = new Map<string, boolean>();
+  const open = new OpenTurns();
+  const segments: PlacedSegment[] = [];
+  let seq = 0;
+  let base = 0;
+  const onEntryAt = (offset: number) => (entry: Parameters<OpenTurns['add']>[0], start: number, end: number) => {
+    index.add(entry.sessionId, offset + start, offset + end);
+    if (turnIds.get(entry.turnId) !== true) turnIds.set(entry.turnId, entry.type === 'status' && isTerminalStatus(entry.status));
+    open.add(entry);
+  };
+  for (const segment of await listSegments(real)) {
+    const file = await openFile(segment.path, 'r');
+    try {
+      const bytes = (await file.stat()).size;
+      const firstSeq = seq + 1;
+      const scanned = await scanFile(file, bytes, { where: 'Ledger.open', path: segment.path, previousSeq: seq, tail: false, onEntry: onEntryAt(base) });
+      segments.push({ ...segment, firstSeq: Math.max(firstSeq, segment.firstSeq), lastSeq: scanned.lastSeq, bytes, base });
+      seq = scanned.lastSeq;
+      base += bytes + 1;
+    } finally {
+      await file.close();
+    }
+  }
+  const activeFirstSeq = seq + 1;
+  const scanned = await scanFile(handle, size, { where: 'Ledger.open', path, previousSeq: seq, tail: true, onEntry: onEntryAt(base) });
+  return {
+    segments, activeBase: base, seq: scanned.lastSeq, activeFirstSeq, completeBytes: scanned.completeBytes, cut: scanned.cut,
+    index, turnIds, repairs: open.repairs(),
+  };
+}

@@ -1,0 +1,156 @@
+/**
+ * Fleet answers (`fleet.answer`), on one Redis and on Redis Cluster: a question asked in a turn on
+ * instance A is answered through B (the body gets the answer), claim-once fleet-wide even when two
+ * instances answer at once, `not_found` once its turn is stopped or over, `relay_unavailable`
+ * without Redis; and the question's record is gone with its turn.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { backendScene, backends } from './fixtures/fleet/backends.js';
+import { client, clientIdByName, dropKeys, RedisProxy, redisReachable, uniquePrefix, type Client } from './fixtures/fleet/support.js';
+import { eventually as waitFor, FleetScene } from './fixtures/fleet/scene.js';
+import type { Instance } from './fixtures/fleet/scene.js';
+import type { Turn } from '../dist/src/index.js';
+
+/** A body that asks one question and returns its answer; `asked` resolves with the question's id. */
+function asking(owner: Instance): { body: (turn: Turn) => Promise<unknown>; asked: Promise<string> } {
+  let asked!: (id: string) => void;
+  const promise = new Promise<string>((r) => { asked = r; });
+  const onQuestion = ({ questionId }: { questionId: string }) => { owner.runner.off('question', onQuestion); asked(questionId); };
+  owner.runner.on('question', onQuestion);
+  return { asked: promise, body: (turn) => turn.ask({ text: 'Which colour?' }) };
+}
+
+for (const backend of await backends('fleet-answers')) {
+  describe.skipIf(!backend.up)(`fleet answers, on ${backend.name}`, () => {
+    const current = backendScene(backend);
+    const questionKeys = async () => (await backend.keys(current.scene.prefix)).filter((k) => k.endsWith(':question'));
+
+    it('a question asked on A is answered through B: accepted with A\'s node, the body gets the answer; after its turn, and for an id never asked, not_found', async () => {
+      const a = await current.scene.instance('A');
+      const b = await current.scene.instance('B');
+      const q = asking(a);
+      const run = a.fleet.run('s1', q.body, { turnId: 't1' });
+      const questionId = await q.asked;
+      // The record is written after the event; an answer before it lands would be not_found.
+      const { eventually } = await import('./fixtures/fleet/scene.js');
+      await eventually(async () => (await questionKeys()).length === 1, 5000, 'the question to be registered');
+      expect(await b.fleet.answer(questionId, { colour: 'blue' }, { timeoutMs: 5000 })).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
+      expect(await run).toMatchObject({ status: 'completed', value: { colour: 'blue' } });
+      expect(await questionKeys()).toEqual([]);
+      expect(await b.fleet.answer(questionId, 'late')).toEqual({ outcome: 'not_found', questionId });
+      expect(await b.fleet.answer('q-never-asked', 'x')).toEqual({ outcome: 'not_found', questionId: 'q-never-asked' });
+    });
+
+    it('two answers sent at once through two instances: exactly one accepted, the other already_answered, and the body gets the accepted one', async () => {
+      const a = await current.scene.instance('A');
+      const b = await current.scene.instance('B');
+      const c = await current.scene.instance('C');
+      const { eventually } = await import('./fixtures/fleet/scene.js');
+      for (let i = 0; i < 5; i++) {
+        const q = asking(a);
+        const run = a.fleet.run('s1', q.body, { turnId: `t${i}` });
+        const questionId = await q.asked;
+        await eventually(async () => (await questionKeys()).length === 1, 5000, 'the question to be registered');
+        const [fromB, fromC] = await Promise.all([b.fleet.answer(questionId, `B${i}`, { timeoutMs: 5000 }), c.fleet.answer(questionId, `C${i}`, { timeoutMs: 5000 })]);
+        const outcomes = [fromB.outcome, fromC.outcome].sort();
+        expect(outcomes).toEqual(['accepted', 'already_answered']);
+        const winner = fromB.outcome === 'accepted' ? `B${i}` : `C${i}`;
+        expect(await run).toMatchObject({ status: 'completed', value: winner });
+      }
+    });
+
+    it('a stopped turn\'s question answers not_found, and its record is gone', async () => {
+      const a = await current.scene.instance('A');
+      const b = await current.scene.instance('B');
+      const q = asking(a);
+      const run = a.fleet.run('s1', q.body, { turnId: 't1' });
+      const questionId = await q.asked;
+      const { eventually } = await import('./fixtures/fleet/scene.js');
+      await eventually(async () => (await questionKeys()).length === 1, 5000, 'the question to be registered');
+      expect(await b.fleet.stop('s1', { timeoutMs: 5000 })).toMatchObject({ outcome: 'stopped', turnId: 't1' });
+      expect(await run).toMatchObject({ status: 'cancelled' });
+      expect(await b.fleet.answer(questionId, 'too late', { timeoutMs: 5000 })).toEqual({ outcome: 'not_found', questionId });
+      expect(await questionKeys()).toEqual([]);
+    });
+
+    it('answers relay_unavailable when Redis cannot be reached, and refuses bad arguments naming them before anything reaches Redis', async () => {
+      const a = await current.scene.instance('A');
+      // An instance whose client reaches nothing (port 1 on loopback refuses at once).
+      const dead = await client(1, { connect: false });
+      try {
+        const d = await current.scene.instance('D', { redis: dead, commandTimeoutMs: 300 });
+        const reply = await d.fleet.answer('q-1', 'x', { timeoutMs: 300 });
+        expect(reply).toMatchObject({ outcome: 'relay_unavailable', questionId: 'q-1' });
+        expect(reply.outcome === 'relay_unavailable' && reply.error.name).toBe('FleetUnavailableError');
+      } finally {
+        dead.destroy();
+      }
+      await expect(a.fleet.answer('x'.repeat(1025), 1)).rejects.toThrow(RangeError);
+      await expect(a.fleet.answer('x'.repeat(1025), 1)).rejects.toThrow(/questionId/);
+      await expect(a.fleet.answer('q', 1n)).rejects.toThrow(/answer/);
+      await expect(a.fleet.answer('q', 1, { timeoutMs: -1 })).rejects.toThrow(/options\.timeoutMs/);
+      expect(await backend.keys(current.scene.prefix)).toEqual([]);
+    });
+  });
+}
+
+describe.skipIf(!(await redisReachable()))('fleet answers when the owner\'s subscriber is down, on one Redis', () => {
+  let scene: FleetScene;
+  let raw: Client;
+  let proxy: Awaited<ReturnType<typeof RedisProxy.start>>;
+  let viaProxy: Client;
+
+  beforeEach(async () => {
+    scene = new FleetScene(uniquePrefix(), () => client());
+    raw = await client();
+    proxy = await RedisProxy.start();
+    viaProxy = await client(proxy.port, { reconnectMs: 100 });
+  });
+
+  afterEach(async () => {
+    try {
+      await scene.cleanup();
+    } finally {
+      viaProxy.destroy();
+      await proxy.close();
+      await dropKeys(raw, scene.prefix);
+      await raw.close();
+    }
+  });
+
+  /** Owner A reaches Redis through the proxy, which keeps its subscriber down (closed at the handshake); its commands work. */
+  async function ownerWithoutSubscriber(renewMs: number) {
+    const a = await scene.instance('A', { redis: viaProxy, leaseMs: 60_000, renewMs });
+    proxy.blockName = a.fleet.subscriberName;
+    const id = await clientIdByName(raw, a.fleet.subscriberName);
+    expect(await raw.sendCommand(['CLIENT', 'KILL', 'ID', id!])).toBe(1);
+    const q = asking(a);
+    const run = a.fleet.run('s1', q.body, { turnId: 't1' });
+    const questionId = await q.asked;
+    await waitFor(async () => (await raw.sendCommand(['EXISTS', `${scene.prefix}:{q:${questionId}}:question`])) === 1, 5000, 'the question record');
+    return { a, run, questionId };
+  }
+
+  it('an answer whose publish was lost reaches the owner at its next poll: accepted', async () => {
+    const { a, run, questionId } = await ownerWithoutSubscriber(300);
+    const b = await scene.instance('B');
+    expect(await b.fleet.answer(questionId, 'polled', { timeoutMs: 10_000 })).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
+    expect(await run).toMatchObject({ status: 'completed', value: 'polled' });
+    expect(await clientIdByName(raw, a.fleet.subscriberName)).toBeUndefined();
+  });
+
+  it('an answer the owner cannot take within timeoutMs is undone (relay_unavailable, nothing given) and can be given again', async () => {
+    // The owner's next poll is 60 s away: only the publish could deliver, and it reaches nobody.
+    const { a, run, questionId } = await ownerWithoutSubscriber(59_000);
+    const b = await scene.instance('B');
+    const early = await b.fleet.answer(questionId, 'early', { timeoutMs: 300 });
+    expect(early).toMatchObject({ outcome: 'relay_unavailable', questionId });
+    expect(early.outcome === 'relay_unavailable' && early.error.message).toMatch(/nothing was given/);
+    // The subscriber back: the same question takes a new answer.
+    proxy.blockName = undefined;
+    await waitFor(async () => (await clientIdByName(raw, a.fleet.subscriberName)) !== undefined, 10_000, 'the subscriber to come back');
+    await waitFor(async () => ((await raw.sendCommand(['PUBSUB', 'NUMSUB', `${scene.prefix}:node:${a.fleet.nodeId}`])) as [string, number])[1] === 1, 10_000, 'the resubscription');
+    expect(await b.fleet.answer(questionId, 'again', { timeoutMs: 5000 })).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
+    expect(await run).toMatchObject({ status: 'completed', value: 'again' });
+  });
+});
