@@ -24,18 +24,10 @@ export async function answerQuestion(runner: TurnRunner, fleet: Fleet | undefine
     const accepted = runner.answer(questionId, answer);
     return { status: 200, body: { accepted, outcome: accepted ? 'accepted' : 'not_found', questionId } };
   }
-  const reply = await (fleet as FleetAnswers).answer(questionId, answer);
+  const reply = await fleet.answer(questionId, answer);
   if (reply.outcome === 'relay_unavailable') {
     if (runner.answer(questionId, answer)) return { status: 200, body: { accepted: true, outcome: 'accepted', questionId, node: nodeId, relay: errorText(reply.error) } };
     return { status: 503, body: { accepted: false, ...reply, error: errorText(reply.error) } };
   }
   return { status: 200, body: { accepted: reply.outcome === 'accepted', ...reply } };
 }
-
-/** `fleet.answer` (fullstop/fleet). */
-type FleetAnswers = Fleet & {
-  answer(questionId: string, answer: unknown): Promise<
-    | { outcome: 'accepted'; questionId: string; node: string }
-    | { outcome: 'already_answered' | 'not_found'; questionId: string }
-    | { outcome: 'relay_unavailable'; questionId: string; error: Error }>;
-};

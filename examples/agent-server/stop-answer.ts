@@ -61,7 +61,7 @@ export class StopDesk {
   /** Any instance can stop any turn of the fleet: the answer says where it ran and how it ended. */
   async #fleet(fleet: Fleet, sessionId: string, options: { reason?: string; turnId?: string }): Promise<StopReply> {
     const answer = await fleet.stop(sessionId, options);
-    if ((answer.outcome as string) === 'pending_full') {
+    if (answer.outcome === 'pending_full') {
       return { status: 429, body: { ...answer, error: 'stop: not kept (pending_full): the session has as many stops waiting for turns as it may; the turn is not stopped' } };
     }
     if (answer.outcome !== 'relay_unavailable') return { status: 200, body: answer };

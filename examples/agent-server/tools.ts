@@ -12,7 +12,7 @@
  */
 import { tool, type ToolSet } from 'ai';
 import { z } from 'zod';
-import { exec, ToolError, type CancelToken, type ExecResult, type Turn, type TurnPool } from '../../src/index.js';
+import { exec, ToolError, type ExecResult, type Turn, type TurnPool } from '../../src/index.js';
 import type { CrunchResult, CrunchTask } from './crunch-task.js';
 
 /**
@@ -78,8 +78,8 @@ export function shellTool(turn: Turn, onToolCall: OnToolCall) {
       onToolCall(toolCallId, 'shell', { command: `sh -c "${SHELL_SCRIPT}"` });
       const { exitCode, signal, stdout, stderr, wallMs, pid } = await exec('sh', ['-c', SHELL_SCRIPT], {
         token,
-        onOutput: (chunk: unknown) => call.progress(chunk),
-      } as { token: CancelToken });
+        onOutput: (chunk) => call.progress(chunk),
+      });
       // exec resolves a stopped run with its partial output; for the agent a stopped command is
       // an aborted call (its output so far is on the call's history through progress).
       token.signal.throwIfAborted();

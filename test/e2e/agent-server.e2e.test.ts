@@ -125,7 +125,6 @@ describe('the agent page', () => {
       // What the command printed before the stop stays under the aborted call, said as such.
       expect(await page.locator('.tool.aborted [data-testid="tool-output"]').textContent()).toBe('two sleepers started, 30 s\n');
       expect(await page.locator('.tool.aborted .live-label').textContent()).toBe('output before the stop:');
-      expect(await page.locator('.tool.aborted').textContent()).not.toContain('both sleepers done');
     } finally {
       // A failure above must not leave the shell running under the next tests.
       await server.post('/api/sessions/e2e-live-output/stop', {});
