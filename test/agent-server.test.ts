@@ -130,10 +130,13 @@ describe('agent server: Stop', () => {
     expect((await server.post(`/api/sessions/${id}/stop`, {})).body).toEqual({ outcome: 'not_found', sessionId: id });
   });
 
-  it('stops a shell tool: every pid of its process tree is gone', async () => {
+  it('stops a shell tool: every pid of its process tree is gone, and what it printed is on the page and in the history', async () => {
     const { id, events } = await session();
     const turnId = await startTurn(id, 'shell');
-    await events.next('tool_call', (e) => e.data.name === 'shell');
+    const call = await events.next('tool_call', (e) => e.data.name === 'shell');
+    // Its first line arrives while it runs (tool_progress, as exec's onOutput reads it).
+    const progress = await events.next('tool_progress', (e) => e.data.turnId === turnId);
+    expect(progress.data).toEqual({ turnId, callId: call.data.callId, name: 'shell', data: { stream: 'stdout', text: 'two sleepers started, 30 s\n' } });
     // The tree: sh and its two sleeps, all descendants of the server process.
     await eventually(() => toolTree(server.pid).length === 3, 10_000, 'sh and two sleeps');
     const tree = toolTree(server.pid);
@@ -141,7 +144,10 @@ describe('agent server: Stop', () => {
     expect(body.outcome).toBe('stopped');
     for (const pid of tree) expect(isGone(pid), `pid ${pid}`).toBe(true);
     await events.next('turn_aborted', (e) => e.data.turnId === turnId, 1000);
-    expectStoppedHistory(await history(id), turnId, 'shell');
+    const entries = await history(id);
+    expectStoppedHistory(entries, turnId, 'shell');
+    // The stopped call keeps what the command had printed, for the next turn's model.
+    expect(entries.find((e: any) => e.type === 'tool_aborted')).toMatchObject({ callId: call.data.callId, partial: { output: 'two sleepers started, 30 s\n', progress: true } });
   });
 
   it('stops a turn waiting on a question: the question is withdrawn and a late answer is refused', async () => {
