@@ -9,15 +9,18 @@
  * the StopReport), `outcome`, `closed`. Times are `at`: ms since the Unix epoch, sub-ms precise
  * (performance.timeOrigin + performance.now()), comparable across processes on one machine.
  *
- * Config: argv[2] is JSON `{ prefix, nodeId, port?, leaseMs?, renewMs?, sweepMs?, ledger?, reconnectMs?, graceMs? }`.
+ * Config: argv[2] is JSON `{ prefix, nodeId, port?, leaseMs?, renewMs?, sweepMs?, ledger?, reconnectMs?, graceMs?, pgSchema? }`:
+ * `ledger` a file ledger's path, or `pgSchema` a `PgLedger` in that schema of the PostgreSQL the
+ * `PG*` variables name (else 127.0.0.1:5432, user postgres, database test), owned by `nodeId`.
  */
 import { createClient } from 'redis';
 import { Ledger, TurnRegistry, TurnRunner } from '../src/index.js';
 import { Fleet } from '../src/fleet/index.js';
+import type { LedgerStore } from '../src/ledger/store.js';
 
 interface HostConfig {
   prefix: string; nodeId: string; port?: number; leaseMs?: number; renewMs?: number; sweepMs?: number;
-  ledger?: string; reconnectMs?: number; graceMs?: number;
+  ledger?: string; reconnectMs?: number; graceMs?: number; pgSchema?: string;
 }
 
 const config = JSON.parse(process.argv[2] ?? '{}') as HostConfig;
@@ -29,7 +32,12 @@ const redis = createClient({
 });
 redis.on('error', () => { /* reconnects by itself; the fleet answers relay_unavailable meanwhile */ });
 await redis.connect();
-const ledger = config.ledger === undefined ? undefined : await Ledger.open(config.ledger);
+const pgPool = config.pgSchema === undefined ? undefined : new (await import('pg')).default.Pool({
+  host: process.env.PGHOST ?? '127.0.0.1', user: process.env.PGUSER ?? 'postgres', database: process.env.PGDATABASE ?? 'test',
+});
+const ledger: LedgerStore | undefined = pgPool !== undefined
+  ? await (await import('../src/ledger/postgres/index.js')).PgLedger.open({ pool: pgPool, schema: config.pgSchema, instanceId: config.nodeId })
+  : config.ledger === undefined ? undefined : await Ledger.open(config.ledger);
 const runner = new TurnRunner({ ledger, registry: new TurnRegistry(), graceMs: config.graceMs });
 runner.on('turn_aborted', ({ sessionId, turnId, report }) => send({ type: 'turn_aborted', sessionId, turnId, report, at: now() }));
 const fleet = await Fleet.start({
@@ -55,6 +63,7 @@ process.on('message', (message: { cmd: string; sessionId?: string; turnId?: stri
     void (async () => {
       await fleet.close();
       await ledger?.close();
+      await pgPool?.end();
       redis.destroy();
       send({ type: 'closed' });
       process.disconnect();

@@ -86,7 +86,8 @@ if (unpackFailed !== undefined) {
 cpSync(join(work, 'package'), join(modules, pkg.name), { recursive: true });
 rmSync(join(work, 'package'), { recursive: true });
 const installed = join(modules, pkg.name);
-const linked = [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.peerDependencies ?? {}), '@types/node'];
+// @types/pg: a TypeScript user of fullstop/postgres has pg's types beside pg (usage.ts passes a pg.Pool).
+const linked = [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.peerDependencies ?? {}), '@types/node', '@types/pg'];
 for (const name of linked) {
   mkdirSync(dirname(join(modules, name)), { recursive: true });
   symlinkSync(join(root, 'node_modules', name), join(modules, name), 'dir');

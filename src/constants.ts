@@ -50,6 +50,15 @@ export const DEFAULT_PARTIAL_BUDGET_BYTES = 4096;
  */
 export const MAX_ID_LENGTH = 1024;
 
+/** `fullstop/postgres`: the schema `PgLedger.open` keeps its tables in when none is given. */
+export const DEFAULT_PG_SCHEMA = 'fullstop';
+
+/** `fullstop/postgres`: the bound of every wait on the database (`PgLedger.open` `timeoutMs`), in ms. */
+export const DEFAULT_PG_TIMEOUT_MS = 5_000;
+
+/** `fullstop/postgres`: how long a stop's signal waits for its intent's commit (`intentTimeoutMs`), in ms. */
+export const DEFAULT_PG_INTENT_TIMEOUT_MS = 1_000;
+
 /**
  * The `type` of the warnings a throwing user callback raises (`process.on('warning')`): a
  * `TurnRunner` event listener, an `exec` `onOutput`. The work it was called from goes on.

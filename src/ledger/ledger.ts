@@ -226,17 +226,18 @@ export class Ledger implements LedgerStore {
           (cut.hole ? `a hole of zeros a power loss left and the lines after it, kept in "${savedTo}"` : 'a line a crash cut short'),
         { code: 'FULLSTOP_LEDGER_CUT' });
       }
-      const turns = new Set(repairs.map((e) => `${e.sessionId.length}:${e.sessionId}${e.turnId}`)).size;
+      const turns = new Set(repairs.map((e) => e.turnId)).size;
       const repair: LedgerRepair = {
         closedTurns: turns,
         ...(cut === undefined ? {} : { cut: { bytes: cut.bytes, lines: cut.lines, hole: cut.hole, ...(savedTo === undefined ? {} : { savedTo }) } }),
       };
       ledger = new Ledger(path, real, fileKey, lock, loaded, handle, options, repair);
-      for (const entry of repairs) void ledger.#appendRepair(entry);
+      const repaired = repairs.map((entry) => ledger!.#appendRepair(entry));
       // fdatasync covers the truncation too: the new size is metadata needed to read the data.
       if (cut !== undefined || repairs.length > 0) {
         try {
-          await ledger.flush();
+          // Queued together, then awaited together: a refused repair line fails the open, never silently.
+          await Promise.all([...repaired, ledger.flush()]);
         } catch (cause) {
           throw await openError(path, `cannot write to "${path}" the repair of the turns a crash left open (${repairs.length} entries)`, cause);
         }

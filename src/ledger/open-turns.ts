@@ -21,12 +21,16 @@ interface OpenTurn {
 }
 
 export class OpenTurns {
-  /** session and turn → what its repair needs; a Map keeps the order turns first appear in. */
+  /**
+   * turn id → what its repair needs; a Map keeps the order turns first appear in. Keyed by the turn
+   * id alone, as the ledger's own end check is (a turn id is used once): a line of the turn written
+   * under another session id still belongs to that one turn, closed once.
+   */
   readonly #turns = new Map<string, OpenTurn>();
 
   /** Take the next entry of the file. */
   add(entry: LedgerEntry): void {
-    const key = `${entry.sessionId.length}:${entry.sessionId}${entry.turnId}`;
+    const key = entry.turnId;
     let turn = this.#turns.get(key);
     if (entry.type === 'status' && isTerminalStatus(entry.status)) {
       if (turn !== undefined) this.#turns.delete(key);

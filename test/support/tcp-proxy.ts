@@ -3,7 +3,8 @@
  * touching the real one (the Redis on this machine is shared by every suite):
  * `refuse()` drops every connection and refuses new ones (the server is down); `cut()` drops the
  * connections it has but keeps accepting (a network blip); `hang()` keeps connections open but
- * forwards nothing (a partition); `pass()` restores it. `blockName` closes at once any connection
+ * forwards nothing (a partition); `deaf()` forwards what clients send but drops what the server
+ * answers, calling `onDropped` (a reply lost on the way back); `pass()` restores it. `blockName` closes at once any connection
  * whose traffic names that client (its CLIENT SETNAME), so it cannot reconnect. `latencyMs` delays
  * what the client sends (in order), for a slow link.
  */
@@ -12,7 +13,9 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 export class TcpProxy {
   readonly #server: Server;
   readonly #pairs = new Set<[Socket, Socket]>();
-  mode: 'pass' | 'refuse' | 'hang' = 'pass';
+  mode: 'pass' | 'refuse' | 'hang' | 'deaf' = 'pass';
+  /** Called with each chunk of a server's answer dropped in `deaf` mode. */
+  onDropped: ((chunk: Buffer) => void) | undefined;
   blockName: string | undefined;
   /** Delay of everything the client sends, in ms (0: forwarded at once). */
   latencyMs = 0;
@@ -31,11 +34,14 @@ export class TcpProxy {
       const end = () => { down.destroy(); up.destroy(); this.#pairs.delete(pair); };
       down.on('data', (d) => {
         if (this.blockName !== undefined && String(d).includes(this.blockName)) return end();
-        if (this.mode !== 'pass') return;
-        if (this.latencyMs > 0) setTimeout(() => { if (this.mode === 'pass') up.write(d); }, this.latencyMs);
+        if (this.mode !== 'pass' && this.mode !== 'deaf') return;
+        if (this.latencyMs > 0) setTimeout(() => { if (this.mode === 'pass' || this.mode === 'deaf') up.write(d); }, this.latencyMs);
         else up.write(d);
       });
-      up.on('data', (d) => { if (this.mode === 'pass') down.write(d); });
+      up.on('data', (d) => {
+        if (this.mode === 'pass') down.write(d);
+        else if (this.mode === 'deaf') this.onDropped?.(d);
+      });
       down.on('error', end).on('close', end);
       up.on('error', end).on('close', end);
     });
@@ -60,6 +66,7 @@ export class TcpProxy {
   }
 
   hang(): void { this.mode = 'hang'; }
+  deaf(): void { this.mode = 'deaf'; }
   pass(): void { this.mode = 'pass'; }
 
   async close(): Promise<void> {

@@ -1,0 +1,226 @@
+/**
+ * `PgLedger`: the `LedgerStore` on PostgreSQL that every instance of a fleet shares. The schema
+ * and the one writing decision are in statements.ts, group commit in group-commit.ts, the bounded
+ * use of the caller's pool in pool.ts, the repair of a dead owner's turn in repair.ts.
+ *
+ * Invariants:
+ * 1. `append` checks and renders the entry at the call (the file ledger's `renderEntry`), and
+ *    numbers it (`localSeq`) in call order; group commit keeps that order into the database,
+ *    whose `seq` is the global order (statements.ts).
+ * 2. What the database decides stays there: a used turn id and an ended turn are refused inside
+ *    the appending transaction, whichever instance sends it; `hasTurn` is only a local hint.
+ * 3. Every wait is bounded by `timeoutMs` (pool.ts, group-commit.ts invariant 2).
+ * 4. `close` refuses appends from its call on, and waits for the ones under way (bounded by 3).
+ */
+
+import { randomUUID } from 'node:crypto';
+import { checkId, describe, TurnIdUsedError } from '../../errors.js';
+import type { LedgerEntry, LedgerEntryInput } from '../entry.js';
+import type { LedgerFilter, LedgerStore } from '../store.js';
+import { Appender, type Row, type Verdict } from './appender.js';
+import { GroupCommit } from './group-commit.js';
+import { migrate } from './migrations.js';
+import { resolveOptions, type PgLedgerOptions, type ResolvedOptions } from './options.js';
+import { reported, withClient } from './pool.js';
+import { closeTurn, openTurnsOf, type RepairContext } from './repair.js';
+import { entryOf, rowOf } from './rows.js';
+import { statementsFor, type Statements } from './statements.js';
+
+/**
+ * The history on PostgreSQL, shared by every instance that opens the same schema: stops, answers
+ * and the next prompt read the same entries wherever they run (docs/postgres.md).
+ *
+ * - Entries are the file `Ledger`'s objects (`{ seq, at, sessionId, turnId, type, ... }`); `seq` is
+ *   the database's global order (increasing, commit order).
+ * - `append` resolves once the entry is committed (so `flush` only waits for appends under way).
+ *   Concurrent appends share transactions: one in flight per instance, the rest in the next.
+ * - A `turn_started` of a turn id any instance used rejects with `TurnIdUsedError`; an append for
+ *   a turn whose end is recorded rejects (the database refuses it in the same transaction).
+ * - Every wait is bounded by `timeoutMs`; an entry whose commit answer was lost is re-sent and
+ *   written at most once.
+ *
+ * @example
+ * import pg from 'pg';
+ * import { TurnRunner } from 'fullstop';
+ * import { PgLedger } from 'fullstop/postgres';
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+ * const ledger = await PgLedger.open({ pool, instanceId: process.env.POD_NAME });
+ * const runner = new TurnRunner({ ledger });
+ * // … on shutdown: await runner.shutdown(); await ledger.close(); await pool.end();
+ */
+export class PgLedger implements LedgerStore {
+  /** The schema holding the tables. */
+  readonly schema: string;
+  /** This instance's name: the owner of the turns it starts. */
+  readonly instanceId: string;
+  /** The bound of every wait on the database, in ms. */
+  readonly timeoutMs: number;
+  /** How long a stop's signal waits for its intent's commit, in ms (`LedgerStore`). */
+  readonly intentTimeoutMs: number;
+  readonly #options: ResolvedOptions;
+  readonly #statements: Statements;
+  readonly #appender: Appender;
+  readonly #commits: GroupCommit;
+  /** Turn ids this instance appended: the local hint of `hasTurn` (invariant 2). */
+  readonly #turnIds = new Set<string>();
+  /** The last local seq given to a row of this writer. */
+  #localSeq = 0;
+  /** `close()`'s promise; `undefined` while open. */
+  #closing: Promise<void> | undefined;
+
+  private constructor(options: ResolvedOptions, statements: Statements) {
+    this.#options = options;
+    this.schema = options.schema;
+    this.instanceId = options.instanceId;
+    this.timeoutMs = options.timeoutMs;
+    this.intentTimeoutMs = options.intentTimeoutMs;
+    this.#statements = statements;
+    // A writer name new at every open: (writer, local_seq) names a row for re-sends (appender.ts).
+    this.#appender = new Appender(options.pool, statements, options.instanceId, randomUUID(), 'PgLedger.append');
+    this.#commits = new GroupCommit(this.#appender, options.timeoutMs, 'PgLedger.append', (row, verdict) => this.#refusal(row, verdict));
+  }
+
+  /**
+   * Creates the schema's tables when missing (safe when instances open at once), then closes the
+   * unfinished turns this `instanceId` started before (a restart: see `closeAbandonedTurn`).
+   * Rejects with a TypeError/RangeError naming a bad option, and with an Error when the database
+   * cannot be reached or refuses, within `timeoutMs` for each step.
+   */
+  static async open(options: PgLedgerOptions): Promise<PgLedger> {
+    const resolved = resolveOptions(options);
+    const statements = statementsFor(resolved.schema);
+    try {
+      await migrate(resolved.pool, statements, resolved.timeoutMs);
+      const ledger = new PgLedger(resolved, statements);
+      for (const { sessionId, turnId } of await openTurnsOf(ledger.#repair, 'PgLedger.open', resolved.instanceId)) {
+        await closeTurn(ledger.#repair, 'PgLedger.open', sessionId, turnId);
+      }
+      return ledger;
+    } catch (error) {
+      throw reported(error);
+    }
+  }
+
+  /** `postgres schema "<schema>"`, for messages (`LedgerStore.description`). */
+  get description(): string { return `postgres schema "${this.schema}"`; }
+
+  /** @internal The appending transactions sent since open (re-sends included). */
+  get transactions(): number { return this.#appender.transactions; }
+
+  /** True when this instance appended an entry of `turnId`: a local hint (another instance's turns are not known here). */
+  hasTurn(turnId: string): boolean {
+    checkId('PgLedger.hasTurn: turnId', turnId);
+    return this.#turnIds.has(turnId);
+  }
+
+  /**
+   * Appends one entry; resolves once it is committed. Rejects with a TypeError naming the field for
+   * a bad entry (nothing kept), `TurnIdUsedError` for a `turn_started` of a used turn id, and an
+   * Error for an ended turn, a closed ledger, or a database that failed or did not answer within
+   * `timeoutMs` (then it was not written, unless the answer of its commit was the one lost).
+   */
+  append(entry: LedgerEntryInput): Promise<void> {
+    if (this.#closing !== undefined) return Promise.reject(new Error(`PgLedger.append: the ledger (${this.description}) is closed`));
+    let row: Row;
+    try {
+      row = rowOf(entry, this.#localSeq + 1);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    this.#localSeq = row.localSeq;
+    this.#turnIds.add(row.turnId);
+    return this.#commits.add(row);
+  }
+
+  /** Resolves once every entry appended before the call is committed; rejects if one failed to commit. */
+  flush(): Promise<void> {
+    return this.#commits.flush();
+  }
+
+  /**
+   * Committed entries of every instance, in `seq` order: with `sessionId`, that session's only (an
+   * index); with `turnId`, that turn's; `afterSeq` and `limit` page (pass the last `seq` seen).
+   * Waits first for this instance's appends under way. Throws a TypeError/RangeError naming a bad
+   * filter field; rejects when the database fails or does not answer within `timeoutMs`.
+   */
+  async entries(filter?: LedgerFilter): Promise<LedgerEntry[]> {
+    const checked = checkFilter(filter);
+    await this.#commits.flush().catch(() => {});
+    const { text, order } = this.#statements.selectEntries({
+      sessionId: checked.sessionId !== undefined, turnId: checked.turnId !== undefined,
+      afterSeq: checked.afterSeq !== undefined, limit: checked.limit !== undefined,
+    });
+    const values = order.map((field) => checked[field as keyof LedgerFilter]);
+    const rows = await this.#call('PgLedger.entries', (query) => query(text, values));
+    return rows.map(entryOf);
+  }
+
+  /**
+   * Closes the history of a turn whose owner died (a fleet's sweep calls it): a `tool_aborted` for
+   * each call without an output, then `interrupted` (the marker and `cancelled` where `cancelling`
+   * was recorded), in one transaction that holds only while the turn is open. Resolves true when it
+   * closed the turn, false when the turn is unknown, of another session, or already ended.
+   */
+  async closeAbandonedTurn(sessionId: string, turnId: string): Promise<boolean> {
+    checkId('PgLedger.closeAbandonedTurn: sessionId', sessionId);
+    checkId('PgLedger.closeAbandonedTurn: turnId', turnId);
+    if (this.#closing !== undefined) throw new Error(`PgLedger.closeAbandonedTurn: the ledger (${this.description}) is closed`);
+    try {
+      return await closeTurn(this.#repair, 'PgLedger.closeAbandonedTurn', sessionId, turnId);
+    } catch (error) {
+      throw reported(error);
+    }
+  }
+
+  /** Waits (at most `timeoutMs`) for the appends under way, then refuses later appends. Never ends the pool. */
+  close(): Promise<void> {
+    this.#closing ??= this.#commits.flush().catch(() => {});
+    return this.#closing;
+  }
+
+  /** `close()`, for `await using ledger = await PgLedger.open(...)`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  get #repair(): RepairContext {
+    return {
+      pool: this.#options.pool, statements: this.#statements, appender: this.#appender, timeoutMs: this.timeoutMs,
+      nextLocalSeq: () => ++this.#localSeq,
+    };
+  }
+
+  /** A read within `timeoutMs`, its timeout rejected as a `LedgerTimeoutError`. */
+  async #call<T>(where: string, use: (query: (text: string, values?: unknown[]) => Promise<any[]>) => Promise<T>): Promise<T> {
+    try {
+      return await withClient(this.#options.pool, where, this.timeoutMs, use);
+    } catch (error) {
+      throw reported(error);
+    }
+  }
+
+  /** The rejection of a row the database refused (invariant 2); `undefined` when it was written. */
+  #refusal(row: Row, verdict: Verdict): Error | undefined {
+    if (verdict === 'ok') return undefined;
+    if (verdict === 'used') {
+      return new TurnIdUsedError(`PgLedger.append: turn ${JSON.stringify(row.turnId)} is already in ${this.description}; a turn id is used once`, row.turnId);
+    }
+    if (verdict !== 'ended') return new Error(`PgLedger.append: the database did not write the entry of turn ${JSON.stringify(row.turnId)} (${verdict})`);
+    return new Error(`PgLedger.append: turn ${JSON.stringify(row.turnId)} has ended (its end is recorded in ${this.description}); nothing of a turn is written after its end`);
+  }
+}
+
+/** `entries`' filter, checked: ids as `checkId`, `afterSeq` a safe integer ≥ 0, `limit` a safe integer ≥ 0. */
+function checkFilter(filter: unknown): LedgerFilter {
+  if (filter === undefined) return {};
+  if (filter === null || typeof filter !== 'object') throw new TypeError(`PgLedger.entries: filter: expected an object, got ${describe(filter)}`);
+  const { sessionId, turnId, afterSeq, limit } = filter as Record<string, unknown>;
+  if (sessionId !== undefined) checkId('PgLedger.entries: filter.sessionId', sessionId);
+  if (turnId !== undefined) checkId('PgLedger.entries: filter.turnId', turnId);
+  for (const [name, value] of [['afterSeq', afterSeq], ['limit', limit]] as const) {
+    if (value === undefined) continue;
+    if (typeof value !== 'number') throw new TypeError(`PgLedger.entries: filter.${name}: expected a number, got ${describe(value)}`);
+    if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`PgLedger.entries: filter.${name}: expected a whole number ≥ 0, got ${describe(value)}`);
+  }
+  return { sessionId, turnId, afterSeq, limit } as LedgerFilter;
+}

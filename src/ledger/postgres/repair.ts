@@ -1,0 +1,56 @@
+/**
+ * Closing a turn whose owner is gone: the file ledger's `closingEntries` (a `tool_aborted` for
+ * each call without an output, then `interrupted`, or the marker and `cancelled` where a stop's
+ * intent was recorded), written in one transaction that holds only if the turn is still open and
+ * unchanged since it was read (`append_entries` with an expected last `seq`). A turn that moved
+ * on meanwhile (its owner was alive after all and wrote) is read again; one that ended is left.
+ */
+
+import { closingEntries } from '../entry.js';
+import { withClient, type PgPool } from './pool.js';
+import { entryOf, rowOf } from './rows.js';
+import type { Appender } from './appender.js';
+import type { Statements } from './statements.js';
+
+/** What a repair needs of its ledger. */
+export interface RepairContext {
+  pool: PgPool;
+  statements: Statements;
+  appender: Appender;
+  timeoutMs: number;
+  /** The next local seq of the ledger's writer. */
+  nextLocalSeq(): number;
+}
+
+/** How many times a turn that changed under the repair is read again. */
+const READS = 5;
+
+/**
+ * Closes turn `turnId` of `sessionId` if it is open, within `timeoutMs`. Resolves true when this
+ * call closed it, false when it is unknown, of another session, or already ended.
+ */
+export async function closeTurn(context: RepairContext, where: string, sessionId: string, turnId: string): Promise<boolean> {
+  const deadline = performance.now() + context.timeoutMs;
+  const left = () => Math.max(1, Math.ceil(deadline - performance.now()));
+  for (let read = 1; read <= READS; read++) {
+    const state = await withClient(context.pool, where, left(), async (query) => {
+      const [turn] = await query(context.statements.turn, [turnId]);
+      if (turn === undefined || turn.session_id !== sessionId || turn.end_seq !== null) return undefined;
+      return { lastSeq: String(turn.last_seq), entries: (await query(context.statements.turnEntries, [turnId])).map(entryOf) };
+    });
+    if (state === undefined) return false;
+    const closing = closingEntries(state.entries);
+    if (closing.length === 0) return false;
+    const rows = closing.map((entry) => rowOf(entry, context.nextLocalSeq()));
+    const verdicts = await context.appender.send(rows, left(), { turnId, lastSeq: state.lastSeq });
+    if (verdicts.every((v) => v === 'ok')) return true;
+    if (!verdicts.includes('stale')) return false;
+  }
+  return false;
+}
+
+/** The open turns `owner` started, oldest first. */
+export async function openTurnsOf(context: RepairContext, where: string, owner: string): Promise<{ sessionId: string; turnId: string }[]> {
+  const rows = await withClient(context.pool, where, context.timeoutMs, (query) => query(context.statements.openTurnsOf, [owner]));
+  return rows.map((row) => ({ sessionId: String(row.session_id), turnId: String(row.turn_id) }));
+}

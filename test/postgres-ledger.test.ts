@@ -1,0 +1,297 @@
+/**
+ * `fullstop/postgres`'s `PgLedger` against the real PostgreSQL of this machine: its options, the
+ * file ledger's entry objects in the database's order, paging, the migration when instances open
+ * at once, the turn-id and ended-turn decisions made by the database for every instance, restart
+ * repair, `closeAbandonedTurn`, `close`, and that `fullstop` never loads `pg`.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Ledger, TurnIdUsedError, type LedgerEntry, type LedgerEntryInput } from '../dist/src/index.js';
+import { PgLedger } from '../dist/src/ledger/postgres/index.js';
+import { INTERRUPTED_TOOL_TEXT, TURN_ABORTED_MARKER } from '../dist/src/ledger/entry.js';
+import { statementsFor } from '../dist/src/ledger/postgres/statements.js';
+import { pgScene } from './support/pg.js';
+
+const pg = pgScene('ledger');
+const dirs: string[] = [];
+afterEach(() => { for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true }); });
+
+const typeOf = (e: LedgerEntry) => (e.type === 'status' ? `status:${e.status}` : e.type);
+const open = (schema: string, instanceId: string, extra: object = {}) => PgLedger.open({ pool: pg.pool(), schema, instanceId, ...extra });
+
+describe('PgLedger.open', () => {
+  it('refuses bad options with a TypeError or RangeError naming the option, before touching the database', async () => {
+    const pool = pg.pool();
+    const cases: [unknown, ErrorConstructor, RegExp][] = [
+      [undefined, TypeError, /options: expected an object/],
+      [{}, TypeError, /options\.pool: expected a pg\.Pool/],
+      [{ pool: {} }, TypeError, /options\.pool/],
+      [{ pool, schema: 7 }, TypeError, /options\.schema/],
+      [{ pool, schema: 'a"; drop table x; --' }, RangeError, /options\.schema/],
+      [{ pool, schema: 'x'.repeat(64) }, RangeError, /options\.schema/],
+      [{ pool, instanceId: '' }, TypeError, /options\.instanceId/],
+      [{ pool, instanceId: 'i'.repeat(1025) }, RangeError, /options\.instanceId: at most 1024/],
+      [{ pool, timeoutMs: '5' }, TypeError, /options\.timeoutMs/],
+      [{ pool, timeoutMs: 0 }, RangeError, /options\.timeoutMs/],
+      [{ pool, timeoutMs: -1 }, RangeError, /options\.timeoutMs/],
+      [{ pool, intentTimeoutMs: Number.NaN }, RangeError, /options\.intentTimeoutMs/],
+    ];
+    for (const [options, type, message] of cases) {
+      await expect(PgLedger.open(options as never)).rejects.toThrow(type);
+      await expect(PgLedger.open(options as never)).rejects.toThrow(message);
+    }
+    expect(await pg.leftSchemas()).toEqual([]);
+  });
+
+  it('creates its tables once when several instances open a fresh schema at once', async () => {
+    const schema = pg.schema();
+    const ledgers = await Promise.all(Array.from({ length: 6 }, (_, i) => open(schema, `i${i}`)));
+    await ledgers[0]!.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
+    expect((await ledgers[5]!.entries()).map(typeOf)).toEqual(['turn_started']);
+    await Promise.all(ledgers.map((l) => l.close()));
+  });
+});
+
+describe('entries', () => {
+  it('are the file ledger\'s entry objects, in the database\'s seq order, across instances', async () => {
+    const schema = pg.schema();
+    const [a, b] = [await open(schema, 'A'), await open(schema, 'B')];
+    const dir = mkdtempSync(join(tmpdir(), 'fullstop-pg-file-'));
+    dirs.push(dir);
+    const file = await Ledger.open(join(dir, 'history.jsonl'));
+    const writes: [PgLedger, LedgerEntryInput][] = [
+      [a, { sessionId: 's1', turnId: 't1', type: 'turn_started', input: { text: 'hi', n: [1, 2] } }],
+      [b, { sessionId: 's2', turnId: 't2', type: 'turn_started' }],
+      [a, { sessionId: 's1', turnId: 't1', type: 'tool_call', callId: 'c1', name: 'search', args: undefined }],
+      [b, { sessionId: 's2', turnId: 't2', type: 'say', text: 'é\u2028"quoted"' }],
+      [a, { sessionId: 's1', turnId: 't1', type: 'tool_output', callId: 'c1', output: { rows: [] }, success: true }],
+      [a, { sessionId: 's1', turnId: 't1', type: 'status', status: 'completed' }],
+    ];
+    for (const [ledger, entry] of writes) {
+      await ledger.append(entry);
+      await file.append(entry);
+    }
+    await file.flush();
+    const withoutAt = (es: LedgerEntry[]) => es.map(({ at, ...rest }) => { expect(typeof at).toBe('number'); return rest; });
+    const fromB = await b.entries();
+    expect(withoutAt(fromB)).toEqual(withoutAt(await file.entries()));
+    expect(fromB.map((e) => Object.keys(e).slice(0, 5))).toEqual(fromB.map(() => ['seq', 'at', 'sessionId', 'turnId', 'type']));
+    expect(withoutAt(await a.entries({ sessionId: 's1' }))).toEqual(withoutAt(await file.entries({ sessionId: 's1' })));
+    expect((await a.entries({ turnId: 't2' })).map(typeOf)).toEqual(['turn_started', 'say']);
+    await file.close();
+    await a.close();
+    await b.close();
+  });
+
+  it('page one session with afterSeq and limit, and refuse a bad filter naming the field', async () => {
+    const schema = pg.schema();
+    const ledger = await open(schema, 'A');
+    await Promise.all(Array.from({ length: 10 }, (_, i) => ledger.append({ sessionId: i % 2 === 0 ? 'even' : 'odd', turnId: `t${i}`, type: 'turn_started' })));
+    const all = await ledger.entries({ sessionId: 'even' });
+    expect(all.map((e) => e.turnId)).toEqual(['t0', 't2', 't4', 't6', 't8']);
+    const pages: string[][] = [];
+    for (let after = 0; ;) {
+      const page = await ledger.entries({ sessionId: 'even', afterSeq: after, limit: 2 });
+      if (page.length === 0) break;
+      pages.push(page.map((e) => e.turnId));
+      after = page.at(-1)!.seq;
+    }
+    expect(pages).toEqual([['t0', 't2'], ['t4', 't6'], ['t8']]);
+    expect(await ledger.entries({ sessionId: 'none' })).toEqual([]);
+    expect(await ledger.entries({ limit: 0 })).toEqual([]);
+    await expect(ledger.entries(null as never)).rejects.toThrow(/filter: expected an object/);
+    await expect(ledger.entries({ sessionId: '' })).rejects.toThrow(TypeError);
+    await expect(ledger.entries({ turnId: 'x'.repeat(1025) })).rejects.toThrow(/filter\.turnId: at most 1024/);
+    await expect(ledger.entries({ afterSeq: '3' as never })).rejects.toThrow(/filter\.afterSeq: expected a number/);
+    await expect(ledger.entries({ afterSeq: -1 })).rejects.toThrow(RangeError);
+    await expect(ledger.entries({ limit: 1.5 })).rejects.toThrow(/filter\.limit/);
+    await ledger.close();
+  });
+});
+
+describe('the session index', () => {
+  it('entries({ sessionId }) reads that session\'s rows through entries_by_session, not the table', async () => {
+    const schema = pg.schema();
+    const pool = pg.pool();
+    const ledger = await PgLedger.open({ pool, schema, instanceId: 'A' });
+    for (let batch = 0; batch < 10; batch++) {
+      await Promise.all(Array.from({ length: 200 }, (_, i) => ledger.append({ sessionId: `s${batch * 200 + i}`, turnId: `t${batch * 200 + i}`, type: 'turn_started' })));
+    }
+    await pool.query(`ANALYZE "${schema}".entries`);
+    const { text } = statementsFor(schema).selectEntries({ sessionId: true, turnId: false, afterSeq: true, limit: true });
+    const client = await pool.connect();
+    try {
+      // The plan the database picks for these values (a generic plan too: no session is special).
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      const { rows } = await client.query({ text: `EXPLAIN ${text}`, values: ['s7', 0, 50] });
+      const plan = rows.map((r) => r['QUERY PLAN'] as string).join('\n');
+      expect(plan).toContain('entries_by_session');
+      expect(plan).not.toMatch(/Seq Scan/);
+    } finally {
+      client.release();
+    }
+    expect((await ledger.entries({ sessionId: 's7' })).map((e) => e.turnId)).toEqual(['t7']);
+    await ledger.close();
+  });
+});
+
+describe('what the database decides, for every instance', () => {
+  it('a turn id is used once: a second turn_started rejects with TurnIdUsedError, also when two instances start it at once', async () => {
+    const schema = pg.schema();
+    const [a, b] = [await open(schema, 'A'), await open(schema, 'B')];
+    await a.append({ sessionId: 's', turnId: 't-used', type: 'turn_started' });
+    expect(b.hasTurn('t-used')).toBe(false); // a local hint only
+    const refused = await b.append({ sessionId: 's2', turnId: 't-used', type: 'turn_started' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(TurnIdUsedError);
+    expect(refused).toMatchObject({ code: 'ERR_FULLSTOP_TURN_ID_USED', turnId: 't-used' });
+
+    for (let round = 0; round < 5; round++) {
+      const turnId = `t-race-${round}`;
+      const results = await Promise.allSettled([a, b].map((l, i) => l.append({ sessionId: `s${i}`, turnId, type: 'turn_started' })));
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toBeInstanceOf(TurnIdUsedError);
+      expect(await a.entries({ turnId })).toHaveLength(1);
+    }
+    await a.close();
+    await b.close();
+  });
+
+  it('an append for a turn another instance ended is refused in its transaction, and nothing of it is written', async () => {
+    const schema = pg.schema();
+    const [a, b] = [await open(schema, 'A'), await open(schema, 'B')];
+    await a.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
+    await a.append({ sessionId: 's', turnId: 't', type: 'tool_call', callId: 'c', name: 'n', args: {} });
+    await b.append({ sessionId: 's', turnId: 't', type: 'status', status: 'interrupted', reason: 'restart' });
+    const late = a.append({ sessionId: 's', turnId: 't', type: 'tool_output', callId: 'c', output: 'late', success: true });
+    // In the same batch, another turn's entry is written: the refusal is of the one row.
+    const other = a.append({ sessionId: 's2', turnId: 't2', type: 'turn_started' });
+    await expect(late).rejects.toThrow(/turn "t" has ended/);
+    await other;
+    expect((await b.entries({ sessionId: 's' })).map(typeOf)).toEqual(['turn_started', 'tool_call', 'status:interrupted']);
+    // An end in the same batch as later entries refuses those too.
+    const ends = [
+      a.append({ sessionId: 's2', turnId: 't2', type: 'status', status: 'completed' }),
+      a.append({ sessionId: 's2', turnId: 't2', type: 'say', text: 'after the end' }),
+    ];
+    await ends[0];
+    await expect(ends[1]).rejects.toThrow(/has ended/);
+    expect((await b.entries({ sessionId: 's2' })).map(typeOf)).toEqual(['turn_started', 'status:completed']);
+    await a.close();
+    await b.close();
+  });
+});
+
+describe('one batch decides as the rows would one by one', () => {
+  // A batch of up to 16 rows is written row by row, a larger one as one set statement: both must decide alike.
+  for (const filler of [0, 40]) {
+    it(`with ${filler + 5} rows in the transaction: a start, an end and what follows it, a second start, a used id`, async () => {
+      const schema = pg.schema();
+      const ledger = await open(schema, 'A');
+      await ledger.append({ sessionId: 'old', turnId: 'old', type: 'turn_started' });
+      const before = ledger.transactions;
+      const results = await Promise.allSettled([
+        ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' }),
+        ...Array.from({ length: filler }, (_, i) => ledger.append({ sessionId: `f${i}`, turnId: `f${i}`, type: 'turn_started' })),
+        ledger.append({ sessionId: 's', turnId: 't', type: 'status', status: 'completed' }),
+        ledger.append({ sessionId: 's', turnId: 't', type: 'say', text: 'after the end' }),
+        ledger.append({ sessionId: 's2', turnId: 't', type: 'turn_started' }),
+        ledger.append({ sessionId: 's3', turnId: 'old', type: 'turn_started' }),
+      ]);
+      expect(ledger.transactions - before).toBe(1);
+      const tail = results.slice(filler + 1).map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as Error).name));
+      expect([results[0]!.status, ...tail]).toEqual(['fulfilled', 'ok', 'Error', 'TurnIdUsedError', 'TurnIdUsedError']);
+      expect((await ledger.entries({ turnId: 't' })).map(typeOf)).toEqual(['turn_started', 'status:completed']);
+      const all = await ledger.entries();
+      expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
+      await ledger.close();
+    });
+  }
+});
+
+describe('repair', () => {
+  it('open closes the unfinished turns of its own instanceId and leaves a live instance\'s turns alone', async () => {
+    const schema = pg.schema();
+    const [crashed, live] = [await open(schema, 'crashing'), await open(schema, 'live')];
+    await crashed.append({ sessionId: 's1', turnId: 'plain', type: 'turn_started' });
+    await crashed.append({ sessionId: 's1', turnId: 'plain', type: 'tool_call', callId: 'c1', name: 'n', args: {} });
+    await crashed.append({ sessionId: 's2', turnId: 'stopping', type: 'turn_started' });
+    await crashed.append({ sessionId: 's2', turnId: 'stopping', type: 'tool_call', callId: 'c2', name: 'n', args: {} });
+    await crashed.append({ sessionId: 's2', turnId: 'stopping', type: 'status', status: 'cancelling', reason: 'cancel.user' });
+    await crashed.append({ sessionId: 's3', turnId: 'done', type: 'turn_started' });
+    await crashed.append({ sessionId: 's3', turnId: 'done', type: 'status', status: 'completed' });
+    await live.append({ sessionId: 's4', turnId: 'running', type: 'turn_started' });
+    // The crashed process never closes its ledger; its successor opens under the same instanceId.
+    const restarted = await open(schema, 'crashing');
+    const plain = await restarted.entries({ turnId: 'plain' });
+    expect(plain.map(typeOf)).toEqual(['turn_started', 'tool_call', 'tool_aborted', 'status:interrupted']);
+    expect(plain[2]).toMatchObject({ callId: 'c1', output: INTERRUPTED_TOOL_TEXT });
+    expect(plain[3]).toMatchObject({ reason: 'restart' });
+    const stopping = await restarted.entries({ turnId: 'stopping' });
+    expect(stopping.map(typeOf)).toEqual(['turn_started', 'tool_call', 'status:cancelling', 'tool_aborted', 'turn_aborted', 'status:cancelled']);
+    expect(stopping[4]).toMatchObject({ text: TURN_ABORTED_MARKER });
+    expect(stopping[5]).toMatchObject({ reason: 'cancel.user' });
+    expect((await restarted.entries({ turnId: 'done' })).map(typeOf)).toEqual(['turn_started', 'status:completed']);
+    expect((await restarted.entries({ turnId: 'running' })).map(typeOf)).toEqual(['turn_started']);
+    await live.append({ sessionId: 's4', turnId: 'running', type: 'say', text: 'still mine' });
+    await Promise.all([crashed.close(), live.close(), restarted.close()]);
+  });
+
+  it('closeAbandonedTurn closes a dead owner\'s turn once, atomically: true the first time, false when ended, unknown or of another session', async () => {
+    const schema = pg.schema();
+    const [dead, sweeper, other] = [await open(schema, 'dead'), await open(schema, 'sweeper'), await open(schema, 'other')];
+    await dead.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
+    await dead.append({ sessionId: 's', turnId: 't', type: 'tool_call', callId: 'a', name: 'n', args: {} });
+    await dead.append({ sessionId: 's', turnId: 't', type: 'tool_call', callId: 'b', name: 'n', args: {} });
+    await dead.append({ sessionId: 's', turnId: 't', type: 'tool_output', callId: 'a', output: 1, success: true });
+    expect(await sweeper.closeAbandonedTurn('other-session', 't')).toBe(false);
+    expect(await sweeper.closeAbandonedTurn('s', 'unknown')).toBe(false);
+    // Two instances sweep at once: one closes it.
+    const closed = await Promise.all([sweeper.closeAbandonedTurn('s', 't'), other.closeAbandonedTurn('s', 't')]);
+    expect(closed.sort()).toEqual([false, true]);
+    expect(await sweeper.closeAbandonedTurn('s', 't')).toBe(false);
+    const entries = await other.entries({ turnId: 't' });
+    expect(entries.map(typeOf)).toEqual(['turn_started', 'tool_call', 'tool_call', 'tool_output', 'tool_aborted', 'status:interrupted']);
+    expect(entries[4]).toMatchObject({ callId: 'b', output: INTERRUPTED_TOOL_TEXT });
+    // The owner waking up late writes nothing more of it.
+    await expect(dead.append({ sessionId: 's', turnId: 't', type: 'tool_output', callId: 'b', output: 2, success: true })).rejects.toThrow(/has ended/);
+    await expect(sweeper.closeAbandonedTurn('', 't')).rejects.toThrow(TypeError);
+    await Promise.all([dead.close(), sweeper.close(), other.close()]);
+  });
+});
+
+describe('close', () => {
+  it('waits for the appends under way, then refuses appends; the caller\'s pool stays usable', async () => {
+    const schema = pg.schema();
+    const pool = pg.pool();
+    const ledger = await PgLedger.open({ pool, schema, instanceId: 'A' });
+    const appends = Array.from({ length: 50 }, (_, i) => ledger.append({ sessionId: 's', turnId: `t${i}`, type: 'turn_started' }));
+    const closed = ledger.close();
+    await expect(ledger.append({ sessionId: 's', turnId: 'late', type: 'turn_started' })).rejects.toThrow(/closed/);
+    await closed;
+    await Promise.all(appends); // every one committed by the time close resolved
+    expect(ledger.close()).toBe(closed);
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".entries`);
+    expect(rows[0].n).toBe(50);
+    expect(pool.totalCount).toBeGreaterThan(0);
+  });
+});
+
+describe('the optional peer', () => {
+  it('neither "fullstop" nor "fullstop/postgres" loads pg: the ledger uses the pool it is given', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fullstop-pg-peer-'));
+    dirs.push(dir);
+    writeFileSync(join(dir, 'hooks.mjs'), 'export async function resolve(s, c, next) { if (s === "pg" || s.startsWith("pg/")) throw new Error(`refused ${s}`); return next(s, c); }\n');
+    writeFileSync(join(dir, 'register.mjs'), 'import { register } from "node:module"; register("./hooks.mjs", import.meta.url);\n');
+    const load = (module: string) => new Promise<{ code: number; out: string }>((resolve) => {
+      const url = new URL(`../dist/src/${module}`, import.meta.url).href;
+      execFile(process.execPath, ['--import', join(dir, 'register.mjs'), '--input-type=module', '-e', `await import(${JSON.stringify(url)}); await import("pg").catch((e) => console.log(e.message)); console.log('loaded')`],
+        (error, stdout, stderr) => resolve({ code: error === null ? 0 : (error.code as number), out: stdout + stderr }));
+    });
+    // The hook works (an import of pg is refused), and neither entry point asks for it.
+    expect(await load('index.js')).toEqual({ code: 0, out: 'refused pg\nloaded\n' });
+    expect(await load('ledger/postgres/index.js')).toEqual({ code: 0, out: 'refused pg\nloaded\n' });
+  });
+});
