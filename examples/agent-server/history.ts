@@ -3,7 +3,8 @@
  * sticky sessions), or, with `--postgres`, a `PgLedger` every instance shares, so the next turn's
  * prompt holds what a stop on another instance recorded. The server creates the pg pool from the
  * URL and ends it after the ledger closes: the library takes a pool, never a URL. `pg` is an
- * optional peer dependency, so it is imported only here, only with `--postgres`.
+ * optional peer dependency, so it (and `fullstop/postgres`) is imported only here, only with
+ * `--postgres`.
  */
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,7 +30,7 @@ export async function openHistory(options: ServerOptions): Promise<History> {
 
 async function openPostgres(url: string, schema: string | undefined, nodeId: string): Promise<History> {
   const { default: pg } = await import('pg');
-  const { PgLedger } = await loadPgLedger();
+  const { PgLedger } = await import('../../src/ledger/postgres/index.js');
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   // An idle client's error (the server restarted) must not end the process: the ledger's next
   // query gets a fresh connection, and a stop is never held by a sick database (PgLedger's bounds).
@@ -37,7 +38,7 @@ async function openPostgres(url: string, schema: string | undefined, nodeId: str
   try {
     // instanceId: restart repair closes this instance's unfinished turns, so it must survive a
     // restart: the node id, which an operator keeps per instance.
-    const ledger: LedgerStore = await PgLedger.open({ pool, instanceId: nodeId, ...(schema === undefined ? {} : { schema }) });
+    const ledger = await PgLedger.open({ pool, instanceId: nodeId, ...(schema === undefined ? {} : { schema }) });
     return {
       ledger,
       description: `history in ${redact(url)}${schema === undefined ? '' : ` schema ${schema}`}`,
@@ -53,10 +54,4 @@ async function openPostgres(url: string, schema: string | undefined, nodeId: str
     await pool.end();
     throw error;
   }
-}
-
-/** `PgLedger` from `fullstop/postgres` (its sources, as the example imports everything). */
-async function loadPgLedger(): Promise<{ PgLedger: { open(options: Record<string, unknown>): Promise<LedgerStore> } }> {
-  const path = '../../src/ledger/postgres/index.js';
-  return import(path) as never;
 }
