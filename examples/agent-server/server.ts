@@ -220,6 +220,7 @@ export class AgentServer {
       refuseIfBusy(session);
     }
     session.beginTurn(turnId, prompt);
+    this.#stops.started(sessionId, turnId);
     const agent = agentTurn({ model, pool, ledger }, sessionId, (callId, name, args) => {
       this.#sessions.publish(session, 'tool_call', { turnId, callId, name, args: args as Record<string, unknown> });
     });

@@ -41,6 +41,12 @@ export class StopDesk {
   constructor(options: StopDeskOptions) {
     this.#o = options;
     this.#clients = new ClientStops(options.runner.pendingStopMs);
+    options.runner.on('turn_started', ({ sessionId, turnId }) => this.started(sessionId, turnId));
+  }
+
+  /** The session's turn `turnId` starts here (or its Send landed here): a stop kept for it no longer counts against its client. */
+  started(sessionId: string, turnId: string): void {
+    this.#clients.started(sessionId, turnId);
   }
 
   /** Stops the session's turn (or `turnId`) for `client` (its remote address). */
@@ -54,7 +60,7 @@ export class StopDesk {
       } };
     }
     const reply = this.#o.fleet === undefined ? await this.#local(sessionId, options) : await this.#fleet(this.#o.fleet, sessionId, options);
-    if (reply.body.outcome === 'pending') this.#clients.kept(client);
+    if (reply.body.outcome === 'pending' && turnId !== undefined) this.#clients.kept(client, sessionId, turnId);
     return reply;
   }
 
