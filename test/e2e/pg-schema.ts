@@ -1,11 +1,14 @@
 /**
- * A PostgreSQL schema of its own per test on the shared server, and its removal afterwards
- * (never another test's: each name is random).
+ * A PostgreSQL schema of its own per test file on the shared server (the server processes of a
+ * file share it across its tests, so test/support/pg.ts's per-test scene does not fit), and its
+ * removal afterwards (never another file's: each name is random).
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { PG } from '../support/pg.js';
 
-export const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+/** The `--postgres` URL the servers get: the machine's PostgreSQL (test/support/pg.ts). */
+export const POSTGRES_URL = process.env.POSTGRES_URL ?? `postgres://${PG.user}@${PG.host}:${PG.port}/${PG.database}`;
 
 export function uniqueSchema(what: string): string {
   return `fullstop_test_${what}_${randomBytes(4).toString('hex')}`;
