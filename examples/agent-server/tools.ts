@@ -75,7 +75,7 @@ export function shellTool(turn: Turn, onToolCall: OnToolCall) {
     description: `Run \`sh -c "${SHELL_SCRIPT}"\`: a process tree that runs about 30 s, printing a line before and after.`,
     inputSchema: z.object({}),
     execute: (args, { toolCallId }): Promise<ShellOutput> => turn.tool('shell', args, async (token, call) => {
-      onToolCall(toolCallId, 'shell', { command: `sh -c "${SHELL_SCRIPT}"` });
+      onToolCall(toolCallId, 'shell', { command: SHELL_SCRIPT }); // run by sh -c
       const { exitCode, signal, stdout, stderr, wallMs, pid } = await exec('sh', ['-c', SHELL_SCRIPT], {
         token,
         onOutput: (chunk) => call.progress(chunk),
