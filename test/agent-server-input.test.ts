@@ -66,7 +66,7 @@ describe('agent server: bad input', () => {
       const second = await server.post('/api/sessions/s-busy/turns', { prompt: 'hi' });
       expect(second.status).toBe(409);
       expect(second.body.error).toMatch(/^sessionId: session "s-busy" already has a running turn \(turn-/);
-      expect(await server.post('/api/questions/q-unknown/answer', { answer: 'yes' })).toEqual({ status: 200, body: { accepted: false } });
+      expect(await server.post('/api/questions/q-unknown/answer', { answer: 'yes' })).toEqual({ status: 200, body: { accepted: false, outcome: 'not_found', questionId: 'q-unknown' } });
       await events.next('question');
       expect((await server.post('/api/sessions/s-busy/stop', {})).body.outcome).toBe('stopped');
       await events.next('turn_aborted');

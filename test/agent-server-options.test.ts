@@ -46,6 +46,11 @@ describe('agent server flags', () => {
     ['a token with spaces from the environment', [], { AGENT_SERVER_TOKEN: 'has spaces in it, sixteen+' }, /^--token \(or AGENT_SERVER_TOKEN\): expected 16-512 characters/],
     ['a host with a path', ['--allowed-hosts', 'agent.example/x'], {}, /^--allowed-hosts: expected host names, each NAME or NAME:PORT, got "agent\.example\/x"/],
     ['a bad port', ['--port', '70000'], {}, /^--port: expected 0-65535, got 70000/],
+    ['--postgres without a fleet', ['--postgres', 'postgres://127.0.0.1/test'], {}, /^--postgres: needs --redis or --redis-cluster/],
+    ['a --postgres that is not a URL', ['--redis', 'redis://a:1', '--postgres', '127.0.0.1:5432'], {}, /^--postgres: expected a postgres:\/\/ or postgresql:\/\/ URL/],
+    ['--pg-schema without --postgres', ['--pg-schema', 'history'], {}, /^--pg-schema: only with --postgres/],
+    ['a --pg-schema that is no plain name', ['--redis', 'redis://a:1', '--postgres', 'postgres://h/db', '--pg-schema', 'a"b'], {}, /^--pg-schema: expected 1-63 of a-z/],
+    ['--data with --postgres', ['--redis', 'redis://a:1', '--postgres', 'postgres://h/db', '--data', '/tmp/x'], {}, /^--data: not with --postgres/],
   ];
   for (const [what, argv, env, message] of refused) {
     it(`refuses ${what} with a RangeError naming the flag`, () => {
@@ -53,6 +58,17 @@ describe('agent server flags', () => {
       expect(() => parseServerOptions(argv, env)).toThrow(message);
     });
   }
+
+  it('--postgres (with a fleet) keeps the history in PostgreSQL, in --pg-schema when given', () => {
+    expect(parseServerOptions(['--redis-cluster', '127.0.0.1:7000', '--postgres', 'postgresql://u@db.internal:5432/agents', '--pg-schema', 'agent_history'], {}))
+      .toMatchObject({ postgres: 'postgresql://u@db.internal:5432/agents', pgSchema: 'agent_history', data: undefined });
+    expect(parseServerOptions([], {})).toMatchObject({ postgres: undefined, pgSchema: undefined });
+  });
+
+  it('does not print a password of --postgres in its refusal', () => {
+    expect(() => parseServerOptions(['--redis', 'redis://a:1', '--postgres', 'postgres://me:s3cret@/db with space'], {})).toThrow(/"postgres:\/\/me:\*\*\*@\/db with space"/);
+    expect(() => parseServerOptions(['--redis', 'redis://a:1', '--postgres', 'postgres://me:s3cret@/db with space'], {})).not.toThrow(/s3cret/);
+  });
 
   it('does not print the token in its refusal', () => {
     expect(() => parseServerOptions(['--token', 'secret value with spaces!'], {})).toThrow(/got 25 characters$/);

@@ -101,8 +101,9 @@ describe('agent server: turns', () => {
     const question = await events.next('question', (e) => e.data.turnId === turnId);
     expect(question.data.question).toBe('Shall I go on?');
     const path = `/api/questions/${question.data.questionId}/answer`;
-    expect(await server.post(path, { answer: 'yes, go on' })).toEqual({ status: 200, body: { accepted: true } });
-    expect(await server.post(path, { answer: 'again' })).toEqual({ status: 200, body: { accepted: false } });
+    const { questionId } = question.data;
+    expect(await server.post(path, { answer: 'yes, go on' })).toEqual({ status: 200, body: { accepted: true, outcome: 'accepted', questionId } });
+    expect(await server.post(path, { answer: 'again' })).toEqual({ status: 200, body: { accepted: false, outcome: 'not_found', questionId } });
     const done = await events.next('turn_completed', (e) => e.data.turnId === turnId);
     expect(done.data.value).toContain('yes, go on');
     expect((await events.next('tool_output')).data).toMatchObject({ name: 'ask', success: true, output: { answer: 'yes, go on' } });
@@ -129,10 +130,13 @@ describe('agent server: Stop', () => {
     expect((await server.post(`/api/sessions/${id}/stop`, {})).body).toEqual({ outcome: 'not_found', sessionId: id });
   });
 
-  it('stops a shell tool: every pid of its process tree is gone', async () => {
+  it('stops a shell tool: every pid of its process tree is gone, and what it printed is on the page and in the history', async () => {
     const { id, events } = await session();
     const turnId = await startTurn(id, 'shell');
-    await events.next('tool_call', (e) => e.data.name === 'shell');
+    const call = await events.next('tool_call', (e) => e.data.name === 'shell');
+    // Its first line arrives while it runs (tool_progress, as exec's onOutput reads it).
+    const progress = await events.next('tool_progress', (e) => e.data.turnId === turnId);
+    expect(progress.data).toEqual({ turnId, callId: call.data.callId, name: 'shell', data: { stream: 'stdout', text: 'two sleepers started, 30 s\n' } });
     // The tree: sh and its two sleeps, all descendants of the server process.
     await eventually(() => toolTree(server.pid).length === 3, 10_000, 'sh and two sleeps');
     const tree = toolTree(server.pid);
@@ -140,7 +144,10 @@ describe('agent server: Stop', () => {
     expect(body.outcome).toBe('stopped');
     for (const pid of tree) expect(isGone(pid), `pid ${pid}`).toBe(true);
     await events.next('turn_aborted', (e) => e.data.turnId === turnId, 1000);
-    expectStoppedHistory(await history(id), turnId, 'shell');
+    const entries = await history(id);
+    expectStoppedHistory(entries, turnId, 'shell');
+    // The stopped call keeps what the command had printed, for the next turn's model.
+    expect(entries.find((e: any) => e.type === 'tool_aborted')).toMatchObject({ callId: call.data.callId, partial: { output: 'two sleepers started, 30 s\n', progress: true } });
   });
 
   it('stops a turn waiting on a question: the question is withdrawn and a late answer is refused', async () => {
@@ -150,7 +157,8 @@ describe('agent server: Stop', () => {
     const { body } = await server.post(`/api/sessions/${id}/stop`, { reason: 'cancel.user' });
     expect(body).toMatchObject({ outcome: 'stopped', turnId, report: { hardStopped: { questions: 1 } } });
     await events.next('turn_aborted', (e) => e.data.turnId === turnId, 1000);
-    expect(await server.post(`/api/questions/${question.data.questionId}/answer`, { answer: 'too late' })).toEqual({ status: 200, body: { accepted: false } });
+    expect(await server.post(`/api/questions/${question.data.questionId}/answer`, { answer: 'too late' }))
+      .toEqual({ status: 200, body: { accepted: false, outcome: 'not_found', questionId: question.data.questionId } });
     expectStoppedHistory(await history(id), turnId, 'ask');
   });
 
@@ -185,7 +193,7 @@ describe('agent server: the page names its turns', () => {
     const turnId = `turn-client-${randomUUID()}`;
     // The Stop first (the page's POST /turns is still on its way)...
     const stop = await server.post(`/api/sessions/${id}/stop`, { turnId });
-    expect(stop).toEqual({ status: 200, body: { outcome: 'pending', sessionId: id, turnId } });
+    expect(stop).toEqual({ status: 200, body: { outcome: 'pending', sessionId: id, turnId, expiresAt: expect.any(Number) } });
     // ...then the Send: accepted, and the turn ends cancelled without a token or a tool of it.
     expect((await server.post(`/api/sessions/${id}/turns`, { prompt: 'shell', turnId })).status).toBe(202);
     const aborted = await events.next('turn_aborted', (e) => e.data.turnId === turnId, 2000);

@@ -8,9 +8,9 @@
  */
 import { stepCountIs, streamText } from 'ai';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import { FatalToolError, type Ledger, type LedgerEntry, type Turn, type TurnPool } from '../../src/index.js';
+import { FatalToolError, type LedgerEntry, type LedgerStore, type Turn, type TurnPool } from '../../src/index.js';
 import { aiTools, toModelMessages } from '../../src/ai-sdk/index.js';
-import { agentTools, type OnToolCall } from './tools.js';
+import { agentTools, shellTool, type OnToolCall } from './tools.js';
 
 /** A model that keeps calling tools is cut off after this many steps. */
 const MAX_STEPS = 16;
@@ -23,8 +23,8 @@ const SYSTEM = 'You are the fullstop example agent. Use the tools when the user 
 export interface AgentDeps {
   model: LanguageModelV3;
   pool: TurnPool;
-  /** The session's earlier turns are read from here for the prompt. */
-  ledger: Ledger;
+  /** The session's earlier turns are read from here for the prompt (every instance's, with a shared store). */
+  ledger: LedgerStore;
 }
 
 /** The body of one turn for `runner.run` / `fleet.run`; resolves with the model's last reply. */
@@ -37,7 +37,7 @@ export function agentTurn(deps: AgentDeps, sessionId: string, onToolCall: OnTool
       model: deps.model,
       system: SYSTEM,
       messages,
-      tools: aiTools(turn, agentTools(turn, deps.pool, onToolCall)),
+      tools: agentToolSet(turn, deps.pool, onToolCall),
       abortSignal: turn.signal,
       stopWhen: stepCountIs(MAX_STEPS),
     });
@@ -65,4 +65,13 @@ function lastTurns(entries: readonly LedgerEntry[], current: string): LedgerEntr
   for (let i = entries.length - 1; i >= 0 && kept.size <= MAX_HISTORY_TURNS + 1; i--) kept.add(entries[i].turnId);
   if (kept.size > MAX_HISTORY_TURNS + 1) kept.delete([...kept].at(-1)!);
   return entries.filter((e) => kept.has(e.turnId));
+}
+
+/**
+ * The tools in the order the model is told of them: `crunch` and `ask` through `aiTools`, `shell`
+ * with its own `turn.tool` call (its output reported with `call.progress`).
+ */
+function agentToolSet(turn: Turn, pool: TurnPool, onToolCall: OnToolCall) {
+  const { crunch, ask } = aiTools(turn, agentTools(turn, pool, onToolCall));
+  return { crunch, shell: shellTool(turn, onToolCall), ask };
 }

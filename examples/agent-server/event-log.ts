@@ -7,7 +7,7 @@
 
 /** The events a session's stream carries. */
 export const EVENT_TYPES = [
-  'turn_started', 'say', 'tool_call', 'tool_output', 'question', 'turn_completed', 'turn_failed', 'turn_aborted',
+  'turn_started', 'say', 'tool_call', 'tool_progress', 'tool_output', 'question', 'turn_completed', 'turn_failed', 'turn_aborted',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -28,6 +28,8 @@ export const MAX_LOG_BYTES = 1024 * 1024;
  * ledger (`/history`) has it whole.
  */
 export const MAX_EVENT_BYTES = 64 * 1024;
+/** Room for a frame's `id`, `event` and `data` field names (a stream id is at most 41 characters). */
+const FRAME_HEAD_BYTES = 100;
 /** A field whose JSON is longer than this is left out of an event over `MAX_EVENT_BYTES`. */
 const MAX_KEPT_FIELD_BYTES = 1024;
 
@@ -55,8 +57,7 @@ export class EventLog {
   /** Appends an event; returns its frame (for the live clients) and how many bytes the log grew by. */
   append(type: EventType, data: SessionEvent['data']): { frame: string; grew: number } {
     const id = ++this.#lastId;
-    let frame = `id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
-    if (Buffer.byteLength(frame) > MAX_EVENT_BYTES) frame = `id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(shrunk(data))}\n\n`;
+    const frame = `id: ${id}\nevent: ${type}\ndata: ${framed(data)}\n\n`;
     const bytes = Buffer.byteLength(frame);
     const before = this.#bytes;
     this.#events.push({ id, frame, bytes });
@@ -81,6 +82,12 @@ export class EventLog {
     for (let i = this.#start; i < this.#events.length; i++) if (this.#events[i].id > from) frames.push(this.#events[i].frame);
     return frames;
   }
+}
+
+/** An event's `data` as the JSON its frame carries: without its large fields when over `MAX_EVENT_BYTES`. */
+export function framed(data: SessionEvent['data']): string {
+  const json = JSON.stringify(data);
+  return Buffer.byteLength(json) > MAX_EVENT_BYTES - FRAME_HEAD_BYTES ? JSON.stringify(shrunk(data)) : json;
 }
 
 /** `data` without its fields longer than `MAX_KEPT_FIELD_BYTES` of JSON, marked `truncated`. */

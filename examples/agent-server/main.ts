@@ -3,22 +3,24 @@
  * its first line (with `#token=` when a token is set: the page reads it there). With `--redis` or
  * `--redis-cluster` it joins the fleet (a stop sent to any instance reaches the turn wherever it
  * runs); without, it runs alone. `--data` holds its ledger (default: a fresh folder under the OS
- * temp dir, printed). `OPENAI_BASE_URL` (with `OPENAI_API_KEY`, `MODEL`) switches from the
+ * temp dir, printed); `--postgres` keeps it in PostgreSQL instead, shared by every instance, and
+ * the event streams then go through Redis: no sticky sessions needed. `OPENAI_BASE_URL` (with `OPENAI_API_KEY`, `MODEL`) switches from the
  * scripted model to a real OpenAI-compatible endpoint.
  *
  * SIGTERM or SIGINT: running turns are stopped (history written and flushed), their processes
  * killed, the pool and the ledger closed; exit code 0.
  */
-import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ledger, TurnPool, TurnRegistry, TurnRunner } from '../../src/index.js';
+import { TurnPool, TurnRegistry, TurnRunner } from '../../src/index.js';
 import { Fleet } from '../../src/fleet/index.js';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import { ScriptedModel } from './model.js';
+import { openHistory } from './history.js';
+import { PROMPT_LOG_ENV, ScriptedModel } from './model.js';
 import { openAIModelFromEnv } from './openai-model.js';
 import { parseServerOptions, USAGE, type ServerOptions } from './options.js';
+import { RedisEvents, type EventsRedis } from './redis-events.js';
 import { AgentServer } from './server.js';
 import { startTelemetry } from './telemetry.js';
 
@@ -36,17 +38,16 @@ try {
   process.exit(2);
 }
 
-const dataDir = options.data ?? mkdtempSync(join(tmpdir(), 'fullstop-agent-server-'));
-mkdirSync(dataDir, { recursive: true });
-const ledger = await Ledger.open(join(dataDir, 'history.jsonl'));
+const history = await openHistory(options);
+const { ledger } = history;
 const registry = new TurnRegistry();
 const pool = new TurnPool({ filename: new URL('./crunch-task.js', import.meta.url).href, minThreads: 1, maxThreads: 2 });
 const runner = new TurnRunner({ registry, pool, ledger, graceMs: options.grace });
-const model: LanguageModelV3 = process.env.OPENAI_BASE_URL ? await openAIModelFromEnv() : new ScriptedModel();
+const model: LanguageModelV3 = process.env.OPENAI_BASE_URL ? await openAIModelFromEnv() : new ScriptedModel({ promptLog: process.env[PROMPT_LOG_ENV] || undefined });
 const telemetry = await startTelemetry(runner);
 const fleet = await joinFleet(options, runner);
 const server = new AgentServer({
-  runner, pool, ledger, model, nodeId: options.nodeId, publicDir: publicDir(), fleet: fleet?.fleet,
+  runner, pool, ledger, model, nodeId: options.nodeId, publicDir: publicDir(), fleet: fleet?.fleet, events: fleet?.events,
   allowedHosts: options.allowedHosts, token: options.token,
 });
 const url = await server.listen(options.port, options.host);
@@ -61,7 +62,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   });
 }
 // One write, so whoever reads the URL has the details too.
-console.log(`fullstop agent server: ${url}\n  node ${options.nodeId}, model ${model.provider}:${model.modelId}, ledger ${ledger.path}, ${fleet?.name ?? 'alone (no --redis)'}` +
+console.log(`fullstop agent server: ${url}\n  node ${options.nodeId}, model ${model.provider}:${model.modelId}, ${history.description}, ${fleet?.name ?? 'alone (no --redis)'}` +
   `${telemetry === undefined ? '' : `, OpenTelemetry to ${telemetry.endpoint}`}` +
   `${options.token === undefined ? ', no token (loopback only: see docs/agent-server.md)' : ', bearer token required'}`);
 
@@ -77,7 +78,7 @@ async function shutdown(signal: string): Promise<void> {
     await stopped;
     await fleet?.close();
     await pool.destroy();
-    await ledger.close();
+    await history.close();
     // Last: the stops' spans and metrics are flushed to the collector.
     await telemetry?.close();
     console.log(`agent-server: stopped cleanly; registry ${JSON.stringify(registry.stats())}`);
@@ -94,7 +95,7 @@ async function shutdown(signal: string): Promise<void> {
  * fleet, which duplicates it to subscribe. `redis` is an optional peer dependency, so it is
  * imported only here.
  */
-async function joinFleet(options: ServerOptions, runner: TurnRunner): Promise<{ fleet: Fleet; name: string; close(): Promise<void> } | undefined> {
+async function joinFleet(options: ServerOptions, runner: TurnRunner): Promise<{ fleet: Fleet; events?: RedisEvents; name: string; close(): Promise<void> } | undefined> {
   if (options.redis === undefined && options.redisCluster === undefined) return undefined;
   const { createClient, createCluster } = await import('redis');
   const name = options.redis === undefined
@@ -109,12 +110,24 @@ async function joinFleet(options: ServerOptions, runner: TurnRunner): Promise<{ 
     reported = true;
   });
   redis.on('ready', () => { reported = false; });
-  const fleet = await Fleet.start({ redis, runner, nodeId: options.nodeId, ...(options.prefix === undefined ? {} : { prefix: options.prefix }) });
+  const prefix = options.prefix ?? 'fullstop';
+  const fleet = await Fleet.start({ redis, runner, nodeId: options.nodeId, prefix });
+  // With a shared history, any instance may serve any request: the event streams go through
+  // Redis too, on a subscriber connection of their own.
+  let subscriber: typeof redis | undefined;
+  if (options.postgres !== undefined) {
+    subscriber = redis.duplicate() as typeof redis;
+    subscriber.on('error', () => {}); // the main client's listener reports Redis being away; both reconnect by themselves
+    await subscriber.connect();
+  }
+  const events = subscriber === undefined ? undefined : new RedisEvents(redis as unknown as EventsRedis, subscriber as unknown as EventsRedis, prefix);
   return {
     fleet,
-    name,
+    events,
+    name: events === undefined ? name : `${name}, events through Redis Streams`,
     async close() {
       await fleet.close();
+      subscriber?.destroy();
       redis.destroy();
     },
   };

@@ -8,6 +8,7 @@
  * The scripted model streams a token at a time and honours the call's `abortSignal`: a stop ends
  * its stream between two tokens.
  */
+import { appendFileSync } from 'node:fs';
 import type {
   LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Message, LanguageModelV3StreamPart, LanguageModelV3StreamResult,
 } from '@ai-sdk/provider';
@@ -18,6 +19,19 @@ export type ToolName = (typeof TOOL_NAMES)[number];
 
 /** Milliseconds between two tokens of the scripted model: slow enough to watch a reply stream. */
 const TOKEN_MS = 40;
+/**
+ * The environment variable naming a file where the scripted model appends each prompt it gets as
+ * one JSON line (`{ prompt }`): what the model saw, for tests and for looking.
+ */
+export const PROMPT_LOG_ENV = 'SCRIPTED_MODEL_PROMPT_LOG';
+
+/** The scripted model's settings. */
+export interface ScriptedModelOptions {
+  /** @default 40 */
+  tokenMs?: number;
+  /** A file each call's prompt is appended to, one JSON line per call. */
+  promptLog?: string;
+}
 
 /** A step's tool call, as the scripted model plans it from the prompt. */
 interface PlannedCall { name: ToolName; args: Record<string, unknown> }
@@ -33,9 +47,11 @@ export class ScriptedModel implements LanguageModelV3 {
   readonly modelId = 'scripted';
   readonly supportedUrls = {};
   readonly #tokenMs: number;
+  readonly #promptLog: string | undefined;
 
-  constructor(tokenMs = TOKEN_MS) {
-    this.#tokenMs = tokenMs;
+  constructor(options: ScriptedModelOptions = {}) {
+    this.#tokenMs = options.tokenMs ?? TOKEN_MS;
+    this.#promptLog = options.promptLog;
   }
 
   /** The scripted model streams only (the agent uses `streamText`). */
@@ -45,6 +61,7 @@ export class ScriptedModel implements LanguageModelV3 {
 
   async doStream(options: LanguageModelV3CallOptions): Promise<LanguageModelV3StreamResult> {
     const { prompt, abortSignal } = options;
+    if (this.#promptLog !== undefined) appendFileSync(this.#promptLog, `${JSON.stringify({ prompt })}\n`);
     const userAt = prompt.findLastIndex((m) => m.role === 'user');
     const text = userAt < 0 ? '' : textOf(prompt[userAt]);
     const plan = planTools(text);

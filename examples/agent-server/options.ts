@@ -8,7 +8,8 @@ import { clusterRootNodes, type ClusterRootNode } from '../../src/fleet/index.js
 
 /** The usage line main.ts prints under a refused flag. */
 export const USAGE = 'usage: npm run serve -- [--port 3000] [--host 127.0.0.1] [--allowed-hosts NAME[:PORT],...] [--token TOKEN]\n' +
-  '  [--redis redis://127.0.0.1:6379 | --redis-cluster HOST:PORT,HOST:PORT,...] [--fleet-prefix P] [--node-id ID] [--data DIR] [--grace MS]';
+  '  [--redis redis://127.0.0.1:6379 | --redis-cluster HOST:PORT,HOST:PORT,...] [--fleet-prefix P] [--node-id ID]\n' +
+  '  [--postgres postgres://HOST/DB [--pg-schema S]] [--data DIR] [--grace MS]';
 
 /** The environment variable read for the bearer token when `--token` is not given. */
 export const TOKEN_ENV = 'AGENT_SERVER_TOKEN';
@@ -26,6 +27,14 @@ export interface ServerOptions {
   /** `--redis-cluster`: the cluster's root nodes, for node-redis `createCluster({ rootNodes })`. */
   redisCluster?: ClusterRootNode[];
   prefix?: string;
+  /**
+   * `--postgres`: history in PostgreSQL (`PgLedger`) instead of a file, shared by every instance;
+   * a node-postgres connection string. Needs `--redis` or `--redis-cluster` (the fleet and the
+   * event stream), so any instance can serve any request (no sticky sessions).
+   */
+  postgres?: string;
+  /** `--pg-schema`: the PostgreSQL schema of the history (PgLedger's default when absent). */
+  pgSchema?: string;
   nodeId: string;
   data?: string;
   grace: number;
@@ -50,6 +59,8 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
       'redis-cluster': { type: 'string' },
       'fleet-prefix': { type: 'string' },
       'node-id': { type: 'string' },
+      postgres: { type: 'string' },
+      'pg-schema': { type: 'string' },
       data: { type: 'string' },
       grace: { type: 'string', default: '100' },
     },
@@ -68,7 +79,29 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
   if (token !== undefined && !TOKEN.test(token)) {
     throw new RangeError(`--token (or ${TOKEN_ENV}): expected 16-512 characters of A-Z a-z 0-9 - . _ ~ + /, got ${token.length} characters`);
   }
-  return { port, host: values.host!, allowedHosts, token, ...redisOptions(values), nodeId, data: values.data, grace };
+  const redis = redisOptions(values);
+  return { port, host: values.host!, allowedHosts, token, ...redis, ...postgresOptions(values, redis), nodeId, data: values.data, grace };
+}
+
+/** `--postgres` (which needs a fleet: without one, history shared and events not are no use) and `--pg-schema`. */
+function postgresOptions(values: { postgres?: string; 'pg-schema'?: string; data?: string }, redis: Pick<ServerOptions, 'redis' | 'redisCluster'>): Pick<ServerOptions, 'postgres' | 'pgSchema'> {
+  const { postgres, 'pg-schema': pgSchema } = values;
+  if (pgSchema !== undefined && postgres === undefined) throw new RangeError('--pg-schema: only with --postgres');
+  if (postgres === undefined) return { postgres: undefined, pgSchema: undefined };
+  if (!/^postgres(?:ql)?:\/\/\S+$/.test(postgres)) throw new RangeError(`--postgres: expected a postgres:// or postgresql:// URL, got ${JSON.stringify(redact(postgres))}`);
+  if (redis.redis === undefined && redis.redisCluster === undefined) {
+    throw new RangeError('--postgres: needs --redis or --redis-cluster (the fleet carries stops, answers and the event stream between instances)');
+  }
+  if (values.data !== undefined) throw new RangeError('--data: not with --postgres (the history is in PostgreSQL)');
+  if (pgSchema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(pgSchema)) {
+    throw new RangeError(`--pg-schema: expected 1-63 of a-z, 0-9, '_' (not starting with a digit), got ${JSON.stringify(pgSchema)}`);
+  }
+  return { postgres, pgSchema };
+}
+
+/** A connection string without its password, for messages. */
+export function redact(url: string): string {
+  return url.replace(/^([a-z]+:\/\/[^:/@]*):[^@/]*@/i, '$1:***@');
 }
 
 /** `--redis` / `--redis-cluster` (one or the other) and `--fleet-prefix`. */

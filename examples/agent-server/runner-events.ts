@@ -9,7 +9,9 @@ import type { EventType, Sessions } from './sessions.js';
 type Payload = { sessionId: string; turnId: string } & Record<string, unknown>;
 
 /** What each runner event carries to the page, besides its `turnId`. */
-const SHAPES: [EventType, (p: Payload) => Record<string, unknown>][] = [
+const SHAPES: [Exclude<EventType, 'turn_started' | 'tool_call'>, (p: Payload) => Record<string, unknown>][] = [
+  // A running command's output (call.progress): shown under its call as it comes.
+  ['tool_progress', (p) => ({ callId: p.callId, name: p.name, data: p.data })],
   ['say', (p) => ({ text: p.text })],
   ['tool_output', (p) => ({ callId: p.callId, name: p.name, output: p.output, success: p.success })],
   ['question', (p) => ({ questionId: p.questionId, question: p.question })],

@@ -6,7 +6,7 @@
  *   GET  /api/sessions/:sessionId/events     Server-Sent Events; `Last-Event-ID` replays what was missed
  *   POST /api/sessions/:sessionId/turns      { prompt } → 202 { turnId } (409 while a turn runs)
  *   POST /api/sessions/:sessionId/stop       { reason? } → the stop's answer
- *   POST /api/questions/:questionId/answer   { answer } → { accepted }
+ *   POST /api/questions/:questionId/answer   { answer } → { accepted, outcome }
  *   GET  /api/sessions/:sessionId/history    the session's ledger entries
  *   GET  /healthz                            { ok, nodeId, stats }
  *
@@ -15,13 +15,15 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { StopReasons, type Ledger, type TurnOutcome, type TurnPool, type TurnRunner } from '../../src/index.js';
+import { StopReasons, type LedgerStore, type TurnOutcome, type TurnPool, type TurnRunner } from '../../src/index.js';
 import type { Fleet } from '../../src/fleet/index.js';
+import { answerQuestion } from './answers.js';
+import type { RedisEvents } from './redis-events.js';
 import { agentTurn } from './agent.js';
 import { HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
 import { RequestGuard } from './guard.js';
 import { servePage } from './page.js';
-import { stopAnswer } from './stop-answer.js';
+import { StopDesk } from './stop-answer.js';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { errorText, forwardRunnerEvents } from './runner-events.js';
 import { Session, Sessions } from './sessions.js';
@@ -37,7 +39,8 @@ const HEARTBEAT_MS = 15_000;
 export interface AgentServerOptions {
   runner: TurnRunner;
   pool: TurnPool;
-  ledger: Ledger;
+  /** The history: a file `Ledger`, or a `PgLedger` every instance shares (history.ts). */
+  ledger: LedgerStore;
   /** The model the agent streams from (model.ts: the scripted one, or a provider's). */
   model: LanguageModelV3;
   nodeId: string;
@@ -48,6 +51,12 @@ export interface AgentServerOptions {
    * stop sent to any instance reaches the one running the turn.
    */
   fleet?: Fleet;
+  /**
+   * The event streams through Redis Streams (with a fleet): any instance then serves any
+   * session's stream, and the page needs no sticky session. Without it, each instance keeps its
+   * sessions' events in memory.
+   */
+  events?: RedisEvents;
   /**
    * `Host` names allowed besides the bound address and the loopback names (guard.ts).
    * @default []
@@ -65,7 +74,8 @@ export class AgentServer {
   readonly http: Server;
   readonly nodeId: string;
   readonly #options: AgentServerOptions;
-  readonly #sessions = new Sessions();
+  readonly #sessions: Sessions;
+  readonly #stops: StopDesk;
   /** Each turn this server started, until its outcome is in (shutdown waits for them). */
   readonly #running = new Map<string, Promise<void>>();
   readonly #heartbeat: NodeJS.Timeout;
@@ -75,6 +85,8 @@ export class AgentServer {
   constructor(options: AgentServerOptions) {
     this.#options = options;
     this.nodeId = options.nodeId;
+    this.#sessions = new Sessions(options.events);
+    this.#stops = new StopDesk({ runner: options.runner, fleet: options.fleet, nodeId: options.nodeId, localTurn: (id) => this.#sessions.get(id)?.turnId });
     this.#guard = new RequestGuard({ allowedHosts: options.allowedHosts ?? [], token: options.token });
     this.http = createServer((req, res) => { void this.#handle(req, res); });
     this.#heartbeat = setInterval(() => this.#ping(), HEARTBEAT_MS).unref();
@@ -103,9 +115,10 @@ export class AgentServer {
       pool: this.#options.pool.stats(),
       sessions: this.#sessions.size,
       runningTurns: this.#running.size,
-      sseClients: this.#sessions.streams.count,
+      sseClients: this.#sessions.clients,
       sseClientsDropped: this.#sessions.streams.dropped,
       eventLogBytes: this.#sessions.logBytes,
+      ...(this.#options.events === undefined ? {} : { eventRelayFailures: this.#options.events.failures }),
       ...(this.#options.fleet === undefined ? {} : { fleet: this.#options.fleet.stats() }),
     };
   }
@@ -128,7 +141,7 @@ export class AgentServer {
     const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
     await stopped;
     await Promise.allSettled(this.#running.values());
-    this.#sessions.streams.endAll();
+    this.#sessions.endAll();
     this.http.closeAllConnections();
     await closed;
   }
@@ -207,6 +220,7 @@ export class AgentServer {
       refuseIfBusy(session);
     }
     session.beginTurn(turnId, prompt);
+    this.#stops.started(sessionId, turnId);
     const agent = agentTurn({ model, pool, ledger }, sessionId, (callId, name, args) => {
       this.#sessions.publish(session, 'tool_call', { turnId, callId, name, args: args as Record<string, unknown> });
     });
@@ -235,14 +249,7 @@ export class AgentServer {
   }
 
   #events(sessionId: string, req: IncomingMessage, res: ServerResponse): void {
-    const raw = req.headers['last-event-id'];
-    let lastEventId: number | undefined;
-    if (raw !== undefined && raw !== '') {
-      lastEventId = Number(raw);
-      if (!Number.isSafeInteger(lastEventId) || lastEventId < 0) {
-        throw new HttpError(400, `Last-Event-ID: expected an event id (an integer >= 0), got ${JSON.stringify(String(raw).slice(0, 40))}`);
-      }
-    }
+    const lastEventId = this.#sessions.lastEventId(req.headers['last-event-id']);
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -260,28 +267,18 @@ export class AgentServer {
     const reason = stringField(body, 'reason', 100, false);
     const given = stringField(body, 'turnId', 100, false);
     const turnId = given === undefined ? undefined : idParam('turnId', given);
-    const { fleet, runner } = this.#options;
-    if (fleet !== undefined) {
-      // Any instance can stop any turn of the fleet: the answer says where it ran and how it ended.
-      const answer = await fleet.stop(sessionId, { reason, turnId });
-      if (answer.outcome !== 'relay_unavailable') return sendJson(res, 200, answer);
-      // Redis is away, but a turn running here can still be stopped here: the local stop needs
-      // no relay (and its owner would stop it anyway once its lease could not be renewed).
-      const report = this.#sessions.get(sessionId)?.turnId === undefined ? null : await runner.stop(sessionId, { reason, turnId });
-      if (report === null) return sendJson(res, 503, { ...answer, error: errorText(answer.error) });
-      return sendJson(res, 200, { outcome: 'stopped', sessionId, turnId: report.turnId, node: this.nodeId, report, relay: errorText(answer.error) });
-    }
-    if (turnId === undefined && this.#sessions.get(sessionId) === undefined) {
+    if (this.#options.fleet === undefined && turnId === undefined && this.#sessions.get(sessionId) === undefined) {
       throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
     }
-    const report = await runner.stop(sessionId, { reason, turnId });
-    sendJson(res, 200, stopAnswer(sessionId, turnId, report, this.nodeId, this.#options.ledger));
+    const { status, body: answer } = await this.#stops.stop(clientOf(req), sessionId, { reason, turnId });
+    sendJson(res, status, answer);
   }
 
   async #answer(questionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJson(req);
-    const answer = stringField(body, 'answer', MAX_ANSWER_CHARS, true);
-    sendJson(res, 200, { accepted: this.#options.runner.answer(questionId, answer) });
+    const answer = stringField(body, 'answer', MAX_ANSWER_CHARS, true)!;
+    const { status, body: reply } = await answerQuestion(this.#options.runner, this.#options.fleet, this.nodeId, questionId, answer);
+    sendJson(res, status, reply);
   }
 
   async #history(sessionId: string, res: ServerResponse): Promise<void> {
@@ -299,7 +296,7 @@ export class AgentServer {
   }
 
   #ping(): void {
-    this.#sessions.streams.ping();
+    this.#sessions.ping();
   }
 }
 
@@ -309,3 +306,8 @@ function refuseIfBusy(session: Session): void {
   }
 }
 
+
+/** Who sent a request, for the per-client bounds: its remote address. */
+function clientOf(req: IncomingMessage): string {
+  return req.socket.remoteAddress ?? 'unknown';
+}

@@ -3,10 +3,13 @@
  * (event-log.ts); their stream clients are kept apart (streams.ts). Bounded three ways: sessions
  * in count (`MAX_SESSIONS`), each log in count and bytes, and all logs together in bytes
  * (`MAX_TOTAL_LOG_BYTES`); the least recently used session without a running turn makes room.
- * Only a running turn holds a session: open streams do not.
+ * Only a running turn holds a session: open streams do not. With a relay (redis-events.ts) the
+ * events go through Redis Streams instead of the in-memory logs, so any instance serves a stream.
  */
 import type { ServerResponse } from 'node:http';
 import { EventLog, type EventType, type SessionEvent } from './event-log.js';
+import { HttpError } from './http.js';
+import { RedisEvents } from './redis-events.js';
 import { Streams } from './streams.js';
 
 export { EVENT_TYPES, type EventType, type SessionEvent } from './event-log.js';
@@ -48,8 +51,17 @@ export class Session {
 export class Sessions {
   readonly #sessions = new Map<string, Session>();
   readonly streams = new Streams();
+  /** The events through Redis (every instance's), instead of this process's logs. */
+  readonly relay: RedisEvents | undefined;
   /** Bytes of every log together. */
   #bytes = 0;
+
+  constructor(relay?: RedisEvents) {
+    this.relay = relay;
+  }
+
+  /** Stream clients connected now. */
+  get clients(): number { return this.streams.count + (this.relay?.count ?? 0); }
 
   get size(): number { return this.#sessions.size; }
 
@@ -78,6 +90,7 @@ export class Sessions {
 
   /** Appends an event to the session's log and sends it to the session's clients. */
   publish(session: Session, type: EventType, data: SessionEvent['data']): void {
+    if (this.relay !== undefined) return this.relay.publish(session.id, type, data);
     const { frame, grew } = session.log.append(type, data);
     this.#bytes += grew;
     this.streams.send(session.id, frame);
@@ -88,8 +101,35 @@ export class Sessions {
    * Follows `sessionId` on `res` (already sent its SSE headers): replays the events after
    * `lastEventId` (all when absent), then streams. Creates no session.
    */
-  follow(sessionId: string, res: ServerResponse, lastEventId: number | undefined): void {
-    this.streams.follow(sessionId, res, this.#sessions.get(sessionId)?.log.since(lastEventId) ?? []);
+  follow(sessionId: string, res: ServerResponse, lastEventId: string | undefined): void {
+    if (this.relay !== undefined) {
+      void this.relay.follow(sessionId, res, lastEventId);
+      return;
+    }
+    this.streams.follow(sessionId, res, this.#sessions.get(sessionId)?.log.since(lastEventId === undefined ? undefined : Number(lastEventId)) ?? []);
+  }
+
+  /** `Last-Event-ID` checked for this server's kind of ids; `undefined` when absent. Throws a 400 for a bad one. */
+  lastEventId(raw: string | string[] | undefined): string | undefined {
+    if (this.relay !== undefined) return RedisEvents.lastEventId(raw);
+    if (raw === undefined || raw === '') return undefined;
+    const id = Number(raw);
+    if (typeof raw !== 'string' || !Number.isSafeInteger(id) || id < 0) {
+      throw new HttpError(400, `Last-Event-ID: expected an event id (an integer >= 0), got ${JSON.stringify(String(raw).slice(0, 40))}`);
+    }
+    return raw;
+  }
+
+  /** A comment line to every client (keeps idle streams open through proxies); the relay's clients read again. */
+  ping(): void {
+    this.streams.ping();
+    this.relay?.ping();
+  }
+
+  /** Ends every stream (shutdown). */
+  endAll(): void {
+    this.streams.endAll();
+    this.relay?.endAll();
   }
 
   /** Forgets the least recently used session without a running turn, other than `keep`; false when there is none. */

@@ -1,10 +1,13 @@
 /**
- * The agent's tools, as AI SDK tools. agent.ts hands them to `streamText` through
+ * The agent's tools, as AI SDK tools. agent.ts hands `crunch` and `ask` to `streamText` through
  * `aiTools(turn, …)` (fullstop/ai-sdk), so each call runs as one `turn.tool` call under the
  * model's own tool-call id: history records the call before it runs, the call's token is ambient
- * (`pool.run` and `exec` below need no token argument), and a stop gives it an aborted output.
+ * (`pool.run` needs no token argument), and a stop gives it an aborted output. `shell` makes its
+ * `turn.tool` call itself, for the call's `progress`:
  * - `crunch`: CPU work in a `TurnPool` worker (crunch-task.ts), stopped at its next `checkpoint()`;
- * - `shell`:  a process tree through `exec`; a stop kills its whole process group;
+ * - `shell`:  a process tree through `exec`, whose output goes out as it comes (`onOutput` →
+ *             `call.progress` → the runner's `tool_progress` → the page); a stop kills its whole
+ *             process group, and the history keeps what it had printed (`partial`), for the model;
  * - `ask`:    `turn.ask`, answered from the page; a stop rejects the pending question.
  */
 import { tool, type ToolSet } from 'ai';
@@ -12,8 +15,11 @@ import { z } from 'zod';
 import { exec, ToolError, type ExecResult, type Turn, type TurnPool } from '../../src/index.js';
 import type { CrunchResult, CrunchTask } from './crunch-task.js';
 
-/** The `shell` tool's command: two sleepers and the shell waiting on them, about 30 s. */
-export const SHELL_SCRIPT = 'sleep 30 & sleep 30 & wait';
+/**
+ * The `shell` tool's command: a line of output, then two sleepers and the shell waiting on them,
+ * about 30 s (`echo` is the shell's own, so the tree is the shell and the two sleeps).
+ */
+export const SHELL_SCRIPT = "echo 'two sleepers started, 30 s'; sleep 30 & sleep 30 & wait; echo 'both sleepers done'";
 /** The most phases a crunch may ask for (about 100 s). */
 const MAX_PHASES = 1000;
 
@@ -24,6 +30,7 @@ export type ShellOutput = Pick<ExecResult, 'exitCode' | 'signal' | 'stdout' | 's
 export type OnToolCall = (callId: string, name: string, args: unknown) => void;
 
 /** The three tools for one turn. */
+/** `crunch` and `ask`, for `aiTools(turn, …)`. */
 export function agentTools(turn: Turn, pool: TurnPool, onToolCall: OnToolCall) {
   return {
     crunch: tool({
@@ -37,18 +44,6 @@ export function agentTools(turn: Turn, pool: TurnPool, onToolCall: OnToolCall) {
           throw new ToolError(`crunch: phases: expected an integer from 1 to ${MAX_PHASES}, got ${JSON.stringify(phases)}`);
         }
         return pool.run<CrunchResult>({ phases } satisfies CrunchTask);
-      },
-    }),
-    shell: tool({
-      description: `Run \`sh -c '${SHELL_SCRIPT}'\`: a process tree that runs about 30 s.`,
-      inputSchema: z.object({}),
-      execute: async (args, { toolCallId, abortSignal }): Promise<ShellOutput> => {
-        onToolCall(toolCallId, 'shell', { command: `sh -c '${SHELL_SCRIPT}'` });
-        const { exitCode, signal, stdout, stderr, wallMs, pid } = await exec('sh', ['-c', SHELL_SCRIPT]);
-        // exec resolves a stopped run with its partial output; for the agent a stopped command is
-        // an aborted call, not a result.
-        abortSignal?.throwIfAborted();
-        return { exitCode, signal, stdout, stderr, wallMs, pid };
       },
     }),
     ask: tool({
@@ -68,4 +63,27 @@ export function agentTools(turn: Turn, pool: TurnPool, onToolCall: OnToolCall) {
       },
     }),
   } satisfies ToolSet;
+}
+
+/**
+ * `shell`, bound to the turn: one `turn.tool` call under the model's tool-call id, whose command's
+ * output is reported as it comes (`call.progress`), so the page shows it live and a stop records
+ * what it had printed for the next turn's model.
+ */
+export function shellTool(turn: Turn, onToolCall: OnToolCall) {
+  return tool({
+    description: `Run \`sh -c "${SHELL_SCRIPT}"\`: a process tree that runs about 30 s, printing a line before and after.`,
+    inputSchema: z.object({}),
+    execute: (args, { toolCallId }): Promise<ShellOutput> => turn.tool('shell', args, async (token, call) => {
+      onToolCall(toolCallId, 'shell', { command: SHELL_SCRIPT }); // run by sh -c
+      const { exitCode, signal, stdout, stderr, wallMs, pid } = await exec('sh', ['-c', SHELL_SCRIPT], {
+        token,
+        onOutput: (chunk) => call.progress(chunk),
+      });
+      // exec resolves a stopped run with its partial output; for the agent a stopped command is
+      // an aborted call (its output so far is on the call's history through progress).
+      token.signal.throwIfAborted();
+      return { exitCode, signal, stdout, stderr, wallMs, pid };
+    }, { callId: toolCallId }),
+  });
 }

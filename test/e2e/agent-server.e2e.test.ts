@@ -85,7 +85,8 @@ describe('the agent page', () => {
     for (const [, time] of phases) expect(time).toMatch(/^\d+(\.\d)? (ms|µs) → \+\d+(\.\d)? (ms|µs)$/);
     expect(await text(page, 'report')).toMatch(/reason cancel\.user/);
     expect(await page.locator('.tool.aborted').count()).toBe(1);
-    expect(await page.locator('.tool.aborted').textContent()).toMatch(/^shell\(.*\)aborted after \d+\.\d s$/);
+    expect(await page.locator('.tool.aborted .name').textContent()).toMatch(/^shell\(/);
+    expect(await page.locator('.tool.aborted .state').textContent()).toMatch(/^aborted after \d+\.\d s$/);
     expect(await page.getByTestId('stop').isDisabled()).toBe(true);
     mkdirSync(outputDir(), { recursive: true });
     const shot = join(outputDir(), 'agent-server-stopped.png');
@@ -105,6 +106,31 @@ describe('the agent page', () => {
     await waitForStatus(page, 'completed', 5000);
     expect(await text(page, 'transcript')).toContain('hello again');
     await page.close();
+  });
+
+  it("shows a running command's output under its call while it runs, and keeps what it printed after the stop", async () => {
+    const page = await browser.context.newPage();
+    try {
+      await page.goto(`${server.url}?session=e2e-live-output`);
+      await page.getByTestId('prompt').fill('shell');
+      await page.getByTestId('send').click();
+      // The shell prints its first line, then waits on two 30 s sleeps: the line is on the page
+      // while the command still runs (its call running, its processes alive).
+      await page.waitForFunction(() => document.querySelector('.tool.running [data-testid="tool-output"]')?.textContent?.includes('two sleepers started'), null, { timeout: 15_000 });
+      expect(toolTree(server.pid)).toHaveLength(3);
+      expect(await text(page, 'status')).toBe('running');
+      expect(await page.locator('.tool.running').count()).toBe(1);
+      await page.getByTestId('stop').click();
+      await waitForStatus(page, 'cancelled', 5000);
+      // What the command printed before the stop stays under the aborted call, said as such.
+      expect(await page.locator('.tool.aborted [data-testid="tool-output"]').textContent()).toBe('two sleepers started, 30 s\n');
+      expect(await page.locator('.tool.aborted .live-label').textContent()).toBe('output before the stop:');
+    } finally {
+      // A failure above must not leave the shell running under the next tests.
+      await server.post('/api/sessions/e2e-live-output/stop', {});
+      await eventually(() => toolTree(server.pid).length === 0, 10_000, 'the shell stopped');
+      await page.close();
+    }
   });
 
   it('shows a question with an answer box; the answer completes the turn', async () => {

@@ -33,8 +33,9 @@ export class ServerProcess {
    * hold thousands of connections.
    */
   static start(args: string[] = [], env: NodeJS.ProcessEnv = {}, fdLimit?: number): Promise<ServerProcess> {
-    // A ledger folder of its own unless the test brings one; removed once the server has exited.
-    const data = args.includes('--data') ? undefined : mkdtempSync(join(tmpdir(), 'fullstop-server-test-'));
+    // A ledger folder of its own unless the test brings one (or the history is in PostgreSQL);
+    // removed once the server has exited.
+    const data = args.includes('--data') || args.includes('--postgres') ? undefined : mkdtempSync(join(tmpdir(), 'fullstop-server-test-'));
     const argv = [MAIN, '--port', '0', ...(data === undefined ? [] : ['--data', data]), ...args];
     const child = fdLimit === undefined
       ? spawn(process.execPath, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -91,7 +92,7 @@ export class ServerProcess {
   }
 
   /** Follows a session's event stream. */
-  events(sessionId: string, lastEventId?: number): Promise<EventStream> {
+  events(sessionId: string, lastEventId?: number | string): Promise<EventStream> {
     return EventStream.open(new URL(`/api/sessions/${sessionId}/events`, this.url), lastEventId, this.authorization);
   }
 
@@ -103,7 +104,10 @@ export class ServerProcess {
 }
 
 export interface SseEvent {
+  /** The id as a number (the in-memory log's ids; NaN for a Redis stream id). */
   id: number;
+  /** The id as sent (a Redis stream id with `--postgres`). */
+  rawId: string;
   type: string;
   data: any;
 }
@@ -115,7 +119,7 @@ export class EventStream {
   #waiters: (() => void)[] = [];
   #ended = false;
 
-  static async open(url: URL, lastEventId?: number, headers: Record<string, string> = {}): Promise<EventStream> {
+  static async open(url: URL, lastEventId?: number | string, headers: Record<string, string> = {}): Promise<EventStream> {
     const stream = new EventStream();
     const res = await fetch(url, {
       headers: lastEventId === undefined ? headers : { ...headers, 'last-event-id': String(lastEventId) },
@@ -138,7 +142,7 @@ export class EventStream {
           buffer = buffer.slice(end + 2);
           const fields = Object.fromEntries(frame.split('\n').filter((l) => !l.startsWith(':') && l.includes(': '))
             .map((l) => [l.slice(0, l.indexOf(': ')), l.slice(l.indexOf(': ') + 2)]));
-          if (fields.event !== undefined) this.events.push({ id: Number(fields.id), type: fields.event, data: JSON.parse(fields.data) });
+          if (fields.event !== undefined) this.events.push({ id: Number(fields.id), rawId: fields.id, type: fields.event, data: JSON.parse(fields.data) });
         }
         this.#wake();
       }

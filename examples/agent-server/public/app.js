@@ -43,6 +43,9 @@ const token = (() => {
 const authHeaders = token ? { authorization: `Bearer ${token}` } : {};
 $('session').textContent = sessionId;
 
+/** Characters of a running command's output the page keeps under its call (the newest). */
+const LIVE_OUTPUT_CHARS = 20000;
+
 /** Per turn: its DOM container, the text span being streamed into, its tool rows and questions. */
 const turns = new Map();
 /** Turns whose end has been seen (a late 202 must not set `running` again). */
@@ -108,8 +111,22 @@ const handlers = {
     const started = performance.now();
     const state = row.querySelector('.state');
     const timer = setInterval(() => { state.textContent = `running ${((performance.now() - started) / 1000).toFixed(1)} s`; }, 100);
-    view.tools.set(callId, { row, timer, started });
+    view.tools.set(callId, { row, timer, started, live: null });
     view.root.append(row);
+  },
+  tool_progress({ turnId, callId, data }) {
+    // A running command's output, as it comes: shown under its call, kept after the call ends.
+    const tool = turnView(turnId).tools.get(callId);
+    if (!tool || !data || typeof data.text !== 'string') return;
+    if (!tool.live) {
+      tool.live = el('pre', 'live');
+      tool.live.dataset.testid = 'tool-output';
+      tool.row.append(tool.live);
+    }
+    const chunk = el('span', data.stream === 'stderr' ? 'stderr' : 'stdout', data.text);
+    tool.live.append(chunk);
+    // The newest output stays in view; the oldest goes past a bound (a build prints megabytes).
+    while (tool.live.textContent.length > LIVE_OUTPUT_CHARS && tool.live.childNodes.length > 1) tool.live.firstChild.remove();
   },
   tool_output({ turnId, callId, output, success }) {
     const tool = turnView(turnId).tools.get(callId);
@@ -153,6 +170,8 @@ function finishTool(tool, state, output) {
   clearInterval(tool.timer);
   tool.row.className = `tool ${state.split(' ')[0]}`;
   tool.row.querySelector('.state').textContent = state;
+  // What the command had printed stays; after a stop it is what the model is told remained.
+  if (tool.live && state.startsWith('aborted')) tool.live.before(el('span', 'live-label', 'output before the stop:'));
   if (output) tool.row.append(el('span', 'output', output.length > 300 ? `${output.slice(0, 300)}…` : output));
 }
 
@@ -251,6 +270,7 @@ $('stop').addEventListener('click', async () => {
   stopping.add(turnId);
   setStatus('cancelling');
   const answer = await post(`${api}/stop`, { turnId });
+  // `refused`: the server could not keep a stop for a turn that has not started (post() shows why).
   // A stop that failed, or found nothing to stop (the turn ended by itself meanwhile), leaves the
   // status to the turn's own events; a stop under way, or kept for a turn that has not started
   // yet (`pending`), keeps `cancelling` until turn_aborted.

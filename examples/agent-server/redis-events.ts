@@ -1,0 +1,228 @@
+/**
+ * The sessions' event streams through Redis Streams, so the page's stream works from any instance
+ * (no sticky sessions): each event is `XADD`ed to its session's stream (capped `MAXLEN ~`, expiring
+ * when the session is idle), then a `PUBLISH` on the session's channel wakes the instances whose
+ * clients follow it. Each client reads the stream itself from its own position (`XRANGE`), so it
+ * gets every event once and in order whichever instance wrote it; the SSE `id` is the stream
+ * entry's id, so a client reconnecting to another instance with `Last-Event-ID` resumes exactly
+ * where it was. A client is written to only while its socket drains (no backlog kept for it).
+ */
+import type { ServerResponse } from 'node:http';
+import { HttpError } from './http.js';
+import { MAX_LOG_BYTES, MAX_LOG_EVENTS, framed, type EventType, type SessionEvent } from './event-log.js';
+
+/** Entries a session's stream keeps (approximately: `MAXLEN ~`, trimmed by whole nodes). */
+export const STREAM_MAX_EVENTS = MAX_LOG_EVENTS;
+/** A session's stream expires this long after its last event. */
+export const STREAM_TTL_MS = 24 * 60 * 60 * 1000;
+/** Entries read per `XRANGE`. */
+const PAGE = 100;
+/** Bytes waiting unsent on a client's socket past which its reading waits for `drain`. */
+const HIGH_WATER_BYTES = 256 * 1024;
+/** A Redis Streams entry id (`<ms>-<seq>`; `<ms>` alone is read as `<ms>-0`). */
+const STREAM_ID = /^\d{1,20}(?:-\d{1,20})?$/;
+
+/** The node-redis calls used here (a client or a cluster client has them all). */
+export interface EventsRedis {
+  xAdd(key: string, id: string, message: Record<string, string>, options?: unknown): Promise<string>;
+  xRange(key: string, start: string, end: string, options?: { COUNT?: number }): Promise<{ id: string; message: Record<string, string> }[]>;
+  xRevRange(key: string, end: string, start: string, options?: { COUNT?: number }): Promise<{ id: string; message: Record<string, string> }[]>;
+  pExpire(key: string, ms: number): Promise<unknown>;
+  publish(channel: string, message: string): Promise<unknown>;
+  subscribe(channel: string, listener: (message: string) => void): Promise<unknown>;
+  unsubscribe(channel: string, listener: (message: string) => void): Promise<unknown>;
+}
+
+interface Client {
+  res: ServerResponse;
+  /** The id of the last entry written to it; `undefined`: not placed yet. */
+  cursor: string | undefined;
+  reading: boolean;
+  again: boolean;
+}
+
+interface Feed {
+  clients: Set<Client>;
+  wake: () => void;
+  /** Resolves once the channel is subscribed. */
+  subscribed: Promise<unknown>;
+}
+
+/** Every session's stream through Redis; see the file comment. */
+export class RedisEvents {
+  readonly #redis: EventsRedis;
+  readonly #subscriber: EventsRedis;
+  readonly #prefix: string;
+  readonly #feeds = new Map<string, Feed>();
+  #count = 0;
+  #failures = 0;
+
+  /**
+   * @param redis the server's client (commands); `subscriber` a connection of its own in
+   * subscribe mode; `prefix` the fleet's key prefix (the streams live beside its keys).
+   */
+  constructor(redis: EventsRedis, subscriber: EventsRedis, prefix: string) {
+    this.#redis = redis;
+    this.#subscriber = subscriber;
+    this.#prefix = prefix;
+  }
+
+  /** Clients connected now. */
+  get count(): number { return this.#count; }
+
+  /** Events Redis refused or could not take (the ledger still has them; the page misses them). */
+  get failures(): number { return this.#failures; }
+
+  /** The key of a session's stream (the session's hash tag, as the fleet's keys). */
+  key(sessionId: string): string {
+    return `${this.#prefix}:{${sessionId}}:events`;
+  }
+
+  #channel(sessionId: string): string {
+    return `${this.#prefix}:{${sessionId}}:events:new`;
+  }
+
+  /**
+   * Appends the event to the session's stream, then wakes its followers. One session's events
+   * are `XADD`ed in call order on one connection, so the stream's order is the order of the calls.
+   */
+  publish(sessionId: string, type: EventType, data: SessionEvent['data']): void {
+    const key = this.key(sessionId);
+    void this.#redis.xAdd(key, '*', { type, data: framed(data) }, { TRIM: { strategy: 'MAXLEN', strategyModifier: '~', threshold: STREAM_MAX_EVENTS } })
+      .then(() => Promise.all([this.#redis.pExpire(key, STREAM_TTL_MS), this.#redis.publish(this.#channel(sessionId), '')]))
+      .catch((error: unknown) => {
+        if (this.#failures++ === 0) console.error(`agent-server: events: Redis refused an event (${(error as Error)?.message}); the history keeps it`);
+      });
+  }
+
+  /** `Last-Event-ID` as a stream id; `undefined` when absent. Throws a 400 for anything else. */
+  static lastEventId(raw: string | string[] | undefined): string | undefined {
+    if (raw === undefined || raw === '') return undefined;
+    if (typeof raw !== 'string' || !STREAM_ID.test(raw)) {
+      throw new HttpError(400, `Last-Event-ID: expected an event id (a stream id such as 1700000000000-0), got ${JSON.stringify(String(raw).slice(0, 40))}`);
+    }
+    return raw;
+  }
+
+  /**
+   * Follows `sessionId` on `res` (its SSE headers sent): the events after `lastEventId`, or the
+   * newest ones (up to the in-memory log's bounds) when absent, then every new one.
+   */
+  async follow(sessionId: string, res: ServerResponse, lastEventId: string | undefined): Promise<void> {
+    const client: Client = { res, cursor: lastEventId, reading: false, again: false };
+    const feed = this.#feed(sessionId);
+    feed.clients.add(client);
+    this.#count++;
+    res.once('close', () => {
+      this.#count--;
+      feed.clients.delete(client);
+      if (feed.clients.size === 0 && this.#feeds.get(sessionId) === feed) {
+        this.#feeds.delete(sessionId);
+        void feed.subscribed.then(() => this.#subscriber.unsubscribe(this.#channel(sessionId), feed.wake)).catch(() => {});
+      }
+    });
+    // Subscribed before the first read: an event added after the read wakes the client.
+    try {
+      await feed.subscribed;
+      if (res.destroyed) return;
+      if (client.cursor === undefined) client.cursor = await this.#place(sessionId, res);
+    } catch (error) {
+      this.#fail(res, error);
+      return;
+    }
+    void this.#pump(sessionId, client);
+  }
+
+  /**
+   * A comment line to every client (keeps idle streams open through proxies), and every client
+   * reads again: a lost wake-up (the subscriber reconnected) costs at most one heartbeat.
+   */
+  ping(): void {
+    for (const feed of this.#feeds.values()) {
+      for (const client of feed.clients) if (!client.res.destroyed && client.res.writableLength < HIGH_WATER_BYTES) client.res.write(': ping\n\n');
+      feed.wake();
+    }
+  }
+
+  /** Ends every client's stream (shutdown). */
+  endAll(): void {
+    for (const feed of this.#feeds.values()) for (const client of feed.clients) client.res.end();
+  }
+
+  #feed(sessionId: string): Feed {
+    let feed = this.#feeds.get(sessionId);
+    if (feed === undefined) {
+      const clients = new Set<Client>();
+      const wake = () => { for (const client of clients) void this.#pump(sessionId, client); };
+      feed = { clients, wake, subscribed: this.#subscriber.subscribe(this.#channel(sessionId), wake) };
+      feed.subscribed.catch(() => {});
+      this.#feeds.set(sessionId, feed);
+    }
+    return feed;
+  }
+
+  /**
+   * A new client without `Last-Event-ID`: writes the newest events within the log's bounds and
+   * returns the id of the last one written (`0-0` for an empty stream).
+   */
+  async #place(sessionId: string, res: ServerResponse): Promise<string> {
+    const newest = await this.#redis.xRevRange(this.key(sessionId), '+', '-', { COUNT: STREAM_MAX_EVENTS });
+    const frames: string[] = [];
+    let bytes = 0;
+    for (const entry of newest) {
+      const frame = frameOf(entry);
+      bytes += Buffer.byteLength(frame);
+      if (bytes > MAX_LOG_BYTES && frames.length > 0) break;
+      frames.push(frame);
+    }
+    if (frames.length > 0) res.write(frames.reverse().join(''));
+    return newest[0]?.id ?? '0-0';
+  }
+
+  /** Writes the client what the stream has after its cursor, a page at a time, as its socket drains. */
+  async #pump(sessionId: string, client: Client): Promise<void> {
+    if (client.cursor === undefined) return; // still being placed: it reads right after
+    if (client.reading) {
+      client.again = true;
+      return;
+    }
+    client.reading = true;
+    try {
+      do {
+        client.again = false;
+        for (;;) {
+          const entries = await this.#redis.xRange(this.key(sessionId), `(${client.cursor}`, '+', { COUNT: PAGE });
+          if (client.res.destroyed) return;
+          if (entries.length === 0) break;
+          client.res.write(entries.map(frameOf).join(''));
+          client.cursor = entries.at(-1)!.id;
+          if (client.res.writableLength > HIGH_WATER_BYTES) await drained(client.res);
+          if (entries.length < PAGE) break;
+        }
+      } while (client.again && !client.res.destroyed);
+    } catch (error) {
+      this.#fail(client.res, error);
+    } finally {
+      client.reading = false;
+    }
+  }
+
+  /** Redis failed under a client: its stream ends, and the page reconnects with its `Last-Event-ID`. */
+  #fail(res: ServerResponse, error: unknown): void {
+    if (this.#failures++ === 0) console.error(`agent-server: events: Redis read failed (${(error as Error)?.message}); the client reconnects`);
+    res.destroy();
+  }
+}
+
+/** A stream entry as its SSE frame. */
+function frameOf(entry: { id: string; message: Record<string, string> }): string {
+  return `id: ${entry.id}\nevent: ${entry.message.type}\ndata: ${entry.message.data}\n\n`;
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => { res.off('drain', done); res.off('close', done); resolve(); };
+    res.once('drain', done);
+    res.once('close', done);
+  });
+}

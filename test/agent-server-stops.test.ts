@@ -1,0 +1,113 @@
+/**
+ * Stops kept for turns that have not started, through the example server (with a token), as a
+ * hostile client would send them: one client's flood of stops for made-up turn ids of other
+ * sessions must not erase another user's pending Stop, and the answer says when a stop could
+ * not be kept.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Agent, request } from 'node:http';
+import { liveDescendants } from './support/leaks.js';
+import { ServerProcess } from './e2e/server-process.js';
+
+const TOKEN = 'stops-test-token-0123456789';
+let server: ServerProcess;
+
+beforeAll(async () => { server = await ServerProcess.start(['--token', TOKEN]); });
+afterAll(async () => {
+  const { code } = await server.terminate();
+  expect(code, server.output).toBe(0);
+  expect(liveDescendants()).toEqual([]);
+});
+
+/** POSTs a JSON body from the local address `from` (each 127.x address is a client of its own). */
+function postFrom(agent: Agent, path: string, body: unknown): Promise<{ status: number; body: any }> {
+  const url = new URL(path, server.url);
+  const text = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request({ agent, host: url.hostname, port: url.port, path: url.pathname, method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }, (res) => {
+      let data = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => { data += chunk; });
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(data) }));
+    });
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
+describe('stops kept for turns that have not started', () => {
+  it("one client's 10,001 stops for made-up turns of other sessions leave another user's pending Stop in force", async () => {
+    const user = new Agent({ keepAlive: true, localAddress: '127.0.0.1' });
+    const flooder = new Agent({ keepAlive: true, maxSockets: 16, localAddress: '127.0.0.2' });
+    try {
+      // The user pressed Stop before their Send reached the server: the stop is kept.
+      const turnId = 'turn-user-kept-stop';
+      expect(await postFrom(user, '/api/sessions/user-session/stop', { turnId })).toEqual({
+        status: 200, body: { outcome: 'pending', sessionId: 'user-session', turnId, expiresAt: expect.any(Number) },
+      });
+
+      // Another client sends 10,001 stops for made-up turn ids, each for a session of its own:
+      // more than the runner's whole book held before (10,000, the oldest dropped).
+      const answers = new Map<string, number>();
+      let next = 0;
+      const FLOOD = 10_001;
+      await Promise.all(Array.from({ length: 16 }, async () => {
+        while (next < FLOOD) {
+          const i = next++;
+          const { status, body } = await postFrom(flooder, `/api/sessions/flood-${i}/stop`, { turnId: `turn-made-up-${i}` });
+          const key = `${status} ${body.outcome}`;
+          answers.set(key, (answers.get(key) ?? 0) + 1);
+          if (status === 429) expect(body.error).toMatch(/^stop: not kept: this client has 100 stops waiting/);
+        }
+      }));
+
+      // The user's Send lands: the turn starts cancelled, running nothing.
+      const sent = await postFrom(user, '/api/sessions/user-session/turns', { prompt: 'shell', turnId });
+      expect(sent.status).toBe(202);
+      const events = await server.events('user-session');
+      try {
+        const end = await events.next('turn_started', (e) => e.data.turnId === turnId, 10_000)
+          .then(() => events.next('turn_aborted', (e) => e.data.turnId === turnId, 10_000));
+        expect(end.data.report).toMatchObject({ reason: 'cancel.user' });
+        expect(events.types()).not.toContain('tool_call');
+      } finally {
+        events.close();
+      }
+      // The flood was kept up to the client's bound, then refused: said in the answer, not dropped silently.
+      expect(Object.fromEntries(answers)).toEqual({ '200 pending': 100, '429 refused': FLOOD - 100 });
+      // The user's own client still has room: its stops are its own.
+      expect(await postFrom(user, '/api/sessions/user-session-2/stop', { turnId: 'turn-user-2' })).toMatchObject({ status: 200, body: { outcome: 'pending' } });
+    } finally {
+      user.destroy();
+      flooder.destroy();
+    }
+  });
+
+  it("a session's book is bounded too: past 100 kept stops the answer is refused (session_full), and nothing kept is dropped", async () => {
+    // Two clients, 60 stops each, for made-up turns of one session.
+    const clients = ['127.0.0.3', '127.0.0.4'].map((localAddress) => new Agent({ keepAlive: true, localAddress }));
+    try {
+      const answers: { status: number; body: any }[] = [];
+      for (let i = 0; i < 120; i++) answers.push(await postFrom(clients[i % 2], '/api/sessions/one-session/stop', { turnId: `turn-guess-${i}` }));
+      expect(answers.slice(0, 100).every((a) => a.status === 200 && a.body.outcome === 'pending')).toBe(true);
+      for (const answer of answers.slice(100)) {
+        expect(answer.status).toBe(429);
+        expect(answer.body).toMatchObject({ outcome: 'refused', sessionId: 'one-session', why: 'session_full', error: expect.stringMatching(/^stop: not kept \(session_full\)/) });
+      }
+      // The first kept stop is still in force: its turn starts cancelled.
+      expect((await postFrom(clients[0], '/api/sessions/one-session/turns', { prompt: 'shell', turnId: 'turn-guess-0' })).status).toBe(202);
+      const events = await server.events('one-session');
+      try {
+        await events.next('turn_aborted', (e) => e.data.turnId === 'turn-guess-0', 10_000);
+        expect(events.types()).not.toContain('tool_call');
+      } finally {
+        events.close();
+      }
+      // Nothing runs in the session now: a stop without a turn id says so.
+      expect(await postFrom(clients[1], '/api/sessions/one-session/stop', {})).toEqual({ status: 200, body: { outcome: 'not_found', sessionId: 'one-session' } });
+    } finally {
+      for (const client of clients) client.destroy();
+    }
+  });
+});
