@@ -5,7 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { FleetReasons } from '../constants.js';
-import { checkFunction, checkId, describe, SessionBusyError, TurnIdUsedError } from '../errors.js';
+import { checkFunction, checkId, SessionBusyError, TurnIdUsedError } from '../errors.js';
+import { isTerminalStatus } from '../ledger/entry.js';
 import type { Turn } from '../turn/active-turn.js';
 import type { StopReport } from '../turn/report.js';
 import type { AnswerReply, FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
@@ -23,9 +24,6 @@ import { reportToJson } from './report-wire.js';
 import { TurnRecords, type RecordedStop } from './records.js';
 import { StopRequests } from './requests.js';
 import { Sweep } from './sweep.js';
-
-const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
-const isTerminal = (status: string | undefined) => status !== undefined && TERMINAL.has(status);
 
 /**
  * One instance's membership of the fleet. Turns started with `fleet.run` are registered in Redis,
@@ -182,7 +180,7 @@ export class Fleet {
       throw new FleetUnavailableError(`Fleet.run: registering the turn in Redis failed (${cause instanceof Error ? cause.message : String(cause)})`, { cause });
     }
     // A refused registration drops the index entry it sent, unless it is a live turn's own.
-    if (reply.kind === 'busy' || (reply.kind === 'exists' && isTerminal(reply.status))) this.#records.unindex(owned.sessionId, owned.turnId).catch(() => {});
+    if (reply.kind === 'busy' || (reply.kind === 'exists' && isTerminalStatus(reply.status))) this.#records.unindex(owned.sessionId, owned.turnId).catch(() => {});
     if (reply.kind === 'exists') throw new TurnIdUsedError(`Fleet.run: turn ${JSON.stringify(owned.turnId)} is already recorded for session ${JSON.stringify(owned.sessionId)}; a turn id is used once`, owned.turnId);
     if (reply.kind === 'busy') {
       throw new FleetTurnRefusedError(`Fleet.run: session ${JSON.stringify(owned.sessionId)} already runs turn ${JSON.stringify(reply.turnId)} on node ${JSON.stringify(reply.node)}; stop it first`, owned.sessionId);
