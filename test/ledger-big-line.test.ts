@@ -3,32 +3,24 @@
  * event loop turns while it is written; a stop's intent appended meanwhile follows it in the file
  * and is durable once both are (docs/ledger.md, "Group commit").
  */
-import fs, { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import fs, { readFileSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { Ledger } from '../dist/src/index.js';
+import { fileHandlePrototype } from './support/file-handle.js';
+import { file, openLedger, useLedgerScratch } from './support/ledger-scratch.js';
 
-let dir: string;
+useLedgerScratch('fullstop-ledger-big-');
 let ledger: Ledger;
 
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-ledger-big-'));
-  ledger = await Ledger.open(join(dir, 'history.jsonl'), { closeWaitMs: 0 });
+  ledger = await openLedger(file, { closeWaitMs: 0 });
 });
 
 afterEach(async () => {
-  vi.restoreAllMocks();
+  vi.restoreAllMocks(); // the close writes through the real methods, not the test's spies
   await ledger.close();
-  rmSync(dir, { recursive: true, force: true });
 });
-
-async function fileHandlePrototype(): Promise<FileHandle> {
-  const handle = await open(join(dir, 'probe'), 'w');
-  await handle.close();
-  return Object.getPrototypeOf(handle) as FileHandle;
-}
 
 it('writes a 16 MB line in slices, the event loop turning between them, and a stop intent appended meanwhile lands after it, durable', async () => {
   const sizes: number[] = [];
@@ -61,7 +53,7 @@ it('writes a 16 MB line in slices, the event loop turning between them, and a st
   // … and the loop turned while the line was being written.
   expect(ticksAt.at(-1)! - ticksAt[0]!).toBeGreaterThan(2);
   // The file holds A's line whole, then B's intent, both durable.
-  const lines = readFileSync(join(dir, 'history.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
   expect(lines.map((e) => [e.seq, e.sessionId, e.type])).toEqual([[1, 'A', 'say'], [2, 'B', 'status']]);
   expect(lines[0].text).toBe(text);
   expect(ledger.durableSeq).toBe(2);

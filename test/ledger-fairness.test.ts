@@ -4,37 +4,27 @@
  * appends it answered go on; those appends are released a slice per turn of the event loop; a
  * stopping turn's lines are released as soon as they are written, after that turn's earlier lines.
  */
-import fs, { mkdtempSync, rmSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import fs from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { Ledger } from '../dist/src/index.js';
-
+import { fileHandlePrototype } from './support/file-handle.js';
+import { file, openLedger, useLedgerScratch } from './support/ledger-scratch.js';
 
 const SESSIONS = 200;
 
-let dir: string;
+useLedgerScratch('fullstop-ledger-fairness-');
 let ledger: Ledger;
 
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-ledger-fairness-'));
   // The stopped turn's cancelling is never followed by its end here: close does not wait for it.
-  ledger = await Ledger.open(join(dir, 'history.jsonl'), { closeWaitMs: 0 });
+  ledger = await openLedger(file, { closeWaitMs: 0 });
 });
 
 afterEach(async () => {
-  vi.restoreAllMocks();
+  vi.restoreAllMocks(); // the close writes through the real methods, not the test's spies
   await ledger.close();
-  rmSync(dir, { recursive: true, force: true });
 });
-
-/** The prototype every FileHandle shares, so a spy on it sees the Ledger's private handle. */
-async function fileHandlePrototype(): Promise<FileHandle> {
-  const handle = await open(join(dir, 'probe'), 'w');
-  await handle.close();
-  return Object.getPrototypeOf(handle) as FileHandle;
-}
 
 it(`a stop's flush syncs before ${SESSIONS} other sessions' appends go on, which go on a slice per turn of the loop`, async () => {
   // The stopped turn started earlier; its line is still waiting with the others when the stop writes.
