@@ -40,7 +40,7 @@ interface Waiter {
 export type Rotate = (old: FileHandle) => Promise<FileHandle>;
 
 /** The most characters written by one `write` of a long line, and by the synchronous write of a sync (below which a sync writes the queue itself). */
-export const WRITE_SLICE = 1024 * 1024;
+const WRITE_SLICE = 1024 * 1024;
 
 /** A queued line, its seq and turn, and the `append()` promise waiting for it. */
 interface PendingLine extends Waiter {
