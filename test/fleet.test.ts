@@ -37,6 +37,23 @@ function held(): { body: (turn: Turn) => Promise<string>; started: Promise<Turn>
   };
 }
 
+/**
+ * `redis` with no reply ever given to a command on a key of a session in `cut` (`P:{sessionId}:…`):
+ * a partition of that session's keys alone, as a cluster shard with no master is to its client.
+ */
+function withheld(redis: Client, cut: ReadonlySet<string>): Client {
+  const isCut = (args: readonly string[]) => args.some((arg) => [...cut].some((s) => arg.includes(`:{${s}}:`)));
+  return new Proxy(redis, {
+    get(target, name) {
+      if (name === 'sendCommand') {
+        return (args: string[], options?: unknown) => (isCut(args) ? new Promise(() => {}) : (target.sendCommand as (...a: unknown[]) => Promise<unknown>)(args, options));
+      }
+      const value: unknown = Reflect.get(target, name, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
 describe.skipIf(!up)('fleet on one Redis', () => {
   let prefix: string;
   let raw: Client;
@@ -249,6 +266,37 @@ describe.skipIf(!up)('fleet on one Redis', () => {
     proxy.pass();
     await new Promise<void>((resolve) => { const t = setInterval(() => { if (a.redis.isReady) { clearInterval(t); resolve(); } }, 10); });
     expect(await b.fleet.turn('s1')).toMatchObject({ status: 'interrupted', reason: 'lease.expired' });
+  });
+
+  it('a turn whose renewals go unanswered loses its lease alone: the owner\'s other turn keeps renewing through it and stays stoppable', async () => {
+    const leaseMs = 1200;
+    // The replies for one session's keys withheld (as from a shard whose master died): its
+    // renewals hang until their lease would end, while the other session's are answered.
+    const cut = new Set<string>();
+    const redis = withheld(await client(), cut);
+    clients.push(redis);
+    const registry = new TurnRegistry();
+    registries.push(registry);
+    const a = await Fleet.start({ redis, runner: new TurnRunner({ registry }), nodeId: `A-${prefix}`, prefix, leaseMs, renewMs: 200, commandTimeoutMs: 500 });
+    fleets.push(a);
+    const b = await instance('B', { leaseMs, sweepMs: 100 });
+    const [lost, kept] = [held(), held()];
+    const lostRun = a.run('lost', lost.body, { turnId: 't-lost' });
+    const keptRun = a.run('kept', kept.body, { turnId: 't-kept' });
+    const keptTurn = (await Promise.all([lost.started, kept.started]))[1];
+    cut.add('lost');
+    const cutAt = performance.now();
+    expect(await lostRun).toMatchObject({ status: 'cancelled', report: { reason: 'lease.lost' } });
+    expect(performance.now() - cutAt).toBeLessThan(leaseMs + 1000);
+    // Renewed past the lease it had when the other turn was fenced: it never lost its own.
+    const leaseThen = (await b.fleet.turn('kept'))!.leaseUntil;
+    await eventually(async () => (await b.fleet.turn('kept'))!.leaseUntil > leaseThen + leaseMs, 5000, 'the kept turn to renew through a whole lease');
+    expect(keptTurn.signal.aborted).toBe(false);
+    expect(await b.fleet.turn('kept')).toMatchObject({ status: 'running', node: a.nodeId, stopRequested: false });
+    expect(await b.fleet.stop('kept', { timeoutMs: 5000 })).toMatchObject({ outcome: 'stopped', turnId: 't-kept' });
+    expect(await keptRun).toMatchObject({ status: 'cancelled', report: { reason: 'cancel.user' } });
+    // The cut-off turn's record is left to the sweep, which marks it interrupted (and drops its lease).
+    await eventually(async () => { await b.fleet.sweep(); return (await b.fleet.turn('lost'))?.status === 'interrupted'; }, 5000, 'the sweep');
   });
 
   it('leaves nothing after close(): no subscriber, no timer, no lease, only finished records that expire', async () => {

@@ -19,7 +19,7 @@ import type { TurnRunner } from '../turn/runner.js';
 import type { FleetRedisClient } from './client.js';
 import { leaseMember } from './keys.js';
 import type { StopMessage } from './messages.js';
-import type { TurnRecords } from './records.js';
+import type { RenewReply, TurnRecords } from './records.js';
 
 /** A claim's key (rule 0): the lease index's member, one per (session, turn id). */
 const turnKey = leaseMember;
@@ -154,8 +154,11 @@ export class Leases {
   /**
    * Renew every owned lease (one script each, sent in one go); a reply with a pending stop applies
    * it (the lost wake-up path); a `lost` reply fences the turn. A renewal refused by a slot
-   * migration is retried until its lease would end (`runScript`); meanwhile that turn is skipped by
-   * the next rounds, the others are not.
+   * migration, or unanswered (its shard failing over), is waited for until its lease would end
+   * (`runScript`); meanwhile that turn is skipped by the next rounds, the others are not. So each
+   * turn's reply is applied as it arrives: a turn on a healthy shard is never held up by another
+   * shard's renewal of the same round (it would then lose its lease with it). The round's index
+   * write waits for all, and skips a turn a later round has renewed since (the index is a hint).
    */
   async renew(): Promise<void> {
     const { redis, records, leaseMs, renewMs } = this.#ctx;
@@ -163,27 +166,32 @@ export class Leases {
     const due = [...this.#owned.values()].filter((o) => o.epoch !== undefined && !o.ending && !o.fenced && !o.renewing);
     if (due.length === 0) return;
     const sentAt = performance.now();
-    for (const owned of due) owned.renewing = true;
-    try {
-      const replies = await Promise.allSettled(due.map((o) => records.renew(o.sessionId, o.turnId, o.epoch!, Math.max(renewMs, o.confirmedUntil - sentAt))));
-      const index: Array<[string, string, string]> = [];
-      due.forEach((owned, i) => {
-        const r = replies[i]!;
-        if (r.status === 'rejected' || owned.ending) return;
-        const reply = r.value;
-        if (reply.kind === 'ok') {
-          owned.confirmedUntil = sentAt + leaseMs;
-          index.push([reply.leaseUntil, owned.sessionId, owned.turnId]);
-          if (reply.stop !== undefined && owned.running) this.#stopLocal(owned, reply.stop.reason, reply.stop.graceMs);
-        } else {
-          owned.confirmedUntil = -Infinity;
-        }
-      });
-      if (index.length > 0) records.index(index).catch(() => { /* a hint; the next renewal writes it again */ });
-    } finally {
-      for (const owned of due) owned.renewing = false;
-      this.#fence();
-    }
+    const renewed: Array<[leaseUntil: string, owned: OwnedTurn]> = [];
+    await Promise.all(due.map(async (owned) => {
+      owned.renewing = true;
+      let reply: RenewReply | undefined;
+      try {
+        reply = await records.renew(owned.sessionId, owned.turnId, owned.epoch!, Math.max(renewMs, owned.confirmedUntil - sentAt));
+      } catch {
+        // No reply: the lease is not pushed, and the fence stops the turn when it runs out.
+      } finally {
+        owned.renewing = false;
+      }
+      if (reply === undefined || owned.ending) return;
+      if (reply.kind === 'ok') {
+        owned.confirmedUntil = sentAt + leaseMs;
+        renewed.push([reply.leaseUntil, owned]);
+        if (reply.stop !== undefined && owned.running) this.#stopLocal(owned, reply.stop.reason, reply.stop.graceMs);
+      } else {
+        owned.confirmedUntil = -Infinity;
+        this.#fence();
+      }
+    }));
+    // A turn renewed again by a later round already has a newer deadline in the index.
+    const index = renewed.filter(([, o]) => o.confirmedUntil === sentAt + leaseMs && !o.ending)
+      .map(([leaseUntil, o]): [string, string, string] => [leaseUntil, o.sessionId, o.turnId]);
+    if (index.length > 0) records.index(index).catch(() => { /* a hint; the next renewal writes it again */ });
+    this.#fence();
   }
 
   close(): void {
