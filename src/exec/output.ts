@@ -24,7 +24,7 @@ import { constants } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { LISTENER_WARNING } from '../constants.js';
-import { omittedLine } from '../base/head-tail.js';
+import { isHighSurrogate, omittedLine, tailChars, utf8Bytes } from '../base/head-tail.js';
 import { renderSafely } from '../base/render.js';
 
 /** What `onOutput` receives: the stream and the text that arrived on it, never a split character. */
@@ -113,11 +113,10 @@ export class Output {
       let piece = this.#pieces[i]!;
       if (i === this.#first && excess > 0) {
         // Only this piece is cut, and it is small: reading its characters copies little.
-        piece = piece.slice(excess);
-        if (isLowSurrogate(piece.charCodeAt(0))) piece = piece.slice(1);
+        piece = tailChars(piece.slice(excess));
       }
       tail += piece;
-      tailBytes += Buffer.byteLength(piece);
+      tailBytes += utf8Bytes(piece);
     }
     const omittedBytes = Math.max(0, this.#bytes - this.#headBytes - tailBytes);
     // The same shape as the runner's bounded outputs and toModelMessages' partials: `head\n… N …\ntail`.
@@ -158,7 +157,7 @@ export class Output {
     if (piece === '') return;
     this.#head += piece;
     this.#headLength += piece.length;
-    this.#headBytes += Buffer.byteLength(piece);
+    this.#headBytes += utf8Bytes(piece);
   }
 
   #addToTail(piece: string): void {
@@ -203,12 +202,4 @@ export class Output {
       // Reporting must not become the failure it reports.
     }
   }
-}
-
-function isHighSurrogate(code: number): boolean {
-  return code >= 0xd800 && code <= 0xdbff;
-}
-
-function isLowSurrogate(code: number): boolean {
-  return code >= 0xdc00 && code <= 0xdfff;
 }
