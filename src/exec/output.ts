@@ -23,9 +23,9 @@
 import { constants } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { LISTENER_WARNING } from '../constants.js';
 import { isHighSurrogate, omittedLine, tailChars, utf8Bytes } from '../base/head-tail.js';
 import { renderSafely } from '../base/render.js';
+import { callGuarded, warnCallbackFailed } from '../base/user-callback.js';
 
 /** What `onOutput` receives: the stream and the text that arrived on it, never a split character. */
 export interface OutputChunk {
@@ -178,28 +178,13 @@ export class Output {
   }
 
   #emit(text: string): void {
-    let returned: unknown;
-    try {
-      returned = this.#onOutput!({ stream: this.#name, text });
-    } catch (error) {
-      this.#warn(error);
-      return;
-    }
-    // An async callback's rejection is reported the same way, not left unhandled.
-    if (returned !== null && typeof (returned as { then?: unknown } | undefined)?.then === 'function') {
-      (returned as PromiseLike<unknown>).then(undefined, (error: unknown) => this.#warn(error));
-    }
+    callGuarded(() => this.#onOutput!({ stream: this.#name, text }), (error) => this.#warn(error));
   }
 
   #warn(error: unknown): void {
     if (this.#warned) return;
     this.#warned = true;
-    try {
-      process.emitWarning(`exec: options.onOutput threw on ${this.#name}: ${renderSafely(error)}; the command went on, and later throws of this call are not reported`, {
-        type: LISTENER_WARNING, code: 'FULLSTOP_ON_OUTPUT_THREW',
-      });
-    } catch {
-      // Reporting must not become the failure it reports.
-    }
+    warnCallbackFailed(`exec: options.onOutput threw on ${this.#name}: ${renderSafely(error)}; the command went on, and later throws of this call are not reported`,
+      'FULLSTOP_ON_OUTPUT_THREW');
   }
 }
