@@ -41,3 +41,20 @@ export async function openLedger(path = file, options?: LedgerOpenOptions): Prom
   opened.push(ledger);
   return ledger;
 }
+
+/**
+ * With `useLedgerScratch`: one Ledger at `file` for each test, opened with `options` before it.
+ * After it the test's spies are restored first (the close writes through the real methods), then
+ * the ledger is closed, and a close that fails fails the test. Read `.ledger` inside a test.
+ */
+export function useLedgerEachTest(options?: LedgerOpenOptions): { readonly ledger: Ledger } {
+  const current = {} as { ledger: Ledger };
+  beforeEach(async () => {
+    current.ledger = await openLedger(file, options);
+  });
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await current.ledger.close();
+  });
+  return current;
+}
