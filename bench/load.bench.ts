@@ -6,35 +6,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
-import { CancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type StopReport, type Turn, type TurnOutcome } from '../src/index.js';
+import { Ledger, TurnPool, TurnRegistry, TurnRunner, type StopReport, type TurnOutcome } from '../src/index.js';
 import { TASKS } from './handshake.js';
 import { assertNothingLive, compare, median, samplePairs, suiteOf, summarize } from './harness.js';
+import { countdown, waitingTurn } from './turns.js';
 
 const STORM = 1000;
 const LOAD_SESSIONS = 200;
 const SAY_EVERY = 8; // a background turn says something after every 8th tool call
 const GRACE_MS = 5000; // far above any cooperative settle: no sample times out into a hard stop
-
-/** A tool that waits for the turn's signal, as a model stream does, and rejects once it aborts. */
-const untilStopped = (signal: AbortSignal) => new Promise((_, reject) => {
-  const onAbort = () => reject(new CancelledError('stream aborted', { reason: signal.reason }));
-  if (signal.aborted) onAbort();
-  else signal.addEventListener('abort', onAbort, { once: true });
-});
-
-/** A turn waiting in a tool for its stop; `running()` once the tool's fn runs (its `tool_call` is written by then). */
-const waitingTurn = (running: () => void) => (turn: Turn) => turn.tool('stream', { model: 'bench' }, () => {
-  running();
-  return untilStopped(turn.signal);
-});
-
-/** Resolves once `n` calls of the returned function were made. */
-function countdown(n: number): { tick: () => void; done: Promise<void> } {
-  let left = n;
-  let resolve!: () => void;
-  const done = new Promise<void>((r) => { resolve = r; });
-  return { tick: () => { if (--left === 0) resolve(); }, done };
-}
 
 type StormSample = { ms: number; syncs: number; loopDelayMaxMs: number; cpuBlockMaxMs: number };
 
@@ -61,7 +41,7 @@ function blockProbe(): { stop: () => number } {
 async function storm(runner: TurnRunner, ledger: Ledger | undefined, tag: string): Promise<StormSample> {
   const sessions = Array.from({ length: STORM }, (_, i) => `${tag}-${i}`);
   const running = countdown(STORM);
-  const outcomes: Promise<TurnOutcome<unknown>>[] = sessions.map((s) => runner.run(s, waitingTurn(running.tick)));
+  const outcomes: Promise<TurnOutcome<unknown>>[] = sessions.map((s) => runner.run(s, waitingTurn('stream', running.tick)));
   await running.done;
   await ledger?.flush(); // the turns' starts on disk first: the storm's syncs are the stops' own
   const loop = monitorEventLoopDelay({ resolution: 1 });
@@ -97,7 +77,7 @@ type Phases = ReturnType<typeof phasesOf>;
 /** One stop of a waiting turn in session `measured`: request → its `turn_aborted`, ms, and its phases. */
 async function oneStop(runner: TurnRunner, phases: Phases[] = []): Promise<number> {
   const running = countdown(1);
-  const outcome = runner.run('measured', waitingTurn(running.tick));
+  const outcome = runner.run('measured', waitingTurn('stream', running.tick));
   await running.done;
   await delay(1);
   let heardAt = Number.NaN;

@@ -8,32 +8,13 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { CancelledError, Ledger, TurnRegistry, TurnRunner, type LedgerStore, type Turn, type TurnOutcome } from '../src/index.js';
+import { Ledger, TurnRegistry, TurnRunner, type LedgerStore, type TurnOutcome } from '../src/index.js';
 import { PgLedger } from '../src/ledger/postgres/index.js';
 import { assertNothingLive, compare, median, samplePairs, suiteOf, type SuiteContext } from './harness.js';
+import { countdown, untilStopped, waitingTurn } from './turns.js';
 
 const GRACE_MS = 5000; // far above any cooperative settle: no sample times out into a hard stop
 const STORM = 1000;
-
-/** A model stream: rejects once `signal` aborts (the turn's tool, and the floor's peer of it). */
-const llmStream = (signal: AbortSignal) => new Promise((_, reject) => {
-  const onAbort = () => reject(new CancelledError('stream aborted', { reason: signal.reason }));
-  if (signal.aborted) onAbort();
-  else signal.addEventListener('abort', onAbort, { once: true });
-});
-
-/** A turn waiting in its tool for the stop; `running()` once the tool runs (its `tool_call` committed by then). */
-const waitingTurn = (running: () => void) => (turn: Turn) => turn.tool('llm', { model: 'bench' }, () => {
-  running();
-  return llmStream(turn.signal);
-});
-
-function countdown(n: number): { tick: () => void; done: Promise<void> } {
-  let left = n;
-  let resolve!: () => void;
-  const done = new Promise<void>((r) => { resolve = r; });
-  return { tick: () => { if (--left === 0) resolve(); }, done };
-}
 
 /** A pool and a fresh schema for `fn`, dropped after; no rows (a note) when PostgreSQL does not answer. */
 async function withDatabase<T>(ctx: SuiteContext, id: string, fn: (pool: pg.Pool, schema: string) => Promise<T[]>): Promise<T[]> {
@@ -58,7 +39,7 @@ async function withDatabase<T>(ctx: SuiteContext, id: string, fn: (pool: pg.Pool
 /** One stop of a waiting turn: request → its `turn_aborted`, ms. */
 async function oneStop(runner: TurnRunner, ledger: PgLedger, turnId: string, transactions: number[]): Promise<number> {
   const running = countdown(1);
-  const outcome = runner.run('measured', waitingTurn(running.tick), { turnId });
+  const outcome = runner.run('measured', waitingTurn('llm', running.tick), { turnId });
   await running.done;
   let heardAt = Number.NaN;
   runner.once('turn_aborted', () => { heardAt = performance.now(); });
@@ -75,7 +56,7 @@ async function oneStop(runner: TurnRunner, ledger: PgLedger, turnId: string, tra
 /** The ordered floor, raw `pg` on the same pool: the intent INSERT committed, the signal and its unwinding, the history's INSERT committed. */
 async function orderedFloor(pool: pg.Pool, table: string, n: number): Promise<number> {
   const controller = new AbortController();
-  const unwound = Promise.allSettled([llmStream(controller.signal)]);
+  const unwound = Promise.allSettled([untilStopped(controller.signal)]);
   const row = (type: string, extra: object) => JSON.stringify({ at: Date.now(), sessionId: 'floor', turnId: `floor-${n}`, type, ...extra });
   const t0 = performance.now();
   await pool.query(`INSERT INTO ${table} (body) VALUES ($1::json)`, [row('status', { status: 'cancelling', reason: 'cancel.user' })]);
@@ -93,7 +74,7 @@ type StormSample = { ms: number; transactions: number };
 async function storm(runner: TurnRunner, ledger: LedgerStore | undefined, tag: string): Promise<StormSample> {
   const sessions = Array.from({ length: STORM }, (_, i) => `${tag}-${i}`);
   const running = countdown(STORM);
-  const outcomes: Promise<TurnOutcome<unknown>>[] = sessions.map((s) => runner.run(s, waitingTurn(running.tick)));
+  const outcomes: Promise<TurnOutcome<unknown>>[] = sessions.map((s) => runner.run(s, waitingTurn('llm', running.tick)));
   await running.done;
   await ledger?.flush();
   const before = ledger instanceof PgLedger ? ledger.transactions : 0;

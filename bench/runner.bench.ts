@@ -5,10 +5,11 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { CancelledError, Ledger, TurnPool, TurnRegistry, TurnRunner, type StopReport, type Turn } from '../src/index.js';
+import { Ledger, TurnPool, TurnRegistry, TurnRunner, type StopReport, type Turn } from '../src/index.js';
 import { fdatasyncFd } from '../src/ledger/file.js';
 import { flagCells, GO, RawWorker, settle, started, TASKS } from './handshake.js';
 import { assertNothingLive, compare, median, samplePairs, suiteOf } from './harness.js';
+import { untilStopped } from './turns.js';
 
 const GRACE_MS = 1000; // far above any cooperative settle, so a sample never times out into a hard stop
 const STREAM_EVERY_MS = 10; // well above the settle pause, so no chunk's write collides with the intent's
@@ -23,17 +24,10 @@ const phasesOf = (r: StopReport) => ({ signal: r.signalledAt, settle: r.settledA
 type Phase = keyof ReturnType<typeof phasesOf>;
 type Floor = Record<'total' | 'signal' | 'settle' | 'history' | 'flush', number>;
 
-/** A model stream that rejects with an error of its own once `signal` aborts: the turn's tool, and the floor's peer of it. */
-const llmStream = (signal: AbortSignal) => new Promise((_, reject) => {
-  const onAbort = () => reject(new CancelledError('llm stream aborted', { reason: signal.reason }));
-  if (signal.aborted) onAbort();
-  else signal.addEventListener('abort', onAbort, { once: true });
-});
-
 /** The turn's body: a pool task blocked in `sleep()`, a tool awaiting `turn.signal`, a say stream (`spoken` after two chunks). */
 function body(turn: Turn, pool: TurnPool, flags: Int32Array, spoken: () => void) {
   const compute = turn.tool('compute', { n: 1_000_000 }, (token) => pool.run({ flags }, { token, name: 'sleepsUntilStopped' }));
-  const llm = turn.tool('llm', { model: 'bench', stream: true }, () => llmStream(turn.signal));
+  const llm = turn.tool('llm', { model: 'bench', stream: true }, () => untilStopped(turn.signal));
   const stream = (async () => {
     try {
       for (let chunks = 0; ; await delay(STREAM_EVERY_MS, undefined, { signal: turn.signal })) {
@@ -92,7 +86,7 @@ async function orderedFloor(file: FileHandle, raw: RawWorker, bytes: TurnBytes):
     await settle();
     // The body's main-thread awaits (the model stream, the say stream's delay) on a bare AbortController: user code, so both sides run it.
     const controller = new AbortController();
-    const unwound = Promise.allSettled([llmStream(controller.signal), delay(STREAM_EVERY_MS, undefined, { signal: controller.signal })]);
+    const unwound = Promise.allSettled([untilStopped(controller.signal), delay(STREAM_EVERY_MS, undefined, { signal: controller.signal })]);
     const t0 = performance.now();
     appendNow(file, bytes.intent);
     await fdatasyncFd(file.fd);

@@ -66,6 +66,12 @@ export const DEFAULT_PG_INTENT_TIMEOUT_MS = 1_000;
 export const LISTENER_WARNING = 'FullstopListenerWarning';
 
 /**
+ * The `type` of the warning a fleet sweep raises when closing a dead owner's turn in the shared
+ * history (`closeAbandonedTurn`) fails (`process.on('warning')`). The sweep goes on.
+ */
+export const SWEEP_LEDGER_WARNING = 'FullstopFleetSweepWarning';
+
+/**
  * The longest line a ledger holds, in bytes (128 MiB): an append whose line is longer is refused
  * with a RangeError, and `Ledger.open` refuses a file holding one (naming the path and the line)
  * instead of building a string the runtime cannot hold.

@@ -10,6 +10,7 @@ import { client, clientIdByName, dropKeys, RedisProxy, redisReachable, uniquePre
 import { eventually as waitFor, FleetScene } from './fixtures/fleet/scene.js';
 import type { Instance } from './fixtures/fleet/scene.js';
 import type { Turn } from '../dist/src/index.js';
+import type { FleetOutcome } from '../dist/src/fleet/index.js';
 
 /** A body that asks one question and returns its answer; `asked` resolves with the question's id. */
 function asking(owner: Instance): { body: (turn: Turn) => Promise<unknown>; asked: Promise<string> } {
@@ -25,15 +26,20 @@ for (const backend of await backends('fleet-answers')) {
     const current = backendScene(backend);
     const questionKeys = async () => (await backend.keys(current.scene.prefix)).filter((k) => k.endsWith(':question'));
 
+    /** Runs a turn of `s1` on `owner` that asks one question; resolves once the question's record is in Redis. */
+    async function askedOn(owner: Instance, turnId: string): Promise<{ run: Promise<FleetOutcome<unknown>>; questionId: string }> {
+      const q = asking(owner);
+      const run = owner.fleet.run('s1', q.body, { turnId });
+      const questionId = await q.asked;
+      // The record is written after the event; an answer before it lands would be not_found.
+      await waitFor(async () => (await questionKeys()).length === 1, 5000, 'the question to be registered');
+      return { run, questionId };
+    }
+
     it('a question asked on A is answered through B: accepted with A\'s node, the body gets the answer; after its turn, and for an id never asked, not_found', async () => {
       const a = await current.scene.instance('A');
       const b = await current.scene.instance('B');
-      const q = asking(a);
-      const run = a.fleet.run('s1', q.body, { turnId: 't1' });
-      const questionId = await q.asked;
-      // The record is written after the event; an answer before it lands would be not_found.
-      const { eventually } = await import('./fixtures/fleet/scene.js');
-      await eventually(async () => (await questionKeys()).length === 1, 5000, 'the question to be registered');
+      const { run, questionId } = await askedOn(a, 't1');
       expect(await b.fleet.answer(questionId, { colour: 'blue' }, { timeoutMs: 5000 })).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
       expect(await run).toMatchObject({ status: 'completed', value: { colour: 'blue' } });
       expect(await questionKeys()).toEqual([]);
@@ -45,12 +51,8 @@ for (const backend of await backends('fleet-answers')) {
       const a = await current.scene.instance('A');
       const b = await current.scene.instance('B');
       const c = await current.scene.instance('C');
-      const { eventually } = await import('./fixtures/fleet/scene.js');
       for (let i = 0; i < 5; i++) {
-        const q = asking(a);
-        const run = a.fleet.run('s1', q.body, { turnId: `t${i}` });
-        const questionId = await q.asked;
-        await eventually(async () => (await questionKeys()).length === 1, 5000, 'the question to be registered');
+        const { run, questionId } = await askedOn(a, `t${i}`);
         const [fromB, fromC] = await Promise.all([b.fleet.answer(questionId, `B${i}`, { timeoutMs: 5000 }), c.fleet.answer(questionId, `C${i}`, { timeoutMs: 5000 })]);
         const outcomes = [fromB.outcome, fromC.outcome].sort();
         expect(outcomes).toEqual(['accepted', 'already_answered']);
@@ -62,11 +64,7 @@ for (const backend of await backends('fleet-answers')) {
     it('a stopped turn\'s question answers not_found, and its record is gone', async () => {
       const a = await current.scene.instance('A');
       const b = await current.scene.instance('B');
-      const q = asking(a);
-      const run = a.fleet.run('s1', q.body, { turnId: 't1' });
-      const questionId = await q.asked;
-      const { eventually } = await import('./fixtures/fleet/scene.js');
-      await eventually(async () => (await questionKeys()).length === 1, 5000, 'the question to be registered');
+      const { run, questionId } = await askedOn(a, 't1');
       expect(await b.fleet.stop('s1', { timeoutMs: 5000 })).toMatchObject({ outcome: 'stopped', turnId: 't1' });
       expect(await run).toMatchObject({ status: 'cancelled' });
       expect(await b.fleet.answer(questionId, 'too late', { timeoutMs: 5000 })).toEqual({ outcome: 'not_found', questionId });

@@ -3,9 +3,10 @@
  * well-formed UTF-16 (a string cut in the middle of an emoji), which Redis would otherwise store
  * as the same UTF-8. On the shared Redis, under a key prefix of its own.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { client, dropKeys, keysUnder, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
-import { FleetScene, held } from './fixtures/fleet/scene.js';
+import { describe, expect, it } from 'vitest';
+import { keysUnder, redisReachable, REDIS_PORT } from './fixtures/fleet/support.js';
+import { held } from './fixtures/fleet/scene.js';
+import { redisScene } from './fixtures/fleet/backends.js';
 import { clusterRootNodes } from '../dist/src/fleet/index.js';
 import { fleetKeys } from '../dist/src/fleet/keys.js';
 import { fromWire, toWire } from '../dist/src/fleet/wire-id.js';
@@ -18,34 +19,19 @@ const A = 'chat-😀 hello'.slice(0, 6);
 const B = 'chat-🤖 hello'.slice(0, 6);
 
 describe.skipIf(!up)('fleet ids', () => {
-  let scene: FleetScene;
-  let raw: Client;
-
-  beforeEach(async () => {
-    raw = await client();
-    scene = new FleetScene(uniquePrefix(), () => client());
-  });
-
-  afterEach(async () => {
-    try {
-      await scene.cleanup();
-    } finally {
-      await dropKeys(raw, scene.prefix);
-      await raw.close();
-    }
-  });
+  const current = redisScene();
 
   it('two session ids cut mid-emoji get keys of their own: both run at once, and a stop of one never touches the other', async () => {
     expect(A).not.toBe(B);
     expect(Buffer.from(A).equals(Buffer.from(B))).toBe(true); // what Redis would see without escaping
-    const a = await scene.instance('A');
-    const b = await scene.instance('B');
+    const a = await current.scene.instance('A');
+    const b = await current.scene.instance('B');
     const ha = held();
     const hb = held();
     const runA = a.fleet.run(A, ha.body, { turnId: 't1' });
     const runB = a.fleet.run(B, hb.body, { turnId: 't2' });
     const [turnA, turnB] = await Promise.all([ha.started, hb.started]);
-    const keys = await keysUnder(raw, scene.prefix);
+    const keys = await keysUnder(current.raw, current.scene.prefix);
     expect(keys.filter((k) => k.endsWith(':turns'))).toHaveLength(2);
 
     const answer = await b.fleet.stop(A, { timeoutMs: 5000 });
@@ -62,8 +48,8 @@ describe.skipIf(!up)('fleet ids', () => {
   });
 
   it('two turn ids cut mid-emoji in one session are two turns, and ids holding % { } round-trip exactly', async () => {
-    const a = await scene.instance('A');
-    const b = await scene.instance('B');
+    const a = await current.scene.instance('A');
+    const b = await current.scene.instance('B');
     expect(await a.fleet.run('s1', async () => 1, { turnId: A })).toMatchObject({ status: 'completed', turnId: A });
     expect(await a.fleet.run('s1', async () => 2, { turnId: B })).toMatchObject({ status: 'completed', turnId: B });
     expect(await b.fleet.stop('s1', { turnId: A })).toEqual({ outcome: 'already_finished', sessionId: 's1', turnId: A, status: 'completed' });
@@ -79,11 +65,11 @@ describe.skipIf(!up)('fleet ids', () => {
   });
 
   it('refuses a node id, prefix or stop reason that is not well-formed with a TypeError naming it', async () => {
-    const a = await scene.instance('A');
-    await expect(scene.instance(`N${A}`)).rejects.toThrow(/options.nodeId: expected a well-formed string/);
-    await expect(scene.instance('P', { prefix: A })).rejects.toThrow(/options.prefix: expected a well-formed string/);
+    const a = await current.scene.instance('A');
+    await expect(current.scene.instance(`N${A}`)).rejects.toThrow(/options.nodeId: expected a well-formed string/);
+    await expect(current.scene.instance('P', { prefix: A })).rejects.toThrow(/options.prefix: expected a well-formed string/);
     await expect(a.fleet.stop('s1', { reason: A })).rejects.toThrow(/options.reason: expected a well-formed string/);
-    expect(await keysUnder(raw, scene.prefix)).toEqual([]);
+    expect(await keysUnder(current.raw, current.scene.prefix)).toEqual([]);
   });
 });
 

@@ -3,36 +3,22 @@
  * `signal` stops a fleet turn; ids past MAX_ID_LENGTH (a 1 MB turn id) are refused with a
  * RangeError naming the argument before anything reaches Redis (MONITOR sees none of them).
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_ID_LENGTH } from '../dist/src/index.js';
 import { Fleet } from '../dist/src/fleet/index.js';
-import { client, dropKeys, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
-import { eventually, FleetScene, held } from './fixtures/fleet/scene.js';
+import { client, redisReachable, REDIS_PORT } from './fixtures/fleet/support.js';
+import { eventually, held } from './fixtures/fleet/scene.js';
+import { redisScene } from './fixtures/fleet/backends.js';
 
 const up = await redisReachable();
 if (!up) console.warn(`fleet-run tests skipped: no Redis at 127.0.0.1:${REDIS_PORT} (start one with: redis-server --port ${REDIS_PORT}; CI always has it)`);
 
 describe.skipIf(!up)('fleet.run options and id bounds', () => {
-  let scene: FleetScene;
-  let raw: Client;
-
-  beforeEach(async () => {
-    raw = await client();
-    scene = new FleetScene(uniquePrefix(), () => client());
-  });
-
-  afterEach(async () => {
-    try {
-      await scene.cleanup();
-    } finally {
-      await dropKeys(raw, scene.prefix);
-      await raw.close();
-    }
-  });
+  const current = redisScene();
 
   it('a caller\'s signal given to fleet.run stops the turn with its reason; its record says cancelled', async () => {
-    const a = await scene.instance('A');
-    const b = await scene.instance('B');
+    const a = await current.scene.instance('A');
+    const b = await current.scene.instance('B');
     const controller = new AbortController();
     const h = held();
     const run = a.fleet.run('s1', h.body, { turnId: 't1', signal: controller.signal, input: { text: 'hi' } });
@@ -51,7 +37,7 @@ describe.skipIf(!up)('fleet.run options and id bounds', () => {
   });
 
   it('a 1 MB id never reaches Redis: run, stop, turn, answer and Fleet.start refuse it with a RangeError naming the argument', async () => {
-    const a = await scene.instance('A');
+    const a = await current.scene.instance('A');
     const huge = 'x'.repeat(1 << 20);
     const long = 'y'.repeat(MAX_ID_LENGTH + 1);
     const monitor = await client();
@@ -75,11 +61,11 @@ describe.skipIf(!up)('fleet.run options and id bounds', () => {
         expect((error as Error).message).toMatch(name);
       }
       // A sentinel sent after them: once MONITOR shows it, it has shown everything before it.
-      const sentinel = `sentinel-${scene.prefix}`;
-      await raw.sendCommand(['ECHO', sentinel]);
+      const sentinel = `sentinel-${current.scene.prefix}`;
+      await current.raw.sendCommand(['ECHO', sentinel]);
       await eventually(() => seen.some((l) => l.includes(sentinel)), 5000, 'the sentinel');
       expect(seen.filter((l) => l.includes('x'.repeat(MAX_ID_LENGTH)) || l.includes(long))).toEqual([]);
-      expect((await raw.sendCommand(['SCAN', '0', 'MATCH', `${scene.prefix}:*xxxxxxxx*`, 'COUNT', '10000']) as [string, string[]])[1]).toEqual([]);
+      expect((await current.raw.sendCommand(['SCAN', '0', 'MATCH', `${current.scene.prefix}:*xxxxxxxx*`, 'COUNT', '10000']) as [string, string[]])[1]).toEqual([]);
     } finally {
       monitor.destroy();
     }

@@ -3,32 +3,14 @@
  * event loop turns while it is written; a stop's intent appended meanwhile follows it in the file
  * and is durable once both are (docs/ledger.md, "Group commit").
  */
-import fs, { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, expect, it, vi } from 'vitest';
-import { Ledger } from '../dist/src/index.js';
+import fs, { readFileSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { expect, it, vi } from 'vitest';
+import { fileHandlePrototype } from './support/file-handle.js';
+import { file, useLedgerEachTest, useLedgerScratch } from './support/ledger-scratch.js';
 
-let dir: string;
-let ledger: Ledger;
-
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-ledger-big-'));
-  ledger = await Ledger.open(join(dir, 'history.jsonl'), { closeWaitMs: 0 });
-});
-
-afterEach(async () => {
-  vi.restoreAllMocks();
-  await ledger.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function fileHandlePrototype(): Promise<FileHandle> {
-  const handle = await open(join(dir, 'probe'), 'w');
-  await handle.close();
-  return Object.getPrototypeOf(handle) as FileHandle;
-}
+useLedgerScratch('fullstop-ledger-big-');
+const current = useLedgerEachTest({ closeWaitMs: 0 });
 
 it('writes a 16 MB line in slices, the event loop turning between them, and a stop intent appended meanwhile lands after it, durable', async () => {
   const sizes: number[] = [];
@@ -47,10 +29,10 @@ it('writes a 16 MB line in slices, the event loop turning between them, and a st
   const writeSync = vi.spyOn(fs, 'writeSync');
 
   const text = 'é'.repeat(8 * 1024 * 1024); // 16 MB of UTF-8, 8 Mi characters
-  const big = ledger.append({ sessionId: 'A', turnId: 'a', type: 'say', text });
+  const big = current.ledger.append({ sessionId: 'A', turnId: 'a', type: 'say', text });
   await new Promise((resolve) => setImmediate(resolve));
-  void ledger.append({ sessionId: 'B', turnId: 'b', type: 'status', status: 'cancelling', reason: 'cancel.user' });
-  await ledger.flush();
+  void current.ledger.append({ sessionId: 'B', turnId: 'b', type: 'status', status: 'cancelling', reason: 'cancel.user' });
+  await current.ledger.flush();
   await big;
   ticking = false;
 
@@ -61,10 +43,10 @@ it('writes a 16 MB line in slices, the event loop turning between them, and a st
   // … and the loop turned while the line was being written.
   expect(ticksAt.at(-1)! - ticksAt[0]!).toBeGreaterThan(2);
   // The file holds A's line whole, then B's intent, both durable.
-  const lines = readFileSync(join(dir, 'history.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
   expect(lines.map((e) => [e.seq, e.sessionId, e.type])).toEqual([[1, 'A', 'say'], [2, 'B', 'status']]);
   expect(lines[0].text).toBe(text);
-  expect(ledger.durableSeq).toBe(2);
+  expect(current.ledger.durableSeq).toBe(2);
 });
 
 it("a stop's flush waits only for the lines queued before it, not for a steady stream of other sessions' long lines", async () => {
@@ -79,18 +61,18 @@ it("a stop's flush waits only for the lines queued before it, not for a steady s
   const streamA = () => {
     if (stopFlushed || issued >= 60) return;
     issued++;
-    appendsOfA.push(ledger.append({ sessionId: 'A', turnId: 'a', type: 'say', text: long }).then(() => { written++; }));
+    appendsOfA.push(current.ledger.append({ sessionId: 'A', turnId: 'a', type: 'say', text: long }).then(() => { written++; }));
     setImmediate(streamA);
   };
   streamA();
   await new Promise((resolve) => setImmediate(resolve));
-  const queuedBefore = ledger.seq;
-  void ledger.append({ sessionId: 'B', turnId: 'b', type: 'status', status: 'cancelling', reason: 'cancel.user' });
-  await ledger.flush();
+  const queuedBefore = current.ledger.seq;
+  void current.ledger.append({ sessionId: 'B', turnId: 'b', type: 'status', status: 'cancelling', reason: 'cancel.user' });
+  await current.ledger.flush();
   stopFlushed = true;
   writtenAtFlush = written;
   await Promise.all(appendsOfA);
-  expect(ledger.durableSeq).toBeGreaterThanOrEqual(queuedBefore + 1);
+  expect(current.ledger.durableSeq).toBeGreaterThanOrEqual(queuedBefore + 1);
   // The flush did not wait for the stream to end: A was still appending when it resolved.
   expect(writtenAtFlush).toBeLessThan(30);
   expect(issued).toBeLessThan(60);

@@ -4,42 +4,22 @@
  * appends it answered go on; those appends are released a slice per turn of the event loop; a
  * stopping turn's lines are released as soon as they are written, after that turn's earlier lines.
  */
-import fs, { mkdtempSync, rmSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, expect, it, vi } from 'vitest';
-import { Ledger } from '../dist/src/index.js';
-
+import fs from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { expect, it, vi } from 'vitest';
+import { fileHandlePrototype } from './support/file-handle.js';
+import { useLedgerEachTest, useLedgerScratch } from './support/ledger-scratch.js';
 
 const SESSIONS = 200;
 
-let dir: string;
-let ledger: Ledger;
-
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-ledger-fairness-'));
-  // The stopped turn's cancelling is never followed by its end here: close does not wait for it.
-  ledger = await Ledger.open(join(dir, 'history.jsonl'), { closeWaitMs: 0 });
-});
-
-afterEach(async () => {
-  vi.restoreAllMocks();
-  await ledger.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-/** The prototype every FileHandle shares, so a spy on it sees the Ledger's private handle. */
-async function fileHandlePrototype(): Promise<FileHandle> {
-  const handle = await open(join(dir, 'probe'), 'w');
-  await handle.close();
-  return Object.getPrototypeOf(handle) as FileHandle;
-}
+useLedgerScratch('fullstop-ledger-fairness-');
+// The stopped turn's cancelling is never followed by its end here: close does not wait for it.
+const current = useLedgerEachTest({ closeWaitMs: 0 });
 
 it(`a stop's flush syncs before ${SESSIONS} other sessions' appends go on, which go on a slice per turn of the loop`, async () => {
   // The stopped turn started earlier; its line is still waiting with the others when the stop writes.
-  void ledger.append({ sessionId: 'stopped', turnId: 'T', type: 'turn_started' });
-  await ledger.flush();
+  void current.ledger.append({ sessionId: 'stopped', turnId: 'T', type: 'turn_started' });
+  await current.ledger.flush();
   const log: string[] = [];
   let tick = 0;
   let ticking = true;
@@ -66,13 +46,13 @@ it(`a stop's flush syncs before ${SESSIONS} other sessions' appends go on, which
     realSync(fd, callback);
   }) as never);
 
-  const others = Array.from({ length: SESSIONS }, (_, i) => ledger.append({ sessionId: `s${i}`, turnId: `t${i}`, type: 'say', text: `${i}` })
+  const others = Array.from({ length: SESSIONS }, (_, i) => current.ledger.append({ sessionId: `s${i}`, turnId: `t${i}`, type: 'say', text: `${i}` })
     .then(() => { log.push('other'); ticks.push(tick); }));
-  void ledger.append({ sessionId: 'stopped', turnId: 'T', type: 'say', text: 'before the stop' }).then(() => log.push('T say'));
+  void current.ledger.append({ sessionId: 'stopped', turnId: 'T', type: 'say', text: 'before the stop' }).then(() => log.push('T say'));
   await writing;
-  const intent = ledger.append({ sessionId: 'stopped', turnId: 'T', type: 'status', status: 'cancelling', reason: 'cancel.user' })
+  const intent = current.ledger.append({ sessionId: 'stopped', turnId: 'T', type: 'status', status: 'cancelling', reason: 'cancel.user' })
     .then(() => log.push('T cancelling'));
-  const flushed = ledger.flush().then(() => log.push('T flushed'));
+  const flushed = current.ledger.flush().then(() => log.push('T flushed'));
   releaseWrite();
   await Promise.all([intent, flushed, ...others]);
   ticking = false;
@@ -88,6 +68,6 @@ it(`a stop's flush syncs before ${SESSIONS} other sessions' appends go on, which
   expect(Math.max(...perTick.values())).toBeLessThanOrEqual(64);
   expect(perTick.size).toBeGreaterThanOrEqual(SESSIONS / 64);
   // Nothing was reordered in the file.
-  const seqs = (await ledger.entries()).map((e) => e.seq);
+  const seqs = (await current.ledger.entries()).map((e) => e.seq);
   expect(seqs).toEqual(seqs.map((_, i) => i + 1));
 });

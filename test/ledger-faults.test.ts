@@ -10,28 +10,11 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Ledger, type LedgerEntryInput } from '../dist/src/index.js';
 import { mountSmallDisk, unmountSmallDisk, type SmallDisk } from './support/small-disk.js';
+import { closeLedgers, dir, file, openLedger, useLedgerScratch } from './support/ledger-scratch.js';
 
 const HOLDER = fileURLToPath(new URL('./fixtures/ledger/holds-open.mjs', import.meta.url));
 
-let dir: string;
-let file: string;
-const opened: Ledger[] = [];
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-ledger-faults-'));
-  file = join(dir, 'history.jsonl');
-});
-
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((l) => l.close().catch(() => {})));
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function openLedger(path = file): Promise<Ledger> {
-  const ledger = await Ledger.open(path);
-  opened.push(ledger);
-  return ledger;
-}
+useLedgerScratch('fullstop-ledger-faults-');
 
 /** Opens the file again in a fresh Ledger and closes it: throws if the file is no longer readable. */
 async function reopens(path = file): Promise<void> {
@@ -186,7 +169,7 @@ describe('on a full disk (a 64 KiB tmpfs)', () => {
   });
 
   afterEach(async () => {
-    await Promise.all(opened.splice(0).map((l) => l.close().catch(() => {})));
+    await closeLedgers();
     unmountSmallDisk(disk);
   });
 
@@ -214,8 +197,7 @@ describe('on a full disk (a 64 KiB tmpfs)', () => {
     await expect(Ledger.open(path)).rejects.toThrow(/the disk is full \(ENOSPC; \d+ bytes free on the file system holding ".*"\)\. Free space there/);
     rmSync(join(disk.mnt, 'filler'));
     rmSync(join(disk.mnt, 'filler2'));
-    const reopened = await Ledger.open(path);
-    opened.push(reopened);
+    const reopened = await openLedger(path);
     expect((await reopened.entries()).map((e) => e.type)).toEqual(['turn_started', 'tool_call', 'say', 'tool_aborted', 'status']);
   });
 });

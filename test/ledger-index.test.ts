@@ -3,34 +3,15 @@
  * parses that session's lines and no other's, reads nothing for an unknown session, and returns
  * exactly what a full scan filtered by session returns, for ledgers built at open and kept as it appends.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Ledger, type LedgerEntry, type LedgerEntryInput } from '../dist/src/index.js';
+import { fileHandlePrototype } from './support/file-handle.js';
+import { dir, file, openLedger, useLedgerScratch } from './support/ledger-scratch.js';
 
-let dir: string;
-let file: string;
-const opened: Ledger[] = [];
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-ledger-index-'));
-  file = join(dir, 'history.jsonl');
-});
-
-afterEach(async () => {
-  vi.restoreAllMocks();
-  await Promise.all(opened.splice(0).map((l) => l.close().catch(() => {})));
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function openLedger(path = file): Promise<Ledger> {
-  const ledger = await Ledger.open(path);
-  opened.push(ledger);
-  return ledger;
-}
+useLedgerScratch('fullstop-ledger-index-');
 
 /** The ledger lines JSON.parse is given while `fn` runs (other parses, of anything not a ledger line, are ignored). */
 async function linesParsedDuring<T>(fn: () => Promise<T>): Promise<{ result: T; lines: string[] }> {
@@ -45,13 +26,6 @@ async function linesParsedDuring<T>(fn: () => Promise<T>): Promise<{ result: T; 
   } finally {
     spy.mockRestore();
   }
-}
-
-/** The prototype every FileHandle shares, so a spy on it sees the Ledger's private handle. */
-async function fileHandlePrototype(): Promise<FileHandle> {
-  const handle = await open(join(dir, 'probe'), 'w');
-  await handle.close();
-  return Object.getPrototypeOf(handle) as FileHandle;
 }
 
 describe('entries({ sessionId }) through the index', () => {

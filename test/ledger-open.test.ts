@@ -3,32 +3,13 @@
  * power loss left is cut and reported, never refused; a bad line is named (path, line, byte):
  * not UTF-8, too long; ids longer than today's bound still read and are repaired. Runs against dist/.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, openSync, writeSync, closeSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readFileSync, rmSync, writeFileSync, openSync, writeSync, closeSync, existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { Ledger, type LedgerEntry } from '../dist/src/index.js';
 import { LEDGER_MAX_LINE_BYTES } from '../dist/src/constants.js';
+import { file, openLedger, useLedgerScratch } from './support/ledger-scratch.js';
 
-let dir: string;
-let file: string;
-const opened: Ledger[] = [];
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-ledger-open-'));
-  file = join(dir, 'history.jsonl');
-});
-
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((ledger) => ledger.close().catch(() => {})));
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function openLedger(path = file): Promise<Ledger> {
-  const ledger = await Ledger.open(path);
-  opened.push(ledger);
-  return ledger;
-}
+useLedgerScratch('fullstop-ledger-open-');
 
 function line(seq: number, sessionId: string, turnId: string, body: Record<string, unknown>): string {
   return `${JSON.stringify({ seq, at: 1_700_000_000_000 + seq, sessionId, turnId, ...body })}\n`;
@@ -77,7 +58,6 @@ describe('a hole of zeros a power loss left', () => {
     const ledger = await openLedger();
     expect(ledger.repair).toEqual({ cut: { bytes: 8192, lines: 1, hole: true, savedTo: `${file}.cut-${readFileSync(file).length}` }, closedTurns: 0 });
     await ledger.close();
-    opened.length = 0;
     const again = await openLedger();
     expect(again.repair).toEqual({ closedTurns: 0 });
     expect(onDisk()).toHaveLength(2);
@@ -88,7 +68,6 @@ describe('a hole of zeros a power loss left', () => {
     let ledger = await openLedger();
     const first = ledger.repair.cut!.savedTo!;
     await ledger.close();
-    opened.length = 0;
     writeFileSync(file, kept + '\0'.repeat(100) + line(2, 's', 't1', { type: 'say', text: 'second' }));
     ledger = await openLedger();
     expect(ledger.repair.cut!.savedTo).toBe(`${first}.1`);
@@ -180,8 +159,7 @@ describe('paging: entries({ sessionId, turnId, afterSeq, limit })', () => {
 
 describe('segments: Ledger.open(path, { segmentBytes })', () => {
   it('seals the file by size, reads across segments (also after a reopen), repairs a turn that spans them, and removes old ones', async () => {
-    let ledger = await Ledger.open(file, { segmentBytes: 2000 });
-    opened.push(ledger);
+    let ledger = await openLedger(file, { segmentBytes: 2000 });
     void ledger.append({ sessionId: 'long', turnId: 'open-turn', type: 'turn_started' });
     for (let i = 0; i < 60; i++) void ledger.append({ sessionId: `s${i % 4}`, turnId: `t${i % 4}`, type: 'say', text: `line ${i} ${'.'.repeat(40)}` });
     for (let i = 0; i < 4; i++) void ledger.append({ sessionId: `s${i}`, turnId: `t${i}`, type: 'status', status: 'completed' });
@@ -203,7 +181,6 @@ describe('segments: Ledger.open(path, { segmentBytes })', () => {
       .toEqual(Array.from({ length: 15 }, (_, i) => `${i * 4 + 1}`));
     expect((await ledger.entries({ sessionId: 'long' })).map((e) => e.seq)).toEqual([1, 66]);
     await ledger.close();
-    opened.length = 0;
 
     // The next open (here without the option: it reads the segments all the same) closes the turn
     // that began in the first segment and was left open.
@@ -211,9 +188,7 @@ describe('segments: Ledger.open(path, { segmentBytes })', () => {
     expect(ledger.repair.closedTurns).toBe(1);
     expect((await ledger.entries({ sessionId: 'long' })).map((e) => [e.seq, e.type])).toEqual([[1, 'turn_started'], [66, 'tool_call'], [67, 'tool_aborted'], [68, 'status']]);
     await ledger.close();
-    opened.length = 0;
-    ledger = await Ledger.open(file, { segmentBytes: 2000 });
-    opened.push(ledger);
+    ledger = await openLedger(file, { segmentBytes: 2000 });
     expect(ledger.repair.closedTurns).toBe(0);
     expect(ledger.segments().map((s) => s.path)).toEqual(segments.map((s) => s.path));
     expect((await ledger.entries()).slice(0, 66)).toEqual(all);
@@ -244,16 +219,14 @@ describe('segments: Ledger.open(path, { segmentBytes })', () => {
     expect(ledger.segments().length).toBeGreaterThan(1);
     // The crash: the ledger is left as it is; its lock and handle go with a close that writes nothing more.
     await ledger.close();
-    const reopened = await Ledger.open(file, { segmentBytes: 300 });
-    opened.push(reopened);
+    const reopened = await openLedger(file, { segmentBytes: 300 });
     expect(reopened.repair.closedTurns).toBe(11);
     const crashed = await reopened.entries({ sessionId: 's' });
     expect(crashed.map((e) => [e.type, (e as { status?: string }).status])).toEqual([['turn_started', undefined], ['status', 'interrupted']]);
   });
 
   it('reads whole and in order while segments are sealed under it (appends and reads interleaved)', async () => {
-    const ledger = await Ledger.open(file, { segmentBytes: 500 });
-    opened.push(ledger);
+    const ledger = await openLedger(file, { segmentBytes: 500 });
     const checks: Promise<void>[] = [];
     for (let i = 0; i < 300; i++) {
       void ledger.append({ sessionId: `s${i % 3}`, turnId: `t${i % 3}`, type: 'say', text: `${i}` });
@@ -286,7 +259,6 @@ describe('nothing of a turn after its end', () => {
     await ledger.append({ sessionId: 's', turnId: 't', type: 'status', status: 'completed' });
     await expect(ledger.append({ sessionId: 's', turnId: 't', type: 'say', text: 'late' })).rejects.toThrow(/turn "t" has ended/);
     await ledger.close();
-    opened.length = 0;
     ledger = await openLedger();
     await expect(ledger.append({ sessionId: 's', turnId: 't', type: 'tool_output', callId: 'c', output: 1, success: true })).rejects.toThrow(/has ended/);
     await ledger.append({ sessionId: 's', turnId: 'u', type: 'turn_started' });

@@ -4,55 +4,28 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import { existsSync, fstatSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { existsSync, fstatSync, readFileSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   INTERRUPTED_TOOL_TEXT, Ledger, TERMINAL_STATUSES, TURN_ABORTED_MARKER, abortedToolText, isTerminalStatus,
   type LedgerEntry, type LedgerEntryInput, type TurnStatus,
 } from '../dist/src/index.js';
 import { turnIdsJson } from '../dist/src/ledger/entry.js';
 import { spyOnFdatasync } from './support/fdatasync-spy.js';
+import { fileHandlePrototype } from './support/file-handle.js';
+import { dir, file, openLedger, useLedgerScratch } from './support/ledger-scratch.js';
 
 const HOST_FIXTURE = fileURLToPath(new URL('./fixtures/ledger/host-killed-mid-turn.mjs', import.meta.url));
 
-let dir: string;
-let file: string;
-const opened: Ledger[] = [];
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'fullstop-ledger-'));
-  file = join(dir, 'history.jsonl');
-});
-
-afterEach(async () => {
-  vi.restoreAllMocks();
-  await Promise.all(opened.splice(0).map((ledger) => ledger.close().catch(() => {})));
-  rmSync(dir, { recursive: true, force: true });
-});
-
-/** Ledger.open, closed after the test. */
-async function openLedger(path = file, options?: { closeWaitMs?: number }): Promise<Ledger> {
-  const ledger = await Ledger.open(path, options);
-  opened.push(ledger);
-  return ledger;
-}
+useLedgerScratch('fullstop-ledger-');
 
 /** The file parsed line by line, independently of the Ledger's own reader. */
 function fileLines(path = file): LedgerEntry[] {
   const text = readFileSync(path, 'utf8');
   expect(text.endsWith('\n') || text === '').toBe(true);
   return text.split('\n').slice(0, -1).map((line) => JSON.parse(line) as LedgerEntry);
-}
-
-/** The prototype every FileHandle shares, so a spy on it sees the Ledger's private handle. */
-async function fileHandlePrototype(): Promise<FileHandle> {
-  const handle = await open(file, 'a');
-  await handle.close();
-  return Object.getPrototypeOf(handle) as FileHandle;
 }
 
 const started = (sessionId: string, turnId: string): LedgerEntryInput => ({ sessionId, turnId, type: 'turn_started' });
@@ -280,8 +253,7 @@ describe('durability', () => {
     expect(syncs).toBe(1); // nothing later was synced as if the failure had not happened
     vi.restoreAllMocks();
     // The file was closed and released; the next open repairs it: the turn that was open is interrupted.
-    const reopened = await Ledger.open(file);
-    opened.push(reopened);
+    const reopened = await openLedger(file);
     expect((await reopened.entries()).map((e) => [e.type, (e as { status?: string }).status])).toEqual([['turn_started', undefined], ['status', 'interrupted']]);
   });
 
@@ -536,8 +508,7 @@ describe("the runner's own path (appendForTurn)", () => {
 
   it('writes the same bytes as append() of the same entry, in the same seq order', async () => {
     // Its cancelling starts no stop a runner will end: close does not wait for one.
-    const [viaAppend, viaTurn] = [await Ledger.open(join(dir, 'a.jsonl'), { closeWaitMs: 0 }), await Ledger.open(join(dir, 'b.jsonl'), { closeWaitMs: 0 })];
-    opened.push(viaAppend, viaTurn);
+    const [viaAppend, viaTurn] = [await openLedger(join(dir, 'a.jsonl'), { closeWaitMs: 0 }), await openLedger(join(dir, 'b.jsonl'), { closeWaitMs: 0 })];
     const ids = turnIdsJson(sessionId, turnId);
     const now = vi.spyOn(Date, 'now').mockReturnValue(1_700_000_000_000);
     await Promise.all(bodies.flatMap((body) => [
@@ -550,8 +521,7 @@ describe("the runner's own path (appendForTurn)", () => {
   });
 
   it('checks the fields as append() does and refuses what it cannot write, leaving nothing written', async () => {
-    const ledger = await Ledger.open(file);
-    opened.push(ledger);
+    const ledger = await openLedger(file);
     const ids = turnIdsJson(sessionId, turnId);
     await expect(ledger.appendForTurn(sessionId, turnId, ids, { type: 'say', text: 5 } as never)).rejects.toThrow(/entry\.text: expected a string, got 5/);
     await expect(ledger.appendForTurn(sessionId, turnId, ids, { type: 'nope' } as never)).rejects.toThrow(/entry\.type: expected one of/);

@@ -25,15 +25,21 @@ async function warmPool(): Promise<TurnPool> {
   return pool;
 }
 
+/** A warm pool running `neverChecks` (a task that never looks at its token) in a turn of session 's'; resolves once it has started. */
+async function stuckTask() {
+  const pool = await warmPool();
+  const token = registry.beginTurn('s');
+  const f = flags();
+  const run = pool.run({ flags: f }, { token, name: 'neverChecks' });
+  await started(f);
+  return { pool, token, run };
+}
+
 describe('TurnPool.close() while a cancelled task is in its grace', () => {
   for (const force of [false, true]) {
     it(`resolves right after the task's hard stop, not at piscina's close timeout${force ? ' (force)' : ''}`, async () => {
       const before = threadCount();
-      const pool = await warmPool();
-      const token = registry.beginTurn('s');
-      const f = flags();
-      const run = pool.run({ flags: f }, { token, name: 'neverChecks' });
-      await started(f);
+      const { pool, token, run } = await stuckTask();
       token.cancel();
       const t0 = performance.now();
       const closed = pool.close(force ? { force: true } : undefined);
@@ -51,11 +57,7 @@ describe('TurnPool.close() while a cancelled task is in its grace', () => {
   }
 
   it('refuses a task run after close() began, as piscina does, and still ends at the hard stop', async () => {
-    const pool = await warmPool();
-    const token = registry.beginTurn('s');
-    const f = flags();
-    const run = pool.run({ flags: f }, { token, name: 'neverChecks' });
-    await started(f);
+    const { pool, token, run } = await stuckTask();
     token.cancel();
     const closed = pool.close();
     const late = await rejection(pool.run({ value: 1 }, { name: 'echo' }));
@@ -67,11 +69,7 @@ describe('TurnPool.close() while a cancelled task is in its grace', () => {
 
   for (const force of [false, true]) {
     it(`${force ? 'rejects' : 'runs'} a task queued behind it${force ? ' (force), which never starts' : ''}, then closes`, async () => {
-      const pool = await warmPool();
-      const token = registry.beginTurn('s');
-      const f = flags();
-      const run = pool.run({ flags: f }, { token, name: 'neverChecks' });
-      await started(f);
+      const { pool, token, run } = await stuckTask();
       const counter = new Int32Array(new SharedArrayBuffer(4));
       const queued = pool.run({ counter }, { name: 'counts' });
       expect(pool.stats().queued).toBe(1);
@@ -88,11 +86,7 @@ describe('TurnPool.close() while a cancelled task is in its grace', () => {
   }
 
   it('a second close() joins the first, and a forced one stops the queue of a close already waiting', async () => {
-    const pool = await warmPool();
-    const token = registry.beginTurn('s');
-    const f = flags();
-    const run = pool.run({ flags: f }, { token, name: 'neverChecks' });
-    await started(f);
+    const { pool, token, run } = await stuckTask();
     const counter = new Int32Array(new SharedArrayBuffer(4));
     const queued = pool.run({ counter }, { name: 'counts' });
     token.cancel();

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
@@ -10,6 +10,7 @@ import {
 } from '../dist/src/index.js';
 import { spyOnFdatasync } from './support/fdatasync-spy.js';
 import { flags, started } from './support/handshake.js';
+import { fileHandlePrototype } from './support/file-handle.js';
 
 const tasks = new URL('./fixtures/pool/tasks.mjs', import.meta.url).href;
 const registry = new TurnRegistry();
@@ -40,13 +41,6 @@ afterAll(() => pool.destroy());
 
 function onDisk(): LedgerEntry[] {
   return readFileSync(ledger.path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-}
-
-/** The prototype every FileHandle shares, so a spy on it sees the Ledger's private handle. */
-async function fileHandlePrototype(): Promise<FileHandle> {
-  const handle = await open(join(dir, 'probe'), 'w');
-  await handle.close();
-  return Object.getPrototypeOf(handle) as FileHandle;
 }
 
 function named(name: string) {

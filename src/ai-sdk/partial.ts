@@ -1,8 +1,8 @@
 /**
  * What the model sees of a cut call's output (`partial` on its `tool_aborted` entry): the text the
- * call had produced before the stop, as its head and its tail within a byte budget with the number
- * of bytes left out between them, since a build's first error and its last lines are what a reader
- * of a stopped command needs.
+ * call had produced before the stop. `toModelMessages` (messages.ts) then cuts it to its head and
+ * its tail within `partialBudgetBytes` (base/head-tail.ts), since a build's first error and its
+ * last lines are what a reader of a stopped command needs.
  */
 
 /**

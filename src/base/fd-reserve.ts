@@ -53,7 +53,8 @@ export function withReserve<T>(read: () => T): T {
   }
 }
 
-export function isOutOfDescriptors(e: unknown): boolean {
+/** EMFILE (this process) or ENFILE (the system): what the spare descriptor is kept for. */
+function isOutOfDescriptors(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   return code === 'EMFILE' || code === 'ENFILE';
 }

@@ -17,14 +17,16 @@ export function utf8Bytes(text: string): number {
 
 /** A head slice without a trailing high surrogate (a slice may split a pair; its half would encode as U+FFFD). */
 export function headChars(text: string): string {
-  return text.length > 0 && isHigh(text.charCodeAt(text.length - 1)) ? text.slice(0, -1) : text;
+  return text.length > 0 && isHighSurrogate(text.charCodeAt(text.length - 1)) ? text.slice(0, -1) : text;
 }
 /** A tail slice without a leading low surrogate (as `headChars`). */
 export function tailChars(text: string): string {
-  return text.length > 0 && isLow(text.charCodeAt(0)) ? text.slice(1) : text;
+  return text.length > 0 && isLowSurrogate(text.charCodeAt(0)) ? text.slice(1) : text;
 }
-const isHigh = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
-const isLow = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff;
+/** True for the first half of a surrogate pair: a cut just after it splits a character. */
+export const isHighSurrogate = (unit: number): boolean => unit >= 0xd800 && unit <= 0xdbff;
+/** True for the second half of a surrogate pair: a cut just before it splits a character. */
+export const isLowSurrogate = (unit: number): boolean => unit >= 0xdc00 && unit <= 0xdfff;
 
 /**
  * `text` when it fits `maxBytes` (UTF-8); else its first and last bytes (about half each, cut on

@@ -23,9 +23,9 @@
 import { constants } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { LISTENER_WARNING } from '../constants.js';
-import { omittedLine } from '../base/head-tail.js';
+import { isHighSurrogate, omittedLine, tailChars, utf8Bytes } from '../base/head-tail.js';
 import { renderSafely } from '../base/render.js';
+import { callGuarded, warnCallbackFailed } from '../base/user-callback.js';
 
 /** What `onOutput` receives: the stream and the text that arrived on it, never a split character. */
 export interface OutputChunk {
@@ -113,11 +113,10 @@ export class Output {
       let piece = this.#pieces[i]!;
       if (i === this.#first && excess > 0) {
         // Only this piece is cut, and it is small: reading its characters copies little.
-        piece = piece.slice(excess);
-        if (isLowSurrogate(piece.charCodeAt(0))) piece = piece.slice(1);
+        piece = tailChars(piece.slice(excess));
       }
       tail += piece;
-      tailBytes += Buffer.byteLength(piece);
+      tailBytes += utf8Bytes(piece);
     }
     const omittedBytes = Math.max(0, this.#bytes - this.#headBytes - tailBytes);
     // The same shape as the runner's bounded outputs and toModelMessages' partials: `head\n… N …\ntail`.
@@ -158,7 +157,7 @@ export class Output {
     if (piece === '') return;
     this.#head += piece;
     this.#headLength += piece.length;
-    this.#headBytes += Buffer.byteLength(piece);
+    this.#headBytes += utf8Bytes(piece);
   }
 
   #addToTail(piece: string): void {
@@ -179,36 +178,13 @@ export class Output {
   }
 
   #emit(text: string): void {
-    let returned: unknown;
-    try {
-      returned = this.#onOutput!({ stream: this.#name, text });
-    } catch (error) {
-      this.#warn(error);
-      return;
-    }
-    // An async callback's rejection is reported the same way, not left unhandled.
-    if (returned !== null && typeof (returned as { then?: unknown } | undefined)?.then === 'function') {
-      (returned as PromiseLike<unknown>).then(undefined, (error: unknown) => this.#warn(error));
-    }
+    callGuarded(() => this.#onOutput!({ stream: this.#name, text }), (error) => this.#warn(error));
   }
 
   #warn(error: unknown): void {
     if (this.#warned) return;
     this.#warned = true;
-    try {
-      process.emitWarning(`exec: options.onOutput threw on ${this.#name}: ${renderSafely(error)}; the command went on, and later throws of this call are not reported`, {
-        type: LISTENER_WARNING, code: 'FULLSTOP_ON_OUTPUT_THREW',
-      });
-    } catch {
-      // Reporting must not become the failure it reports.
-    }
+    warnCallbackFailed(`exec: options.onOutput threw on ${this.#name}: ${renderSafely(error)}; the command went on, and later throws of this call are not reported`,
+      'FULLSTOP_ON_OUTPUT_THREW');
   }
-}
-
-function isHighSurrogate(code: number): boolean {
-  return code >= 0xd800 && code <= 0xdbff;
-}
-
-function isLowSurrogate(code: number): boolean {
-  return code >= 0xdc00 && code <= 0xdfff;
 }

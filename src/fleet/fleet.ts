@@ -1,11 +1,13 @@
 /**
  * `Fleet`: stop a turn from any server instance, over Redis. The facade: it checks arguments,
  * runs the scripts (src/fleet/scripts.ts, one per decision) and hands the owner's side to
- * `Leases` and the sweep to `Sweep`. docs/fleet.md has the key schema and the failure table.
+ * `Leases` (and a turn's last write to `TurnEnds`), questions to `Questions` and the sweep to
+ * `Sweep`. docs/fleet.md has the key schema and the failure table.
  */
 import { randomUUID } from 'node:crypto';
 import { FleetReasons } from '../constants.js';
-import { checkFunction, checkId, describe, SessionBusyError, TurnIdUsedError } from '../errors.js';
+import { checkFunction, checkId, SessionBusyError, TurnIdUsedError } from '../errors.js';
+import { isTerminalStatus } from '../ledger/entry.js';
 import type { Turn } from '../turn/active-turn.js';
 import type { StopReport } from '../turn/report.js';
 import type { AnswerReply, FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
@@ -19,13 +21,10 @@ import { parseMessage } from './messages.js';
 import {
   resolveAnswerOptions, resolveFleetOptions, resolveRunOptions, resolveStopOptions, type FleetAnswerOptions, type FleetOptions, type FleetRunOptions, type FleetStopOptions, type ResolvedFleetOptions,
 } from './options.js';
-import { reportToJson } from './report-wire.js';
 import { TurnRecords, type RecordedStop } from './records.js';
 import { StopRequests } from './requests.js';
 import { Sweep } from './sweep.js';
-
-const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'interrupted']);
-const isTerminal = (status: string | undefined) => status !== undefined && TERMINAL.has(status);
+import { TurnEnds } from './turn-ends.js';
 
 /**
  * One instance's membership of the fleet. Turns started with `fleet.run` are registered in Redis,
@@ -50,8 +49,7 @@ export class Fleet {
   readonly #sweep: Sweep;
   readonly #questions: Questions;
   readonly #requests = new StopRequests();
-  /** Terminal writes that failed and are retried until their lease ends. */
-  readonly #retries = new Set<NodeJS.Timeout>();
+  readonly #ends: TurnEnds;
   readonly #onClientError = () => { /* the client reconnects by itself; a request meanwhile fails fast */ };
   readonly #onMessage = (raw: string) => {
     const msg = parseMessage(raw);
@@ -80,6 +78,7 @@ export class Fleet {
     this.#subscribed.catch(() => { /* closed before Redis came back */ });
     this.#leases = new Leases({ ...o, records: this.#records });
     this.#sweep = new Sweep({ ...o, keys: this.#keys, records: this.#records });
+    this.#ends = new TurnEnds({ ...o, records: this.#records, release: (owned) => this.#leases.release(owned), closed });
     this.#questions = new Questions({ ...o, keys: this.#keys, ownedEpoch: (s, t) => this.#leases.epochOf(s, t) });
     // runner.shutdown() resolves only once the records of the turns it stopped say `cancelled`, so
     // a stop sent to another instance right after answers already_finished, not after a sweep.
@@ -151,13 +150,13 @@ export class Fleet {
       outcome = await outcome$;
     } catch (error) {
       await this.#questions.endTurn(sessionId, turnId);
-      await this.#recordEnd(owned, 'failed', error instanceof Error ? error.message : String(error), undefined);
+      await this.#ends.record(owned, 'failed', error instanceof Error ? error.message : String(error), undefined);
       throw error;
     }
     await this.#questions.endTurn(sessionId, turnId);
     const reason = outcome.status === 'cancelled' ? outcome.report.reason
       : outcome.status === 'failed' ? (outcome.error instanceof Error ? outcome.error.message : String(outcome.error)) : undefined;
-    await this.#recordEnd(owned, outcome.status, reason, outcome.status === 'cancelled' ? outcome.report : undefined);
+    await this.#ends.record(owned, outcome.status, reason, outcome.status === 'cancelled' ? outcome.report : undefined);
     return { ...outcome, epoch };
   }
 
@@ -182,44 +181,13 @@ export class Fleet {
       throw new FleetUnavailableError(`Fleet.run: registering the turn in Redis failed (${cause instanceof Error ? cause.message : String(cause)})`, { cause });
     }
     // A refused registration drops the index entry it sent, unless it is a live turn's own.
-    if (reply.kind === 'busy' || (reply.kind === 'exists' && isTerminal(reply.status))) this.#records.unindex(owned.sessionId, owned.turnId).catch(() => {});
+    if (reply.kind === 'busy' || (reply.kind === 'exists' && isTerminalStatus(reply.status))) this.#records.unindex(owned.sessionId, owned.turnId).catch(() => {});
     if (reply.kind === 'exists') throw new TurnIdUsedError(`Fleet.run: turn ${JSON.stringify(owned.turnId)} is already recorded for session ${JSON.stringify(owned.sessionId)}; a turn id is used once`, owned.turnId);
     if (reply.kind === 'busy') {
       throw new FleetTurnRefusedError(`Fleet.run: session ${JSON.stringify(owned.sessionId)} already runs turn ${JSON.stringify(reply.turnId)} on node ${JSON.stringify(reply.node)}; stop it first`, owned.sessionId);
     }
     this.#leases.registered(owned, reply.epoch, sentAt);
     return reply;
-  }
-
-  /**
-   * Record the turn's terminal status (and StopReport), which acknowledges every stop requester.
-   * Refused by the script when the lease has run out (the record says `interrupted`). If Redis
-   * does not answer, retried every `renewMs` while the lease lasts.
-   */
-  async #recordEnd(owned: OwnedTurn, status: string, reason: string | undefined, report: StopReport | undefined): Promise<void> {
-    owned.ending = true;
-    const { redis, renewMs } = this.#o;
-    const reportJson = report === undefined ? undefined : reportToJson(report);
-    const attempt = async (): Promise<boolean> => {
-      if (!redis.isReady) return false;
-      try {
-        await this.#records.recordEnd(owned.sessionId, owned.turnId, owned.epoch!, status, reason, reportJson);
-      } catch {
-        return false;
-      }
-      this.#records.unindex(owned.sessionId, owned.turnId).catch(() => {});
-      return true;
-    };
-    const retry = () => {
-      if (this.#closed !== undefined || performance.now() >= owned.confirmedUntil) return this.#leases.release(owned);
-      const timer = setTimeout(() => {
-        this.#retries.delete(timer);
-        void attempt().then((done) => (done ? this.#leases.release(owned) : retry()));
-      }, renewMs);
-      this.#retries.add(timer);
-    };
-    if (await attempt()) this.#leases.release(owned);
-    else retry();
   }
 
   /**
@@ -312,12 +280,11 @@ export class Fleet {
     this.#leases.close();
     this.#sweep.close();
     const questionsClosed = this.#questions.close();
-    for (const timer of this.#retries) clearTimeout(timer);
-    this.#retries.clear();
+    this.#ends.close();
     this.#requests.cancelAll();
     await Promise.allSettled(this.#leases.turns().map(async (owned) => {
       if (owned.epoch === undefined || owned.ending) return;
-      await this.#recordEnd(owned, 'interrupted', FleetReasons.closed, undefined);
+      await this.#ends.record(owned, 'interrupted', FleetReasons.closed, undefined);
     }));
     await questionsClosed;
     let closeTimer: NodeJS.Timeout | undefined;
@@ -333,8 +300,8 @@ export class Fleet {
   /** @internal for leak checks: live owned turns, waiting stops, pending retries, open questions, live timers. */
   stats(): { ownedTurns: number; waitingStops: number; retries: number; openQuestions: number; timers: number } {
     return {
-      ownedTurns: this.#leases.size, waitingStops: this.#requests.size, retries: this.#retries.size, openQuestions: this.#questions.size,
-      timers: this.#leases.timers + this.#sweep.timers + this.#questions.timers + this.#retries.size,
+      ownedTurns: this.#leases.size, waitingStops: this.#requests.size, retries: this.#ends.size, openQuestions: this.#questions.size,
+      timers: this.#leases.timers + this.#sweep.timers + this.#questions.timers + this.#ends.size,
     };
   }
 }

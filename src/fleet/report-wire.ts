@@ -10,7 +10,7 @@ import type { StopReport } from '../turn/report.js';
 export interface WireError { name: string; message: string; code?: string }
 
 /** `error`'s name, message and `code` (when it has a string one). */
-export function errorFields(error: unknown): WireError {
+function errorFields(error: unknown): WireError {
   if (!(error instanceof Error)) return { name: 'Error', message: messageOf(error) };
   const code = (error as { code?: unknown }).code;
   return { name: error.name, message: error.message, ...(typeof code === 'string' ? { code } : {}) };

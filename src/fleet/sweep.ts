@@ -12,15 +12,13 @@
  * when the store has it, with the record's reason `lease.expired`), once per turn fleet-wide. A
  * store that fails is reported (a process warning), never a reason to stop sweeping.
  */
+import { SWEEP_LEDGER_WARNING } from '../constants.js';
 import { messageOf } from '../base/render.js';
 import { FleetReasons } from '../constants.js';
 import { command, type FleetRedisClient } from './client.js';
 import { type FleetKeys, parseLeaseMember } from './keys.js';
 import type { TurnRecords } from './records.js';
 import type { TurnRunner } from '../turn/runner.js';
-
-/** The `type` of the warning a failed `closeAbandonedTurn` raises (`process.on('warning')`). */
-export const SWEEP_LEDGER_WARNING = 'FullstopFleetSweepWarning';
 
 const SWEEP_BATCH = 100;
 

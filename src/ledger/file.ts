@@ -78,8 +78,8 @@ export function fdatasyncFd(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fs.fdatasync(fd, (error) => (error === null ? resolve() : reject(error))));
 }
 
-/** Reads up to `length` bytes at `position` through `handle`. */
-export async function readAtLeast(handle: FileHandle, position: number, length: number): Promise<Buffer> {
+/** Up to `length` bytes at `position` through `handle` (fewer at the end of the file). */
+export async function readAt(handle: FileHandle, position: number, length: number): Promise<Buffer> {
   const buffer = Buffer.allocUnsafe(length);
   let offset = 0;
   while (offset < length) {

@@ -7,7 +7,7 @@
 
 import { open as openFile, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { readAtLeast, withFile } from './file.js';
+import { readAt, withFile } from './file.js';
 import type { LedgerEntry } from './entry.js';
 import { scanFile } from './scan.js';
 import { syncDirectory, type LedgerSegment, type PlacedSegment } from './segments.js';
@@ -114,8 +114,8 @@ export class LedgerFiles {
       read: async (position, length) => {
         const segment = segmentOf(position);
         const bytes = segment === undefined
-          ? await readAtLeast(handle, position - currentBase, length)
-          : await withFile(segment.path, (file) => readAtLeast(file, position - segment.base, length));
+          ? await readAt(handle, position - currentBase, length)
+          : await withFile(segment.path, (file) => readAt(file, position - segment.base, length));
         if (bytes.length < length) {
           throw new Error(`Ledger.entries: "${segment?.path ?? this.path}" is shorter than this ledger wrote it (was it truncated by another program?)`);
         }

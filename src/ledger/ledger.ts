@@ -45,6 +45,7 @@ import { open as openFile, realpath, stat as statPath, type FileHandle } from 'n
 import { DEFAULT_LEDGER_CLOSE_WAIT_MS, LEDGER_MAX_LINE_BYTES } from '../constants.js';
 import { checkId, checkText } from '../errors.js';
 import { checkFilter, checkOpenOptions, checkSeq, type LedgerOpenOptions } from './checks.js';
+import { utf8Bytes } from '../base/head-tail.js';
 import { openError, saveCut } from './file.js';
 import { LedgerFiles } from './files.js';
 import {
@@ -370,7 +371,7 @@ export class Ledger implements LedgerStore {
       return Promise.reject(new Error(`Ledger.append: turn ${JSON.stringify(turnId)} has ended in "${this.path}" (its terminal status is ` +
         'recorded); nothing of a turn is appended after its end'));
     }
-    const bytes = Buffer.byteLength(line, 'utf8');
+    const bytes = utf8Bytes(line);
     if (bytes > LEDGER_MAX_LINE_BYTES) {
       return Promise.reject(new RangeError(`Ledger.append: the entry's line is ${bytes} bytes, over the ${LEDGER_MAX_LINE_BYTES} ` +
         'a ledger line may hold (LEDGER_MAX_LINE_BYTES); record a large output as a file and its path'));

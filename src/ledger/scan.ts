@@ -21,6 +21,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { LEDGER_MAX_LINE_BYTES } from '../constants.js';
 import { describe } from '../errors.js';
 import type { LedgerEntry } from './entry.js';
+import { readAt } from './file.js';
 
 /** Bytes read per `read`: a chunk is parsed between two turns of the event loop. */
 const READ_CHUNK = 1024 * 1024;
@@ -159,18 +160,6 @@ function readLine(line: string, previousSeq: number): { entry: LedgerEntry } | {
     return { why: 'sessionId, turnId or type is not a string', torn: false };
   }
   return { entry: value as LedgerEntry };
-}
-
-/** Up to `length` bytes at `position` (fewer at the end of the file). */
-export async function readAt(handle: FileHandle, position: number, length: number): Promise<Buffer> {
-  const chunk = Buffer.allocUnsafe(length);
-  let offset = 0;
-  while (offset < length) {
-    const { bytesRead } = await handle.read(chunk, offset, length - offset, position + offset);
-    if (bytesRead === 0) break;
-    offset += bytesRead;
-  }
-  return chunk.subarray(0, offset);
 }
 
 /** Lines (a last one without its newline counted too) in bytes [from, to) of the file. */

@@ -25,6 +25,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fdatasyncFd, isDiskFull, writeAll } from './file.js';
 import { ReleaseQueue, releaseSliced } from './release.js';
+import { isHighSurrogate } from '../base/head-tail.js';
 import { renderSafely } from '../base/render.js';
 
 /** A promise's settlers. */
@@ -40,7 +41,7 @@ interface Waiter {
 export type Rotate = (old: FileHandle) => Promise<FileHandle>;
 
 /** The most characters written by one `write` of a long line, and by the synchronous write of a sync (below which a sync writes the queue itself). */
-export const WRITE_SLICE = 1024 * 1024;
+const WRITE_SLICE = 1024 * 1024;
 
 /** A queued line, its seq and turn, and the `append()` promise waiting for it. */
 interface PendingLine extends Waiter {
@@ -341,8 +342,7 @@ async function writeSliced(handle: FileHandle, batch: readonly PendingLine[]): P
     for (let from = 0; from < line.length;) {
       let to = Math.min(from + WRITE_SLICE, line.length);
       // Never between the two halves of a surrogate pair: each would encode as U+FFFD.
-      const last = line.charCodeAt(to - 1);
-      if (to < line.length && last >= 0xd800 && last <= 0xdbff) to -= 1;
+      if (to < line.length && isHighSurrogate(line.charCodeAt(to - 1))) to -= 1;
       await writeAll(handle, Buffer.from(line.slice(from, to), 'utf8'));
       from = to;
     }

@@ -8,18 +8,13 @@
  */
 
 import { headAndTail, utf8Bytes } from '../base/head-tail.js';
-import { renderSafely } from '../base/render.js';
+import { jsonText } from '../base/json.js';
 
 /** `value` as the history records it, within `maxBytes`; a TypeError naming `name` when JSON cannot encode it. */
 export function recordable(name: string, value: unknown, maxBytes: number): unknown {
   // A string is cut as itself, not as its JSON text (whose escapes a reader would see doubled).
   if (typeof value === 'string') return utf8Bytes(value) <= maxBytes ? value : headAndTail(value, maxBytes);
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(value);
-  } catch (cause) {
-    throw new TypeError(`${name}: cannot be recorded as JSON (${renderSafely(cause)})`, { cause });
-  }
+  const text = jsonText(name, value);
   if (text === undefined) return undefined;
   return utf8Bytes(text) <= maxBytes ? JSON.parse(text) : headAndTail(text, maxBytes);
 }

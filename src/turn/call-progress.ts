@@ -7,7 +7,7 @@
  */
 
 import { MAX_PROGRESS_BYTES } from '../constants.js';
-import { headAndTail, headBytes, headChars, omittedLine, tailBytes, tailChars } from '../base/head-tail.js';
+import { headAndTail, headBytes, headChars, omittedLine, tailBytes, tailChars, utf8Bytes } from '../base/head-tail.js';
 import { recordable } from './bounded-output.js';
 
 const HEAD_BYTES = Math.floor(MAX_PROGRESS_BYTES / 4);
@@ -72,7 +72,7 @@ export class CallProgress {
   }
 
   #addToTail(text: string): void {
-    const bytes = Buffer.byteLength(text, 'utf8');
+    const bytes = utf8Bytes(text);
     this.#tail.push({ text, bytes });
     this.#tailBytes += bytes;
     while (this.#tailBytes > TAIL_BYTES) {
