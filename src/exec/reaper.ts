@@ -212,11 +212,19 @@ function start(): Reaper {
   // `$0` names it, so `ps` (and a test counting a tool's processes) can tell it from the tool's tree.
   const child = spawn('/bin/sh', ['-c', SCRIPT, REAPER_NAME], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
   const pipe = child.stdin as Socket;
-  // A reaper that failed to start or died early must not crash the host on its pipe's EPIPE.
-  child.on('error', () => {});
-  pipe.on('error', () => {});
-  child.unref();
-  pipe.unref();
+  try {
+    // A reaper that failed to start or died early must not crash the host on its pipe's EPIPE.
+    child.on('error', () => {});
+    pipe.on('error', () => {});
+    child.unref();
+    // Bun's pipe has no `unref` (docs/runtimes.md): there it stays referenced, which changes nothing
+    // a user sees, since the pipe is open only while a child lives, and a live child keeps the host
+    // alive anyway.
+    if (typeof pipe.unref === 'function') pipe.unref();
+  } catch (e) {
+    pipe.destroy(); // the reaper exits when its pipe closes with nothing registered
+    throw e;
+  }
   return { child, pipe };
 }
 
