@@ -102,7 +102,7 @@ export class Child {
     this.result = this.#run(exited, outputs, startedAt).catch((e: unknown) => this.#killThenThrow(e)).finally(async () => {
       this.#done = true;
       for (const undo of this.#teardown) undo();
-      // One step a turn: the listeners' removal, the reaper's `del` (a pipe write that wakes it)
+      // One step a turn: the listeners' removal, the reaper's `del` (a file write)
       // and the start of the cgroup's removal each hold the event loop (0.06–0.45 ms each on a
       // 2-core machine), and together they were a stop's longest block.
       await nextTurn();
