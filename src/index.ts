@@ -36,3 +36,4 @@ export {
   exec, spawnBackground, killAllBackground, execContainment,
   type ExecOptions, type ExecResult, type BackgroundProcess, type Containment, type ContainmentOption, type OutputError,
 } from './exec/index.js';
+export { RUNTIME_WARNING } from './base/refused.js';

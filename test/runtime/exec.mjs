@@ -97,6 +97,20 @@ for (const containment of modes) {
   });
 }
 
+if (process.versions.deno !== undefined) {
+  check('exec (deno without --allow-all): /proc is refused, said once as a FullstopRuntimeWarning; the tree is still stopped (tree-kill mode)', async () => {
+    const host = spawn(process.execPath, ['run', '--allow-run', '--allow-read', '--allow-write', '--allow-env', fixture('exec/stop-and-report.mjs'), dir],
+      { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, NO_COLOR: '1' } });
+    let out = '';
+    host.stdout.on('data', (chunk) => { out += chunk; });
+    await new Promise((resolve) => host.once('exit', resolve));
+    const report = JSON.parse(out.trim().split('\n').at(-1));
+    assert.deepEqual(report.warnings, [{ name: 'FullstopRuntimeWarning', code: 'FULLSTOP_PROC_REFUSED' }]);
+    assert.deepEqual([report.containment, report.cancelled, report.forced], ['tree-kill', true, true]);
+    await eventually(() => allGone(report.pids), 2000, `the tree gone (alive: ${report.pids.filter((p) => !isGone(p))})`);
+  });
+}
+
 check('exec: plain output and exit code', async () => {
   const result = await exec('sh', ['-c', 'printf out; printf err >&2; exit 3']);
   assert.deepEqual([result.exitCode, result.stdout, result.stderr], [3, 'out', 'err']);
