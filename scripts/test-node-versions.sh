@@ -31,7 +31,7 @@ for major in "${majors[@]}"; do
   REDIS_CLUSTER_PORT=$port REDIS_CLUSTER_DIR=/tmp/fullstop-redis-cluster-$port bash scripts/redis-cluster.sh start >/dev/null || exit 1
   clusters+=("$port")
   (
-    export REDIS_CLUSTER_PORT=$port
+    export REDIS_CLUSTER_PORT=$port REDIS_CLUSTER_DIR=/tmp/fullstop-redis-cluster-$port
     start=$(date +%s)
     NO_COLOR=1 "$node" node_modules/vitest/vitest.mjs run >"$LOGS/node-$major.log" 2>&1
     rc=$?

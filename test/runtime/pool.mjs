@@ -57,6 +57,19 @@ check('pool: a task blocked in Atomics.wait on another buffer is hard-stopped', 
   assertCancelled(error, true);
 });
 
+check("pool: a worker's cancelTurn() aborts the turn's signal on the main thread (the Atomics.waitAsync bridge)", async () => {
+  const token = registry.beginTurn('s-trips');
+  try {
+    const aborted = new Promise((resolve) => token.signal.addEventListener('abort', resolve, { once: true }));
+    const result = await pool.run({ flags: new Int32Array(new SharedArrayBuffer(8)) }, { token, name: 'trips' });
+    assert.deepEqual(result, { tripped: true, now: true });
+    await aborted;
+    assert.equal(token.isCancelled(), true);
+  } finally {
+    registry.endTurn('s-trips', token);
+  }
+});
+
 check('pool: no leaks (stats zero, no task running or queued after close)', async () => {
   const stats = pool.stats();
   assert.equal(stats.running, 0);
