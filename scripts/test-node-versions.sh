@@ -16,28 +16,24 @@ majors=("${@:-22 24}")
 read -r -a majors <<<"${majors[*]}"
 
 clusters=()
+pids=()
 cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
   for port in "${clusters[@]}"; do
     REDIS_CLUSTER_PORT=$port REDIS_CLUSTER_DIR=/tmp/fullstop-redis-cluster-$port bash scripts/redis-cluster.sh stop >/dev/null 2>&1 || true
   done
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT
 
-pids=()
 for major in "${majors[@]}"; do
   node=node_modules/node-v$major/bin/node
   if ! "$node" --version | grep -q "^v$major\."; then echo "node $major: no binary at $node (run npm ci)" >&2; exit 1; fi
   port=$((7100 + 10 * (major - 20)))  # 7120 for 22, 7140 for 24: clear of the machine's 7100-7105
-  REDIS_CLUSTER_PORT=$port REDIS_CLUSTER_DIR=/tmp/fullstop-redis-cluster-$port bash scripts/redis-cluster.sh start >/dev/null || exit 1
+  dir=/tmp/fullstop-redis-cluster-$port
+  REDIS_CLUSTER_PORT=$port REDIS_CLUSTER_DIR=$dir bash scripts/redis-cluster.sh start >/dev/null || exit 1
   clusters+=("$port")
-  (
-    export REDIS_CLUSTER_PORT=$port REDIS_CLUSTER_DIR=/tmp/fullstop-redis-cluster-$port
-    start=$(date +%s)
-    NO_COLOR=1 "$node" node_modules/vitest/vitest.mjs run >"$LOGS/node-$major.log" 2>&1
-    rc=$?
-    echo "node $major: exit $rc in $(($(date +%s) - start)) s" >>"$LOGS/node-$major.log"
-    exit $rc
-  ) &
+  NO_COLOR=1 REDIS_CLUSTER_PORT=$port REDIS_CLUSTER_DIR=$dir "$node" node_modules/vitest/vitest.mjs run >"$LOGS/node-$major.log" 2>&1 &
   pids+=($!)
 done
 
@@ -51,6 +47,6 @@ for i in "${!majors[@]}"; do
     echo "=== node $major FAILED: its failures (whole log: $LOGS/node-$major.log) ==="
     grep -E -A30 'FAIL|Error:' "$LOGS/node-$major.log" | head -200
   fi
-  tail -1 "$LOGS/node-$major.log"
 done
+pids=()
 exit $failed
