@@ -269,8 +269,12 @@ function start(): Reaper {
   return { child, pipe, file };
 }
 
-/** Close the registrations, then the pipe: the reaper reads what was written, finds nothing left, and exits. */
+/**
+ * Close the registrations, then the pipe: the reaper reads what was written, finds nothing left,
+ * and exits. Nothing is ever written to the pipe, so `destroy` loses nothing, and closes its
+ * descriptor now (`end` would close it loop turns later, after the child's result has resolved).
+ */
 function stop(r: Reaper): void {
   closeSync(r.file);
-  r.pipe.end();
+  r.pipe.destroy();
 }
