@@ -210,7 +210,7 @@ function release(r: Reaper): void {
 
 /**
  * True when `pid` is a reaper of this library (its own or an earlier one still finishing: its
- * command line ends with REAPER_NAME) or a helper one runs (the awk that keeps its entries). For
+ * command line ends with REAPER_NAME) or a helper one runs (its awk, once the host is gone). For
  * tools that watch the host's children (the probe, the tests' leak checks).
  */
 export function isReaper(pid: number): boolean {
