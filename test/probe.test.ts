@@ -211,9 +211,11 @@ describe('exec mode', () => {
       const { json, ran } = await probeJson(['--exec', `sh ${fixture('escapes.sh')} 0.3 ${daemons}`, '--runs', '2', '--grace', '30']);
       expect(json.survivors).toEqual([]);
       expect(ran.stdout).not.toMatch(/SURVIVED the stop/);
-      // Every daemon any run started is really gone, not merely unseen by the probe.
+      // Every daemon any run started is really gone, not merely unseen by the probe. The
+      // uncancelled run always starts its daemon; a cancelled one may be stopped before it has
+      // (its moment is drawn from the run's first milliseconds too, and a loaded shell is slow).
       const pids = pidsIn(daemons);
-      expect(pids.length).toBeGreaterThanOrEqual(3);
+      expect(pids.length).toBeGreaterThanOrEqual(1);
       expect(pids.filter((pid) => !isGone(pid))).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
