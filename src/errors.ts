@@ -66,11 +66,18 @@ export class CancelledError extends Error {
 export function cancelledError(message: string, options: CancelledErrorOptions): CancelledError {
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = 0;
+  let error: CancelledError;
   try {
-    return new CancelledError(message, options);
+    error = new CancelledError(message, options);
   } finally {
     Error.stackTraceLimit = limit;
   }
+  // Bun gives an error made with no frames no stack at all, and its structured clone keeps neither
+  // `name` nor `code`: the stack's first line is then the one mark that crosses a thread.
+  if (typeof error.stack !== 'string') {
+    Object.defineProperty(error, 'stack', { value: `CancelledError: ${message}`, writable: true, configurable: true, enumerable: false });
+  }
+  return error;
 }
 
 /**

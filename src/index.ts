@@ -40,3 +40,4 @@ export {
   exec, spawnBackground, killAllBackground, execContainment,
   type ExecOptions, type ExecResult, type BackgroundProcess, type Containment, type ContainmentOption, type OutputError, type OutputChunk, type OnOutput,
 } from './exec/index.js';
+export { RUNTIME_WARNING } from './base/refused.js';

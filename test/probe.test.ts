@@ -174,10 +174,13 @@ describe('exec mode', () => {
       expect(Object.keys(json).sort()).toEqual(['cooperative', 'graceMs', 'hard', 'latencyMs', 'mode', 'runs', 'survivors']);
       // A cancel drawn in the shell's first milliseconds, before its trap is set, ends it with
       // SIGTERM; such a tree never writes its line. Every tree that was up (its line written, after
-      // its traps) needed SIGKILL.
+      // its traps) needed SIGKILL. So may one whose trap was set but whose line was not written
+      // yet: under load the 30 ms grace can end in between, and the SIGKILL comes first.
       const trees = readFileSync(pids, 'utf8').split('\n').filter(Boolean).length;
       expect(trees).toBeGreaterThanOrEqual(1);
-      expect(json).toMatchObject({ mode: 'exec', runs: 3, graceMs: 30, cooperative: 3 - trees, hard: trees, survivors: [] });
+      expect(json).toMatchObject({ mode: 'exec', runs: 3, graceMs: 30, survivors: [] });
+      expect(json.hard).toBeGreaterThanOrEqual(trees);
+      expect(json.cooperative + json.hard).toBe(3);
       expect(json.latencyMs.max).toBeGreaterThanOrEqual(30); // a hard stop waits out the grace first
       expect(ran.stdout).toMatch(/verdict: needed SIGKILL in \d+% of runs .*; nothing survived/);
       // Every process of every run is really gone.
@@ -208,9 +211,11 @@ describe('exec mode', () => {
       const { json, ran } = await probeJson(['--exec', `sh ${fixture('escapes.sh')} 0.3 ${daemons}`, '--runs', '2', '--grace', '30']);
       expect(json.survivors).toEqual([]);
       expect(ran.stdout).not.toMatch(/SURVIVED the stop/);
-      // Every daemon any run started is really gone, not merely unseen by the probe.
+      // Every daemon any run started is really gone, not merely unseen by the probe. The
+      // uncancelled run always starts its daemon; a cancelled one may be stopped before it has
+      // (its moment is drawn from the run's first milliseconds too, and a loaded shell is slow).
       const pids = pidsIn(daemons);
-      expect(pids.length).toBeGreaterThanOrEqual(3);
+      expect(pids.length).toBeGreaterThanOrEqual(1);
       expect(pids.filter((pid) => !isGone(pid))).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });

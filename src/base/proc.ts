@@ -18,6 +18,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { withReserve } from './fd-reserve.js';
+import { isRefused, warnRefused } from './refused.js';
 
 /** The fields of /proc/<pid>/stat the library uses. */
 export interface ProcStat {
@@ -44,7 +45,8 @@ export function readStat(pid: number): ProcStat | undefined {
   let line: string;
   try {
     line = withReserve(() => readFileSync(`/proc/${pid}/stat`, 'latin1'));
-  } catch {
+  } catch (e) {
+    if (isRefused(e)) warnRefused(`/proc/${pid}/stat`, e);
     return undefined;
   }
   return parseStat(pid, line);

@@ -7,6 +7,7 @@
 import { Child } from './child.js';
 import { refuseCancelled } from './exec.js';
 import { check, type ExecOptions } from './options.js';
+import { killSpawned } from './rollback.js';
 import type { ExecResult } from './result.js';
 import type { Containment } from './tree.js';
 import { failedToSpawn, probeSpawnError, spawn } from './spawn.js';
@@ -56,7 +57,13 @@ export function spawnBackground(file: string, args?: readonly string[], options?
     void failure.catch(() => {}); // the real errno arrives a tick later; the probe gives it now
     throw failedToSpawn(o, probeSpawnError(o));
   }
-  const child = new Child(subprocess, tree, o, startedAt);
+  let child: Child;
+  try {
+    child = new Child(subprocess, tree, o, startedAt);
+  } catch (e) {
+    void killSpawned(subprocess, tree); // its SIGKILL is sent now, before the throw
+    throw e;
+  }
   running.add(child);
   void child.settled.then(() => running.delete(child));
   child.result.catch(() => {}); // a failure nobody awaits must not crash the host

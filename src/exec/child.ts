@@ -74,22 +74,36 @@ export class Child {
     this.#tree = tree;
     this.#stopBegan = new Promise((open) => { this.#openStop = open; });
     const untrack = track(this.#tree);
-    const outputs = [new Output(subprocess.stdout!, 'stdout', o.maxBuffer, o.onOutput), new Output(subprocess.stderr!, 'stderr', o.maxBuffer, o.onOutput)];
-    const exited = new Promise<Exit>((resolve) => subprocess.once('exit', (code, signal) => {
-      this.#tree.leaderReaped();
-      this.#wake.nudge();
-      resolve({ code, signal });
-    }));
-    this.#teardown.push(tree.watch(() => this.#wake.nudge()));
-    // The hard stop ends a grace wait under way. Listening now also makes the signal now (Node
-    // makes an AbortController's signal when it is first read), not on the stop's path.
-    this.#hard.signal.addEventListener('abort', () => this.#wake.nudge(), { once: true });
-    const stop = (cause: StopCause, governed?: boolean) => this.stop(cause, governed);
-    this.#teardown.push(onAbort(o.signal, stop), onTimeout(o.timeoutMs, stop));
-    this.result = this.#run(exited, outputs, startedAt).finally(async () => {
+    let onExit!: (code: number | null, signal: NodeJS.Signals | null) => void;
+    const exited = new Promise<Exit>((resolve) => {
+      onExit = (code, signal) => {
+        this.#tree.leaderReaped();
+        this.#wake.nudge();
+        resolve({ code, signal });
+      };
+    });
+    let outputs: Output[];
+    // All or nothing: if a step throws, what the steps before it set up is undone, and the caller
+    // kills the tree (killSpawned) before the error surfaces.
+    try {
+      subprocess.once('exit', onExit);
+      outputs = [new Output(subprocess.stdout!, 'stdout', o.maxBuffer, o.onOutput), new Output(subprocess.stderr!, 'stderr', o.maxBuffer, o.onOutput)];
+      this.#teardown.push(tree.watch(() => this.#wake.nudge()));
+      // The hard stop ends a grace wait under way. Listening now also makes the signal now (Node
+      // makes an AbortController's signal when it is first read), not on the stop's path.
+      this.#hard.signal.addEventListener('abort', () => this.#wake.nudge(), { once: true });
+      const stop = (cause: StopCause, governed?: boolean) => this.stop(cause, governed);
+      this.#teardown.push(onAbort(o.signal, stop), onTimeout(o.timeoutMs, stop));
+    } catch (e) {
+      for (const undo of this.#teardown) undo();
+      subprocess.removeListener('exit', onExit);
+      untrack();
+      throw e;
+    }
+    this.result = this.#run(exited, outputs, startedAt).catch((e: unknown) => this.#killThenThrow(e)).finally(async () => {
       this.#done = true;
       for (const undo of this.#teardown) undo();
-      // One step a turn: the listeners' removal, the reaper's `del` (a pipe write that wakes it)
+      // One step a turn: the listeners' removal, the reaper's `del` (a file write)
       // and the start of the cgroup's removal each hold the event loop (0.06–0.45 ms each on a
       // 2-core machine), and together they were a stop's longest block.
       await nextTurn();
@@ -143,6 +157,19 @@ export class Child {
       if (await waitForEmpty(this.#tree, Infinity, this.#hard.signal, this.#wake)) return;
     }
     await this.hardStop();
+  }
+
+  /**
+   * Something failed while the child ran (anything but an output overflow, whose stop has already
+   * emptied the tree): nothing it started may outlive the error.
+   */
+  async #killThenThrow(e: unknown): Promise<never> {
+    try {
+      if (!this.#tree.isEmpty()) await this.hardStop();
+    } catch {
+      this.#tree.killNow(); // the hard stop itself failed: SIGKILL what can be reached now
+    }
+    throw e;
   }
 
   async #hardSequence(): Promise<void> {

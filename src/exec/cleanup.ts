@@ -21,13 +21,9 @@ let installed = false;
 
 /** Track `tree` until the returned function is called. */
 export function track(tree: Tree): () => void {
-  live.add(tree);
   const unregister = register(tree.reaperEntry);
-  if (!installed) {
-    installed = true;
-    process.on('exit', onExit);
-  }
-  return () => {
+  live.add(tree);
+  const untrack = () => {
     if (!live.delete(tree)) return;
     unregister();
     if (live.size === 0 && installed) {
@@ -35,6 +31,17 @@ export function track(tree: Tree): () => void {
       process.removeListener('exit', onExit);
     }
   };
+  if (!installed) {
+    // Undone if it throws (a 'newListener' listener may): tracking is all or nothing.
+    try {
+      process.on('exit', onExit);
+    } catch (e) {
+      untrack();
+      throw e;
+    }
+    installed = true;
+  }
+  return untrack;
 }
 
 function onExit(): void {

@@ -5,6 +5,7 @@
  */
 
 import { existsSync } from 'node:fs';
+import { isRefused, warnRefused } from '../base/refused.js';
 import { cgroupBase, cgroupsWork } from './hierarchy.js';
 import type { Containment } from './tree.js';
 
@@ -39,8 +40,19 @@ export function cgroupDirectory(): string | undefined {
 
 function probe(): { mode: Containment; base?: string } {
   const forced = process.env[CONTAINMENT_ENV];
-  if (forced === 'tree-kill' || process.platform !== 'linux' || !existsSync('/proc/self/stat')) return { mode: 'tree-kill' };
+  if (forced === 'tree-kill' || process.platform !== 'linux' || !procReadable()) return { mode: 'tree-kill' };
   if (forced === 'process-group') return { mode: 'process-group' };
   const base = cgroupBase();
   return base !== undefined && cgroupsWork(base) ? { mode: 'cgroup', base } : { mode: 'process-group' };
+}
+
+/** /proc is there and this runtime lets us read it (Deno without --allow-all does not: said once). */
+function procReadable(): boolean {
+  try {
+    return existsSync('/proc/self/stat');
+  } catch (e) {
+    if (!isRefused(e)) throw e;
+    warnRefused('/proc/self/stat', e);
+    return false;
+  }
 }

@@ -7,6 +7,7 @@ import type { CancelToken } from '../token/token.js';
 import { Child } from './child.js';
 import { check, type Checked, type ExecOptions } from './options.js';
 import type { ExecResult } from './result.js';
+import { killSpawned } from './rollback.js';
 import { spawn } from './spawn.js';
 
 /**
@@ -69,8 +70,23 @@ export async function exec(file: string, args?: readonly string[], options?: Exe
     ownToken?.retire();
     throw await failure;
   }
-  const child = new Child(subprocess, tree, o, startedAt);
-  if (o.token !== undefined) child.onDone(own(o.token, child));
+  // From here nothing may fail with the child left running: whatever throws, its tree dies first.
+  let child: Child;
+  try {
+    child = new Child(subprocess, tree, o, startedAt);
+  } catch (e) {
+    await killSpawned(subprocess, tree);
+    ownToken?.retire();
+    throw e;
+  }
+  try {
+    if (o.token !== undefined) child.onDone(own(o.token, child));
+  } catch (e) {
+    await child.hardStop();
+    await child.settled;
+    ownToken?.retire();
+    throw e;
+  }
   if (ownToken !== undefined) child.onDone(() => ownToken.retire());
   return child.result;
 }

@@ -3,14 +3,17 @@
  *
  * SIGKILL cannot be caught, and SIGHUP or SIGQUIT kill a Node process without an 'exit' event, so
  * something outside the host must notice its death. The reaper is a small `sh` in a session of its
- * own (a signal to the host's group or terminal does not reach it), reading the host's
- * registrations from a pipe: `add <id> cg <cgroup>` / `add <id> pg <pid> <start>` / `del <id>`.
- * The pipe closes when the host dies, however it dies; then the reaper kills what is still
- * registered and exits.
+ * own (a signal to the host's group or terminal does not reach it) whose stdin is a pipe from the
+ * host, which closes when the host dies, however it dies. The host writes its registrations
+ * (`add <id> cg <cgroup>` / `add <id> pg <pid> <start>` / `del <id>`) to a file, synchronously,
+ * so one is made before `exec` returns on every runtime (Bun sends a pipe write only turns of the
+ * event loop later: a host killed in between leaked the child). The file is unlinked as soon as
+ * the reaper has it open (its fd 3): nothing is left on disk. When the pipe closes, the reaper
+ * reads the file, kills what is still registered and exits.
  *
  * At scale (1,500 live children, or 1,000 live after 1,000 that ended) it kills within its 2 s:
  * - O(1) a registration, and a fast read: `awk` keeps the entries in an associative array and reads
- *   the pipe in blocks, so a backlog left when the host dies costs little (dash's `read` takes one
+ *   the file in blocks, so a long history costs little when the host dies (dash's `read` takes one
  *   byte per system call). Without awk, dash keeps each entry in a variable `e_<id>` (`add` sets
  *   it, `del` unsets it), and the host hands out ids from a free list, so the final pass over
  *   `e_1..e_max` is O(the most children registered at once).
@@ -28,10 +31,15 @@
  * It changes nothing in the host: no signal handler, and the child process and its pipe are unref'd,
  * so the host exits exactly when it would without it. It runs only while children do: the host
  * closes the pipe after the last one settles, and the reaper, with nothing registered, just exits.
+ * (The file grows by a line a spawn and one a settle for as long as one reaper runs: ~100 bytes a
+ * child.)
  */
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import { readStat } from '../base/proc.js';
 
@@ -39,9 +47,11 @@ const SCRIPT = `
 trap '' HUP INT QUIT PIPE
 nl='
 '
-# 1. The registrations, until the pipe closes; then the entries still registered, one a line.
+# 1. Wait until the host's end of the pipe closes (it writes nothing to it); then read its
+#    registrations from fd 3, in order: the entries still registered, one a line.
+while read -r _; do :; done
 if command -v awk >/dev/null; then
-  entries=$(awk '$1 == "add" { e[$2] = substr($0, length($2) + 6) } $1 == "del" { delete e[$2] } END { for (id in e) print e[id] }')
+  entries=$(awk '$1 == "add" { e[$2] = substr($0, length($2) + 6) } $1 == "del" { delete e[$2] } END { for (id in e) print e[id] }' <&3)
 else
   max=0
   while IFS= read -r line; do
@@ -52,7 +62,7 @@ else
         [ "$id" -gt "$max" ] && max=$id ;;
       'del '*) unset "e_\${line#del }" ;;
     esac
-  done
+  done <&3
   entries=''; i=1
   while [ $i -le $max ]; do
     eval "entry=\\\${e_$i-}"
@@ -148,7 +158,10 @@ const REAPER_NAME = 'fullstop-reaper';
 
 interface Reaper {
   readonly child: ChildProcess;
+  /** The reaper's stdin: closes when the host dies. Nothing is written to it. */
   readonly pipe: Socket;
+  /** The registrations file, written synchronously (already unlinked; the reaper reads it as fd 3). */
+  readonly file: number;
 }
 
 /** The running reaper; `undefined` while no child is registered. */
@@ -166,27 +179,38 @@ let freeIds: number[] = [];
 export function register(entry: string): () => void {
   const r = (reaper ??= start());
   const id = freeIds.pop() ?? ++maxId;
+  try {
+    writeSync(r.file, `add ${id} ${entry}\n`);
+  } catch (e) {
+    // Not registered, so not run (the caller kills what it spawned).
+    freeIds.push(id);
+    if (registered === 0) release(r);
+    throw e;
+  }
   registered++;
-  write(r, `add ${id} ${entry}\n`);
   let done = false;
   return () => {
     if (done) return;
     done = true;
-    // The pipe is read in order: this `del` reaches the reaper before any `add` that reuses the id.
-    write(r, `del ${id}\n`);
+    // Read in order: this `del` comes before any `add` that reuses the id. Should it fail, the
+    // entry stays; at the host's death the reaper finds its process gone or not the one recorded.
+    try { writeSync(r.file, `del ${id}\n`); } catch { /* see above */ }
     freeIds.push(id);
-    if (--registered === 0 && reaper === r) {
-      reaper = undefined;
-      maxId = 0;
-      freeIds = [];
-      r.pipe.end();
-    }
+    if (--registered === 0) release(r);
   };
+}
+
+function release(r: Reaper): void {
+  if (reaper !== r) return;
+  reaper = undefined;
+  maxId = 0;
+  freeIds = [];
+  stop(r);
 }
 
 /**
  * True when `pid` is a reaper of this library (its own or an earlier one still finishing: its
- * command line ends with REAPER_NAME) or a helper one runs (the awk that keeps its entries). For
+ * command line ends with REAPER_NAME) or a helper one runs (its awk, once the host is gone). For
  * tools that watch the host's children (the probe, the tests' leak checks).
  */
 export function isReaper(pid: number): boolean {
@@ -209,17 +233,48 @@ export function reaperPid(): number | undefined {
 }
 
 function start(): Reaper {
-  // `$0` names it, so `ps` (and a test counting a tool's processes) can tell it from the tool's tree.
-  const child = spawn('/bin/sh', ['-c', SCRIPT, REAPER_NAME], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+  // Two descriptors on one new file: ours writes, the reaper's (its fd 3) reads from the start.
+  const path = join(tmpdir(), `fullstop-reaper-${process.pid}-${randomBytes(6).toString('hex')}`);
+  const file = openSync(path, 'wx', 0o600);
+  let child: ChildProcess;
+  try {
+    const readEnd = openSync(path, 'r');
+    try {
+      // `$0` names it, so `ps` (and a test counting a tool's processes) can tell it from the tool's tree.
+      child = spawn('/bin/sh', ['-c', SCRIPT, REAPER_NAME], { detached: true, stdio: ['pipe', 'ignore', 'ignore', readEnd] });
+    } finally {
+      closeSync(readEnd);
+    }
+  } catch (e) {
+    closeSync(file);
+    throw e;
+  } finally {
+    unlinkSync(path);
+  }
   const pipe = child.stdin as Socket;
-  // A reaper that failed to start or died early must not crash the host on its pipe's EPIPE.
-  child.on('error', () => {});
-  pipe.on('error', () => {});
-  child.unref();
-  pipe.unref();
-  return { child, pipe };
+  try {
+    // A reaper that failed to start or died early must not crash the host on its pipe's EPIPE.
+    child.on('error', () => {});
+    pipe.on('error', () => {});
+    child.unref();
+    // Bun's pipe has no `unref` (docs/runtimes.md): there it stays referenced, which changes nothing
+    // a user sees, since the pipe is open only while a child lives, and a live child keeps the host
+    // alive anyway.
+    if (typeof pipe.unref === 'function') pipe.unref();
+  } catch (e) {
+    closeSync(file);
+    pipe.destroy(); // the reaper exits when its pipe closes with nothing registered
+    throw e;
+  }
+  return { child, pipe, file };
 }
 
-function write(r: Reaper, line: string): void {
-  if (!r.pipe.destroyed) r.pipe.write(line);
+/**
+ * Close the registrations, then the pipe: the reaper reads what was written, finds nothing left,
+ * and exits. Nothing is ever written to the pipe, so `destroy` loses nothing, and closes its
+ * descriptor now (`end` would close it loop turns later, after the child's result has resolved).
+ */
+function stop(r: Reaper): void {
+  closeSync(r.file);
+  r.pipe.destroy();
 }

@@ -16,6 +16,7 @@ import { CgroupTree } from './cgroup.js';
 import { cgroupDirectory, execContainment } from './containment.js';
 import { createCgroup, joinArgv, removeCgroup } from './hierarchy.js';
 import { ProcessGroupTree } from './group.js';
+import { killLeader } from './rollback.js';
 import type { Checked } from './options.js';
 import type { Tree } from './tree.js';
 import { TreeKillTree } from './tree-kill.js';
@@ -47,7 +48,7 @@ export function spawn(o: Checked): Spawned {
     return spawnIn(o, 'process-group');
   }
   const spawned = spawnIn(o, { cgroup, argv });
-  if (spawned.failure !== undefined) removeCgroup(cgroup);
+  if (spawned.failure !== undefined) void spawned.failure.then(() => removeCgroup(cgroup));
   return spawned;
 }
 
@@ -61,15 +62,20 @@ function spawnIn(o: Checked, mode: 'process-group' | 'tree-kill' | { cgroup: str
   }
   // A failed spawn has no pid and reports its errno in an 'error' event, a tick later.
   if (subprocess.pid === undefined) return { failure: new Promise<unknown>((r) => subprocess.once('error', r)).then((e) => spawnError(o, e)) };
-  subprocess.on('error', () => {}); // a later kill() of ours that fails is not the host's crash
-  subprocess.stdin?.on('error', () => {}); // EPIPE: the child exited before reading `input`
-  if (o.input !== undefined) subprocess.stdin!.end(o.input);
-  if (mode === 'process-group') return { subprocess, tree: new ProcessGroupTree(subprocess.pid) };
-  if (mode === 'tree-kill') return { subprocess, tree: new TreeKillTree(subprocess.pid) };
-  // The child joins by itself before it execs the command; joining it from here as well makes it a
-  // member before any stop can run, even if its shell has not been scheduled yet.
-  try { writeFileSync(join(mode.cgroup, 'cgroup.procs'), String(subprocess.pid)); } catch { /* exited already */ }
-  return { subprocess, tree: new CgroupTree(subprocess.pid, mode.cgroup) };
+  try {
+    subprocess.on('error', () => {}); // a later kill() of ours that fails is not the host's crash
+    subprocess.stdin?.on('error', () => {}); // EPIPE: the child exited before reading `input`
+    if (o.input !== undefined) subprocess.stdin!.end(o.input);
+    if (mode === 'process-group') return { subprocess, tree: new ProcessGroupTree(subprocess.pid) };
+    if (mode === 'tree-kill') return { subprocess, tree: new TreeKillTree(subprocess.pid) };
+    // The child joins by itself before it execs the command; joining it from here as well makes it a
+    // member before any stop can run, even if its shell has not been scheduled yet.
+    try { writeFileSync(join(mode.cgroup, 'cgroup.procs'), String(subprocess.pid)); } catch { /* exited already */ }
+    return { subprocess, tree: new CgroupTree(subprocess.pid, mode.cgroup) };
+  } catch (e) {
+    // Spawned, but not ready to be run: it dies before the failure surfaces (rollback.ts).
+    return { failure: killLeader(subprocess, typeof mode === 'string' ? undefined : mode.cgroup).then(() => spawnError(o, e)) };
+  }
 }
 
 function spawnOptions(o: Checked): SpawnOptions {
