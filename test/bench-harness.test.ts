@@ -163,8 +163,12 @@ describe('rows, table and chart', () => {
 
 describe('the CLI', () => {
   // A runner that hangs is killed before the test's own timeout, so the test can still say what it left behind.
+  // Every process this file's runs start carries this mark in its environment (forks inherit it), so
+  // the leak check below finds this run's variants only, not those of another suite run beside it.
+  const mark = `FULLSTOP_BENCH_TEST_RUN=${process.pid}-${Date.now()}`;
   const run = (args: string[]) => new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(process.execPath, ['dist/bench/run.js', ...args], { cwd: root, timeout: 45_000 }, (error, stdout, stderr) =>
+    const env = { ...process.env, FULLSTOP_BENCH_TEST_RUN: mark.slice(mark.indexOf('=') + 1) };
+    execFile(process.execPath, ['dist/bench/run.js', ...args], { cwd: root, timeout: 45_000, env }, (error, stdout, stderr) =>
       resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }));
   });
 
@@ -190,10 +194,12 @@ describe('the CLI', () => {
 
   it('measures P5 with each variant in a process of its own, and leaves none of them running', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'fullstop-bench-test-'));
-    // The variants' processes, by their command line (throughput.js); a pid gone meanwhile is not one.
+    // This run's variants' processes, by their command line (throughput.js) and this file's mark; a
+    // pid gone meanwhile is not one.
     const variants = async () => (await readdir('/proc')).filter((pid) => /^\d+$/.test(pid)).filter((pid) => {
       try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('bench/throughput.js');
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('bench/throughput.js') &&
+          readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(mark);
       } catch {
         return false;
       }
