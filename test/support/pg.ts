@@ -14,12 +14,15 @@ export interface PgScene {
   pool(port?: number, options?: pg.PoolConfig): pg.Pool;
   /** A fresh schema name, dropped after the test. */
   schema(): string;
-  /** The schemas of this scene's prefix that exist now. */
+  /** The schemas of this scene's prefix, made by this process, that exist now. */
   leftSchemas(): Promise<string[]>;
 }
 
 /** Registers the hooks; `prefix` names this file's schemas (letters and _). */
 export function pgScene(prefix: string): PgScene {
+  // This process's mark in every schema name: another suite run beside this one (CI's Node legs
+  // share the server) has schemas of the same prefix that are not this run's to count or drop.
+  const mine = process.pid.toString(36);
   const pools: pg.Pool[] = [];
   const schemas: string[] = [];
   const admin = () => new pg.Pool({ ...PG, max: 1 });
@@ -32,14 +35,14 @@ export function pgScene(prefix: string): PgScene {
       return pool;
     },
     schema() {
-      const name = `t_${prefix}_${randomBytes(5).toString('hex')}`;
+      const name = `t_${prefix}_${mine}_${randomBytes(5).toString('hex')}`;
       schemas.push(name);
       return name;
     },
     async leftSchemas() {
       const a = admin();
       try {
-        const { rows } = await a.query('SELECT nspname FROM pg_namespace WHERE nspname LIKE $1', [`t\\_${prefix}\\_%`]);
+        const { rows } = await a.query('SELECT nspname FROM pg_namespace WHERE nspname LIKE $1', [`t\\_${prefix}\\_${mine}\\_%`]);
         return rows.map((r) => r.nspname as string);
       } finally {
         await a.end();
