@@ -56,6 +56,7 @@ import { lockLedger, type LedgerLock } from './lock.js';
 import { sealedPath, type LedgerSegment, type PlacedSegment } from './segments.js';
 import { readSession, type SessionIndex } from './session-index.js';
 import { LedgerWriter, type Rotate } from './writer.js';
+import { StopsUnderWay } from './stops-under-way.js';
 import type { LedgerFilter, LedgerStore } from './store.js';
 
 export {
@@ -135,9 +136,7 @@ export class Ledger implements LedgerStore {
   /** Every turn id in the file (invariant 7), true once the turn has ended (invariant 11). */
   readonly #turnIds: Map<string, boolean>;
   /** The turns whose `cancelling` is written and whose terminal status is not: their lines are urgent, and `close` waits for them. */
-  readonly #stopping = new Set<string>();
-  /** Called when `#stopping` empties (while `close` waits for it). */
-  #stopsDone: (() => void) | undefined;
+  readonly #stopping = new StopsUnderWay();
   /** Where each session's lines are (invariant 9). */
   readonly #index: SessionIndex;
   /** Where the file being written starts in the index's offsets, and the seq of its first line. */
@@ -384,9 +383,9 @@ export class Ledger implements LedgerStore {
     this.#index.add(sessionId, start, this.#end);
     // From its `cancelling` to its terminal status, a turn's lines are a stop's: they skip the queue of
     // other sessions' released appends (writer.ts).
-    if (status === 'cancelling') this.#stopping.add(turnId);
-    const urgent = this.#stopping.has(turnId);
-    if (isTerminalStatus(status) && this.#stopping.delete(turnId) && this.#stopping.size === 0) this.#stopsDone?.();
+    const before = this.#stopping.has(turnId);
+    this.#stopping.note(turnId, status);
+    const urgent = before || status === 'cancelling';
     return this.#writer.enqueue(line, this.#seq, turnId, urgent, rotate);
   }
 
@@ -485,14 +484,9 @@ export class Ledger implements LedgerStore {
 
   /** Resolves when no stop is under way, or after `closeWaitMs`. */
   async #waitForStops(): Promise<void> {
-    if (this.#stopping.size === 0 || this.#writer.failure !== undefined) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await new Promise<void>((resolve) => {
-      this.#stopsDone = resolve;
-      timer = setTimeout(resolve, this.#closeWaitMs);
-    });
-    clearTimeout(timer);
-    this.#stopsDone = undefined;
+    // After a failed write nothing more reaches the file: no stop can finish its history.
+    if (this.#writer.failure !== undefined) return;
+    await this.#stopping.settled(this.#closeWaitMs);
   }
 }
 

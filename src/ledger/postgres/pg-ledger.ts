@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { FleetReasons } from '../../constants.js';
 import { checkId, TurnIdUsedError } from '../../errors.js';
 import { checkFilter } from '../checks.js';
-import { isTerminalStatus, type LedgerEntry, type LedgerEntryInput } from '../entry.js';
+import type { LedgerEntry, LedgerEntryInput } from '../entry.js';
 import type { LedgerFilter, LedgerStore } from '../store.js';
 import { Appender, type Row, type Verdict } from './appender.js';
 import { GroupCommit } from './group-commit.js';
@@ -29,6 +29,7 @@ import { reported, withClient } from './pool.js';
 import { closeTurn, openTurnsOf, type RepairContext } from './repair.js';
 import { entryOf, rowOf } from './rows.js';
 import { statementsFor, type Statements } from './statements.js';
+import { StopsUnderWay } from '../stops-under-way.js';
 
 /**
  * The history on PostgreSQL, shared by every instance that opens the same schema: stops, answers
@@ -75,9 +76,7 @@ export class PgLedger implements LedgerStore {
   /** The last local seq given to a row of this writer. */
   #localSeq = 0;
   /** The turns whose `cancelling` was appended and whose terminal status was not: `close` waits for them (invariant 4). */
-  readonly #stopping = new Set<string>();
-  /** Called when `#stopping` empties (while `close` waits for it). */
-  #stopsDone: (() => void) | undefined;
+  readonly #stopping = new StopsUnderWay();
   /** `close()`'s promise; `undefined` while open. */
   #closing: Promise<void> | undefined;
   /** Set once `close` stopped waiting for stops: every append is refused. */
@@ -147,8 +146,7 @@ export class PgLedger implements LedgerStore {
     if (this.#closing !== undefined && !this.#stopping.has(row.turnId)) return Promise.reject(this.#closedError());
     this.#localSeq = row.localSeq;
     this.#turnIds.add(row.turnId);
-    if (row.status === 'cancelling') this.#stopping.add(row.turnId);
-    else if (isTerminalStatus(row.status) && this.#stopping.delete(row.turnId) && this.#stopping.size === 0) this.#stopsDone?.();
+    this.#stopping.note(row.turnId, row.status);
     return this.#commits.add(row);
   }
 
@@ -222,15 +220,8 @@ export class PgLedger implements LedgerStore {
   }
 
   /** Resolves when no stop is under way, or after `closeWaitMs`. */
-  async #waitForStops(): Promise<void> {
-    if (this.#stopping.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await new Promise<void>((resolve) => {
-      this.#stopsDone = resolve;
-      timer = setTimeout(resolve, this.closeWaitMs);
-    });
-    clearTimeout(timer);
-    this.#stopsDone = undefined;
+  #waitForStops(): Promise<void> {
+    return this.#stopping.settled(this.closeWaitMs);
   }
 
   #closedError(): Error {
