@@ -6,33 +6,10 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Ledger, TurnRunner, type LedgerEntry } from '../dist/src/index.js';
+import { deafTurns } from './support/deaf-turns.js';
 import { runnerScene } from './support/runner-scene.js';
 
 const scene = runnerScene('fullstop-ledger-close-', { graceMs: 400 });
-
-/** `count` turns, each in a tool that ignores its signal until `release()`; resolves once all are in it. */
-async function deafTurns(runner: TurnRunner, count: number) {
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => { release = resolve; });
-  let inside = 0;
-  let allInside!: () => void;
-  const everyToolRuns = new Promise<void>((resolve) => { allInside = resolve; });
-  let signalledCount = 0;
-  let allSignalled!: () => void;
-  /** Resolves once every tool saw its signal: the stops' `cancelling` is on disk by then. */
-  const signalled = new Promise<void>((resolve) => { allSignalled = resolve; });
-  const outcomes = Array.from({ length: count }, (_, i) => runner.run(`s${i}`, async (turn) => {
-    await turn.say(`working on ${i}`);
-    return turn.tool('slow', { i }, async (token) => {
-      token.signal.addEventListener('abort', () => { if (++signalledCount === count) allSignalled(); }, { once: true });
-      if (++inside === count) allInside();
-      await gate; // ignores its signal: the stop's grace runs out first
-      return 'too late';
-    });
-  }, { turnId: `t${i}` }));
-  await everyToolRuns;
-  return { outcomes, release, signalled };
-}
 
 describe('close waits for the stops under way', () => {
   it("README's SIGTERM recipe (shutdown past its deadline, pool.close, ledger.close) leaves every stopped turn complete on disk", async () => {
