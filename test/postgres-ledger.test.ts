@@ -321,6 +321,41 @@ describe('close', () => {
   });
 });
 
+describe('retention', () => {
+  it('docs/postgres.md\'s DELETE removes ended turns\' entries only; seq goes on, ended ids stay used, open turns stay whole', async () => {
+    const schema = pg.schema();
+    const pool = pg.pool();
+    const ledger = await PgLedger.open({ pool, schema, instanceId: 'A' });
+    for (const turnId of ['old1', 'old2']) {
+      await ledger.append({ sessionId: 's', turnId, type: 'turn_started' });
+      await ledger.append({ sessionId: 's', turnId, type: 'say', text: 'x' });
+      await ledger.append({ sessionId: 's', turnId, type: 'status', status: 'completed' });
+    }
+    await ledger.append({ sessionId: 's2', turnId: 'open', type: 'turn_started' });
+    await ledger.append({ sessionId: 's', turnId: 'last', type: 'turn_started' });
+    await ledger.append({ sessionId: 's', turnId: 'last', type: 'status', status: 'completed' });
+    const top = (await ledger.entries()).at(-1)!.seq;
+
+    // The statement as docs/postgres.md gives it, with the schema and a cutoff of now.
+    const { rowCount } = await pool.query(`
+      DELETE FROM "${schema}".entries e
+       USING "${schema}".turns t, "${schema}".entries last
+       WHERE e.turn_id = t.turn_id
+         AND last.seq = t.end_seq
+         AND last.at < $1
+         AND e.seq < (SELECT max(seq) FROM "${schema}".entries)`, [Date.now() + 1]);
+    // old1, old2 and the first entry of 'last': its end is the newest entry, kept so seq goes on.
+    expect(rowCount).toBe(7);
+    expect((await ledger.entries()).map((e) => `${e.turnId}:${typeOf(e)}`)).toEqual(['open:turn_started', 'last:status:completed']);
+
+    await ledger.append({ sessionId: 's', turnId: 'new', type: 'turn_started' });
+    expect((await ledger.entries({ turnId: 'new' }))[0]!.seq).toBe(top + 1);
+    await expect(ledger.append({ sessionId: 's', turnId: 'old1', type: 'turn_started' })).rejects.toBeInstanceOf(TurnIdUsedError);
+    await expect(ledger.append({ sessionId: 's', turnId: 'old2', type: 'say', text: 'late' })).rejects.toThrow(/has ended/);
+    await ledger.close();
+  });
+});
+
 describe('the optional peer', () => {
   it('neither "fullstop" nor "fullstop/postgres" loads pg: the ledger uses the pool it is given', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fullstop-pg-peer-'));
