@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Worker } from 'node:worker_threads';
 import { TurnPool, TurnRegistry, type CancelToken, type TokenHandle } from '../dist/src/index.js';
 import { tokenFromHandle } from '../dist/workers/runtime.js';
+import { addOwner } from '../dist/src/token/owners.js';
 import { eventually, threadCount } from './support/leaks.js';
 
 const ZERO = { liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 };
@@ -175,6 +176,10 @@ describe('a cancel from a worker', () => {
     const token = registry.beginTurn('s', 'turn-1');
     let aborts = 0;
     const aborted = new Promise<void>((resolve) => token.signal.addEventListener('abort', () => { aborts++; resolve(); }));
+    // The signal aborts once by AbortSignal's own rule; what a repeated cancel could repeat is the
+    // token's telling its owners (a stop's hard-stop and cleanup hang on it).
+    let told = 0;
+    const disposeOwner = addOwner(token, { kind: 'task', settled: Promise.resolve(), hardStop() {}, onCancel() { told++; } });
     const worker = start('cancel-on-request.mjs', { handle: token.handle });
     await next(worker, 'ready');
     expect(registry.stats().liveBridges).toBe(1);
@@ -184,6 +189,7 @@ describe('a cancel from a worker', () => {
     // Nothing on the main thread reads the token: only the bridge can deliver this abort.
     await aborted;
     expect(aborts).toBe(1);
+    expect(told).toBe(1);
     // The bridge keeps watching the cancelled token until the turn ends.
     expect(registry.stats().liveBridges).toBe(1);
     expect(token.isCancelled()).toBe(true);
@@ -205,11 +211,13 @@ describe('a cancel from a worker', () => {
     await barrierAborted;
     // The second cancel of the first token changed nothing of it.
     expect(aborts).toBe(1);
+    expect(told).toBe(1);
     expect(token.reason).toBe('cancel.user');
     expect(token.isCancelled()).toBe(true);
     expect(registry.isCancelled('s')).toBe(true);
     registry.endTurn('barrier');
 
+    disposeOwner();
     registry.endTurn('s');
     expect(registry.stats().liveBridges).toBe(0);
     worker.postMessage({ type: 'cancel' });
