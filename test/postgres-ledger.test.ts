@@ -207,6 +207,40 @@ describe('what the database decides, for every instance', () => {
   });
 });
 
+describe('ids the text columns cannot hold as given', () => {
+  it('with NUL, a lone surrogate, % or an escape look-alike are distinct turns and sessions, kept exactly, repaired and closed', async () => {
+    const schema = pg.schema();
+    // Pairs a naive column would merge (U+FFFD for both surrogates) or refuse (NUL), and ids that look like the escape.
+    const ids = ['a\ud800', 'a\udbff', 'a\ufffd', 'n\0', 'n%u0000', '100%', '100%25', 'plain'];
+    const crashed = await open(schema, 'owner\0\ud800', { closeWaitMs: 0 });
+    for (const id of ids) {
+      await crashed.append({ sessionId: `s-${id}`, turnId: `t-${id}`, type: 'turn_started' });
+      await crashed.append({ sessionId: `s-${id}`, turnId: `t-${id}`, type: 'tool_call', callId: 'c', name: 'n', args: {} });
+    }
+    const reader = await open(schema, 'reader');
+    for (const id of ids) {
+      const own = await reader.entries({ sessionId: `s-${id}` });
+      expect(own.map((e) => [e.sessionId, e.turnId, e.type])).toEqual([[`s-${id}`, `t-${id}`, 'turn_started'], [`s-${id}`, `t-${id}`, 'tool_call']]);
+      expect(await reader.entries({ turnId: `t-${id}` })).toEqual(own);
+    }
+    // A used id is still refused, by its exact self only.
+    await expect(reader.append({ sessionId: 'x', turnId: 't-a\ud800', type: 'turn_started' })).rejects.toBeInstanceOf(TurnIdUsedError);
+    // A sweep closes one of them, and only it.
+    expect(await reader.closeAbandonedTurn('s-a\udbff', 't-a\udbff', 'lease.expired')).toBe(true);
+    expect(await reader.closeAbandonedTurn('s-a\ud800', 't-a\udbff')).toBe(false); // of another session
+    expect((await reader.entries({ turnId: 't-a\ud800' })).map(typeOf)).toEqual(['turn_started', 'tool_call']);
+    // The owner restarts under its own (escaped) instance id and closes the rest, each under its exact ids.
+    const restarted = await open(schema, 'owner\0\ud800');
+    for (const id of ids) {
+      const history = await restarted.entries({ sessionId: `s-${id}` });
+      expect(history.every((e) => e.sessionId === `s-${id}` && e.turnId === `t-${id}`)).toBe(true);
+      expect(history.map(typeOf)).toEqual(['turn_started', 'tool_call', 'tool_aborted', 'status:interrupted']);
+      expect(history[3]).toMatchObject({ reason: id === 'a\udbff' ? 'lease.expired' : 'restart' });
+    }
+    await Promise.all([crashed.close(), reader.close(), restarted.close()]);
+  });
+});
+
 describe('one batch decides as the rows would one by one', () => {
   // A batch of up to 16 rows is written row by row, a larger one as one set statement: both must decide alike.
   for (const filler of [0, 40]) {

@@ -3,24 +3,21 @@
  * for a lone surrogate (it is written as U+FFFD), so two ids that differ only there — strings cut
  * in the middle of an emoji — would share keys, records and messages: one session's stop would
  * cancel the other's turn. Every id therefore goes to Redis escaped, `%` as `%25` and a lone
- * surrogate as `%uXXXX`, which is one-to-one and leaves every other id unchanged, and comes back
- * through `fromWire`. (Node ids, the prefix and stop reasons are refused instead when not
- * well-formed: they are configuration and codes, not user data.)
+ * surrogate as `%uXXXX` (src/base/escaped-id.ts), which is one-to-one and leaves every other id
+ * unchanged, and comes back through `fromWire`. (Node ids, the prefix and stop reasons are refused
+ * instead when not well-formed: they are configuration and codes, not user data.)
  */
 
-const ESCAPE = /%|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-const UNESCAPE = /%(25|u[0-9A-F]{4})/g;
+import { escapeId, unescapeId } from '../base/escaped-id.js';
 
 /** `id` as written to Redis: well-formed, and distinct for distinct ids. */
 export function toWire(id: string): string {
-  if (!id.includes('%') && id.isWellFormed()) return id;
-  return id.replace(ESCAPE, (c) => (c === '%' ? '%25' : `%u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`));
+  return escapeId(id);
 }
 
 /** The id `toWire` wrote. */
 export function fromWire(wire: string): string {
-  if (!wire.includes('%')) return wire;
-  return wire.replace(UNESCAPE, (_, e: string) => (e === '25' ? '%' : String.fromCharCode(Number.parseInt(e.slice(1), 16))));
+  return unescapeId(wire);
 }
 
 /** `value` must be well-formed UTF-16 (no lone surrogate), or Redis would store another string. */

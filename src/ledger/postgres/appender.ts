@@ -6,6 +6,7 @@
  */
 
 import { LedgerTimeoutError } from '../../errors.js';
+import { idColumn } from './id-column.js';
 import { PgCallError, withClient, type PgPool } from './pool.js';
 import type { Statements } from './statements.js';
 
@@ -58,9 +59,9 @@ export class Appender {
   async send(rows: readonly Row[], timeoutMs: number, expect?: Expected): Promise<Verdict[]> {
     const deadline = performance.now() + timeoutMs;
     const values = [
-      this.#owner, this.#writer, rows.map((r) => r.localSeq), rows.map((r) => r.sessionId), rows.map((r) => r.turnId),
-      rows.map((r) => r.type), rows.map((r) => r.status), rows.map((r) => r.at), rows.map((r) => r.body),
-      expect?.turnId ?? null, expect?.lastSeq ?? null,
+      idColumn(this.#owner), this.#writer, rows.map((r) => r.localSeq), rows.map((r) => idColumn(r.sessionId)),
+      rows.map((r) => idColumn(r.turnId)), rows.map((r) => r.type), rows.map((r) => r.status), rows.map((r) => r.at),
+      rows.map((r) => r.body), expect === undefined ? null : idColumn(expect.turnId), expect?.lastSeq ?? null,
     ];
     let lost: PgCallError | undefined;
     for (let attempt = 1; ; attempt++) {

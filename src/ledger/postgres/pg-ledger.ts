@@ -23,6 +23,7 @@ import type { LedgerEntry, LedgerEntryInput } from '../entry.js';
 import type { LedgerFilter, LedgerStore } from '../store.js';
 import { Appender, type Row, type Verdict } from './appender.js';
 import { GroupCommit } from './group-commit.js';
+import { idColumn } from './id-column.js';
 import { migrate } from './migrations.js';
 import { resolveOptions, type PgLedgerOptions, type ResolvedOptions } from './options.js';
 import { reported, withClient } from './pool.js';
@@ -168,7 +169,10 @@ export class PgLedger implements LedgerStore {
       sessionId: checked.sessionId !== undefined, turnId: checked.turnId !== undefined,
       afterSeq: checked.afterSeq !== undefined, limit: checked.limit !== undefined,
     });
-    const values = order.map((field) => checked[field as keyof LedgerFilter]);
+    const values = order.map((field) => {
+      const value = checked[field as keyof LedgerFilter];
+      return field === 'sessionId' || field === 'turnId' ? idColumn(value as string) : value;
+    });
     const rows = await this.#call('PgLedger.entries', (query) => query(text, values));
     return rows.map(entryOf);
   }

@@ -7,6 +7,7 @@
  */
 
 import { closingEntries } from '../entry.js';
+import { idColumn, idOfColumn } from './id-column.js';
 import { withClient, type PgPool } from './pool.js';
 import { entryOf, rowOf } from './rows.js';
 import type { Appender } from './appender.js';
@@ -35,9 +36,9 @@ export async function closeTurn(context: RepairContext, where: string, sessionId
   const left = () => Math.max(1, Math.ceil(deadline - performance.now()));
   for (let read = 1; read <= READS; read++) {
     const state = await withClient(context.pool, where, left(), async (query) => {
-      const [turn] = await query(context.statements.turn, [turnId]);
-      if (turn === undefined || turn.session_id !== sessionId || turn.end_seq !== null) return undefined;
-      return { lastSeq: String(turn.last_seq), entries: (await query(context.statements.turnEntries, [turnId])).map(entryOf) };
+      const [turn] = await query(context.statements.turn, [idColumn(turnId)]);
+      if (turn === undefined || turn.session_id !== idColumn(sessionId) || turn.end_seq !== null) return undefined;
+      return { lastSeq: String(turn.last_seq), entries: (await query(context.statements.turnEntries, [idColumn(turnId)])).map(entryOf) };
     });
     if (state === undefined) return false;
     const closing = closingEntries(state.entries, reason);
@@ -52,6 +53,6 @@ export async function closeTurn(context: RepairContext, where: string, sessionId
 
 /** The open turns `owner` started, oldest first. */
 export async function openTurnsOf(context: RepairContext, where: string, owner: string): Promise<{ sessionId: string; turnId: string }[]> {
-  const rows = await withClient(context.pool, where, context.timeoutMs, (query) => query(context.statements.openTurnsOf, [owner]));
-  return rows.map((row) => ({ sessionId: String(row.session_id), turnId: String(row.turn_id) }));
+  const rows = await withClient(context.pool, where, context.timeoutMs, (query) => query(context.statements.openTurnsOf, [idColumn(owner)]));
+  return rows.map((row) => ({ sessionId: idOfColumn(String(row.session_id)), turnId: idOfColumn(String(row.turn_id)) }));
 }
