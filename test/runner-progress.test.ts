@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { MAX_PROGRESS_BYTES, type ToolCall } from '../dist/src/index.js';
+import { MAX_PROGRESS_BYTES, TurnRunner, type LedgerEntry, type ToolCall } from '../dist/src/index.js';
+import { toModelMessages } from '../dist/src/ai-sdk/index.js';
 import { eventually, isGone } from './support/leaks.js';
 import { runnerScene } from './support/runner-scene.js';
 
@@ -130,5 +131,75 @@ describe('call.progress', () => {
     expect(byCall.get('r')!.partial).toEqual({ output: 'cleaned up', success: true });
     expect(byCall.get('n')!.partial).toEqual({ output: 'cut', success: false });
     expect(byCall.get('d')!.partial).toEqual({ output: { percent: 40 }, success: false, progress: true });
+  });
+});
+
+/** `text`'s `… N bytes omitted …` count and the bytes it keeps around that line. */
+function countsOf(text: string): { omitted: number; kept: number } {
+  const line = /\n… (\d+) bytes omitted …\n/.exec(text);
+  expect(line).not.toBeNull();
+  return { omitted: Number(line![1]), kept: Buffer.byteLength(text.replace(line![0], '')) };
+}
+
+describe('a long progress cut twice', () => {
+  /** Runs a call that reports `lines` then waits for its stop; stops it; resolves with the ledger's entries. */
+  async function cutAfter(runner: TurnRunner, lines: readonly string[]): Promise<LedgerEntry[]> {
+    const inside = latch();
+    const outcome = runner.run('s', (turn) => turn.tool('make', {}, async (token, call) => {
+      for (const line of lines) call.progress({ stream: 'stdout', text: line });
+      inside.open();
+      await new Promise((r) => token.signal.addEventListener('abort', r));
+      throw token.signal.reason;
+    }), { turnId: 't' });
+    await inside.promise;
+    await runner.stop('s');
+    expect((await outcome).status).toBe('cancelled');
+    return scene.ledger.entries({ sessionId: 's' });
+  }
+  const lines = Array.from({ length: 100_000 }, (_, i) => `compiled unit ${i}\n`);
+  const total = Buffer.byteLength(lines.join(''));
+
+  it('records, under a maxOutputBytes below MAX_PROGRESS_BYTES, the omitted count of the whole output, not of the kept text', async () => {
+    const runner = new TurnRunner({ registry: scene.registry, ledger: scene.ledger, graceMs: 100, maxOutputBytes: 10_000 });
+    const aborted = (await cutAfter(runner, lines)).find((e) => e.type === 'tool_aborted') as unknown as Aborted;
+    const text = aborted.partial!.output as string;
+    expect(text.startsWith('compiled unit 0\n')).toBe(true);
+    expect(text.endsWith('compiled unit 99999\n')).toBe(true);
+    const { omitted, kept } = countsOf(text);
+    expect(kept).toBeLessThanOrEqual(10_000);
+    expect(kept + omitted).toBe(total);
+    expect(aborted.partial).toMatchObject({ success: false, progress: true, omittedBytes: omitted });
+  });
+
+  it('is given to the model (toModelMessages) with the omitted count of the whole output, not of the 64 KiB the ledger kept', async () => {
+    const entries = await cutAfter(scene.runner, lines);
+    const tool = toModelMessages(entries).find((m) => m.role === 'tool') as { content: Array<{ output: { value: string } }> };
+    const value = tool.content[0]!.output.value;
+    const shown = value.slice(value.indexOf('stop:\n') + 6);
+    expect(shown.startsWith('compiled unit 0\n')).toBe(true);
+    expect(shown.endsWith('compiled unit 99999\n')).toBe(true);
+    const { omitted, kept } = countsOf(shown);
+    expect(kept).toBeLessThanOrEqual(4096);
+    expect(kept).toBeGreaterThan(4000);
+    expect(kept + omitted).toBe(total);
+  });
+
+  it('of a value the call returned after the signal, cut to maxOutputBytes, is given to the model with the whole value\'s omitted count', async () => {
+    const runner = new TurnRunner({ registry: scene.registry, ledger: scene.ledger, graceMs: 1000, maxOutputBytes: 10_000 });
+    const inside = latch();
+    const outcome = runner.run('s', (turn) => turn.tool('make', {}, async (token) => {
+      inside.open();
+      await new Promise((r) => token.signal.addEventListener('abort', r));
+      return lines.join('');
+    }), { turnId: 't' });
+    await inside.promise;
+    await runner.stop('s');
+    await outcome;
+    const entries = await scene.ledger.entries({ sessionId: 's' });
+    const tool = toModelMessages(entries).find((m) => m.role === 'tool') as { content: Array<{ output: { value: string } }> };
+    const value = tool.content[0]!.output.value;
+    const { omitted, kept } = countsOf(value.slice(value.indexOf('stop:\n') + 6));
+    expect(kept).toBeLessThanOrEqual(4096);
+    expect(kept + omitted).toBe(total);
   });
 });

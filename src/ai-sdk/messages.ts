@@ -11,7 +11,7 @@ import { DEFAULT_PARTIAL_BUDGET_BYTES } from '../constants.js';
 import { describe } from '../errors.js';
 import { INTERRUPTED_TOOL_TEXT } from '../ledger/entry.js';
 import type { LedgerEntry } from '../ledger/entry.js';
-import { headAndTail } from '../base/head-tail.js';
+import { cutAround, headAndTail, splitAtOmitted } from '../base/head-tail.js';
 import { partialText } from './partial.js';
 
 /** A JSON value, as the SDK's `JSONValue`. */
@@ -169,7 +169,18 @@ function resultsByCall(entries: readonly LedgerEntry[], partialBudgetBytes: numb
 function abortedText(text: string, partial: unknown, budgetBytes: number): string {
   const produced = partialText(partial);
   if (produced === undefined || budgetBytes === 0) return text;
-  return `${text}\n\n${PARTIAL_OUTPUT_HEADING}\n${headAndTail(produced, budgetBytes)}`;
+  return `${text}\n\n${PARTIAL_OUTPUT_HEADING}\n${cutPartial(produced, partial, budgetBytes)}`;
+}
+
+/**
+ * `produced` within the budget. A partial the runner already cut (its `omittedBytes`) is cut
+ * around its omitted-bytes line, so the count the model reads is of the call's whole output, not
+ * of the text the ledger kept.
+ */
+function cutPartial(produced: string, partial: unknown, budgetBytes: number): string {
+  const omitted = (partial as { omittedBytes?: unknown } | null)?.omittedBytes;
+  const parts = typeof omitted === 'number' && Number.isSafeInteger(omitted) && omitted > 0 ? splitAtOmitted(produced, omitted) : undefined;
+  return parts === undefined ? headAndTail(produced, budgetBytes) : cutAround(parts.head, omitted as number, parts.tail, budgetBytes).text;
 }
 
 function outputOf(output: unknown, success: boolean): Output {

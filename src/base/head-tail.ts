@@ -36,13 +36,59 @@ export const isLowSurrogate = (unit: number): boolean => unit >= 0xdc00 && unit 
  * headAndTail('a'.repeat(100), 20) // 'aaaaaaaaaa\n… 80 bytes omitted …\naaaaaaaaaa'
  */
 export function headAndTail(text: string, maxBytes: number): string {
+  return cutText(text, maxBytes).text;
+}
+
+/** `headAndTail(text, maxBytes)` and the bytes of `text` it leaves out (0 when it fits). */
+export function cutText(text: string, maxBytes: number): { text: string; omittedBytes: number } {
   const total = utf8Bytes(text);
-  if (total <= maxBytes) return text;
+  if (total <= maxBytes) return { text, omittedBytes: 0 };
   const half = Math.floor(maxBytes / 2);
   // Each UTF-16 unit is at most 3 UTF-8 bytes: `half` units hold at least `half` bytes of text.
   const head = headBytes(headChars(text.slice(0, half)), half);
   const tail = tailBytes(tailChars(text.slice(-half)), maxBytes - half);
-  return `${head.text}\n${omittedLine(total - head.bytes - tail.bytes)}\n${tail.text}`;
+  const omittedBytes = total - head.bytes - tail.bytes;
+  return { text: `${head.text}\n${omittedLine(omittedBytes)}\n${tail.text}`, omittedBytes };
+}
+
+/**
+ * The cut of a text that was cut before: `head`, then `omittedBytes` bytes already left out, then
+ * `tail`. Within `maxBytes` the head comes from `head` and the tail from `tail`, and the line counts
+ * every byte of the original left out (those already omitted and those cut now), so a second cut
+ * never understates how much output there was.
+ *
+ * @example
+ * cutAround('a'.repeat(50), 1000, 'b'.repeat(50), 20).text // 'aaaaaaaaaa\n… 1080 bytes omitted …\nbbbbbbbbbb'
+ */
+export function cutAround(head: string, omittedBytes: number, tail: string, maxBytes: number): { text: string; omittedBytes: number } {
+  if (omittedBytes === 0) return cutText(head + tail, maxBytes);
+  const headTotal = utf8Bytes(head);
+  const tailTotal = utf8Bytes(tail);
+  let kept = { head, tail, bytes: headTotal + tailTotal };
+  if (kept.bytes > maxBytes) {
+    // Half each; an end shorter than its half leaves the rest of the budget to the other.
+    const headRoom = Math.max(Math.floor(maxBytes / 2), maxBytes - tailTotal);
+    const h = headBytes(headChars(head.slice(0, headRoom)), headRoom);
+    const t = tailBytes(tailChars(lastUnits(tail, maxBytes - h.bytes)), maxBytes - h.bytes);
+    kept = { head: h.text, tail: t.text, bytes: h.bytes + t.bytes };
+  }
+  const omitted = omittedBytes + headTotal + tailTotal - kept.bytes;
+  return { text: `${kept.head}\n${omittedLine(omitted)}\n${kept.tail}`, omittedBytes: omitted };
+}
+
+/**
+ * `text` split at its omitted-bytes line for `omittedBytes` (the first such line), the way
+ * `cutAround` takes it; `undefined` when it holds no such line.
+ */
+export function splitAtOmitted(text: string, omittedBytes: number): { head: string; tail: string } | undefined {
+  const line = `\n${omittedLine(omittedBytes)}\n`;
+  const at = text.indexOf(line);
+  return at < 0 ? undefined : { head: text.slice(0, at), tail: text.slice(at + line.length) };
+}
+
+/** The last `n` UTF-16 units of `text` (none for 0: `slice(-0)` would be all of it). */
+function lastUnits(text: string, n: number): string {
+  return n > 0 ? text.slice(-n) : '';
 }
 
 /** The longest start of `text` of at most `max` UTF-8 bytes that ends on a character boundary. */

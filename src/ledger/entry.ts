@@ -68,9 +68,10 @@ export interface ToolAbortedEntry extends LedgerEntryBase {
   /**
    * What the call returned (`success: true`) or threw (its message) after the signal; or, with
    * `progress: true`, the output it had reported (`call.progress`) when it returned nothing itself.
-   * Absent when there is none of these.
+   * Absent when there is none of these. `omittedBytes`, when the output was cut to the runner's
+   * bound: the bytes it leaves out, the N of its `… N bytes omitted …` line.
    */
-  partial?: { output: unknown; success: boolean; progress?: true };
+  partial?: { output: unknown; success: boolean; progress?: true; omittedBytes?: number };
 }
 /** Streamed output of the turn, kept on a stop. */
 export interface SayEntry extends LedgerEntryBase { type: 'say'; text: string }

@@ -28,7 +28,7 @@ import type { ToolCall, ToolOptions, Turn } from './turn.js';
 
 export type { ToolCall, ToolOptions, Turn } from './turn.js';
 import { headAndTail } from '../base/head-tail.js';
-import { recordable } from './bounded-output.js';
+import { recordable, recordableCut } from './bounded-output.js';
 import { CallProgress, type ProgressPartial } from './call-progress.js';
 
 /** What the turn needs from its runner. @internal */
@@ -56,12 +56,15 @@ interface Call {
   /** Its output is recorded (or will not be: the ledger failed); the stop writes nothing for it. */
   finished: boolean;
   /** What the call returned or threw after the stop's signal (it is aborted all the same); `undefined` before. */
-  partial: { output: unknown; success: boolean } | undefined;
+  partial: CutPartial | undefined;
   /** Its `call.progress` so far; `undefined` until it reports any. */
   progress: CallProgress | undefined;
   /** Its function settled: later progress is dropped. */
   ended: boolean;
 }
+
+/** What a call returned (or threw) after the signal, as its `partial`; `omittedBytes` as `ProgressPartial`'s. */
+type CutPartial = { output: unknown; success: boolean; omittedBytes?: number };
 
 /** How the body ended. @internal */
 export type BodyEnd<T> = { ok: true; value: T } | { ok: false; error: unknown };
@@ -248,7 +251,7 @@ export class ActiveTurn implements Turn {
    * What a stop records as the cut call's `partial`: what it returned after the signal; else its
    * progress so far; else what it threw after the signal; `undefined` when there is none of these.
    */
-  partialOf(callId: string): { output: unknown; success: boolean } | ProgressPartial | undefined {
+  partialOf(callId: string): CutPartial | ProgressPartial | undefined {
     const call = this.calls.get(callId);
     if (call === undefined) return undefined;
     if (call.partial?.success === true) return call.partial;
@@ -351,10 +354,11 @@ export class ActiveTurn implements Turn {
 }
 
 /** What a call returned or threw after the signal, as the history keeps it (`partial`). */
-function partialOf<R>(name: string, end: BodyEnd<R>, maxBytes: number): { output: unknown; success: boolean } {
+function partialOf<R>(name: string, end: BodyEnd<R>, maxBytes: number): CutPartial {
   if (!end.ok) return { output: headAndTail(messageOf(end.error), maxBytes), success: false };
   try {
-    return { output: recordable(`tool ${JSON.stringify(name)}: its value`, end.value, maxBytes), success: true };
+    const { value, omittedBytes } = recordableCut(`tool ${JSON.stringify(name)}: its value`, end.value, maxBytes);
+    return omittedBytes === 0 ? { output: value, success: true } : { output: value, success: true, omittedBytes };
   } catch (error) {
     return { output: messageOf(error), success: false };
   }

@@ -7,8 +7,8 @@
  */
 
 import { MAX_PROGRESS_BYTES } from '../constants.js';
-import { headAndTail, headBytes, headChars, omittedLine, tailBytes, tailChars, utf8Bytes } from '../base/head-tail.js';
-import { recordable } from './bounded-output.js';
+import { cutAround, headBytes, headChars, tailBytes, tailChars, utf8Bytes } from '../base/head-tail.js';
+import { recordableCut } from './bounded-output.js';
 
 const HEAD_BYTES = Math.floor(MAX_PROGRESS_BYTES / 4);
 const TAIL_BYTES = MAX_PROGRESS_BYTES - HEAD_BYTES;
@@ -21,6 +21,12 @@ export interface ProgressPartial {
   success: false;
   /** Marks `output` as the call's progress so far, not something it returned or threw. */
   progress: true;
+  /**
+   * The bytes of the call's text that `output` leaves out, at its `… N bytes omitted …` line (N is
+   * this count); absent when it holds all of it. A later cut (`toModelMessages`) reads it to keep
+   * counting the whole output's bytes.
+   */
+  omittedBytes?: number;
 }
 
 /** The text of a progress datum: a string, or a `text` string field; `undefined` for other data. */
@@ -96,13 +102,14 @@ export class CallProgress {
   /** What a stop records (bounded by `maxBytes` too); `undefined` when nothing could be kept. */
   partial(maxBytes: number): ProgressPartial | undefined {
     if (this.#hasText) {
-      const tail = this.#tail.map((c) => c.text).join('');
-      const text = this.#omitted === 0 ? this.#head + tail : `${this.#head}\n${omittedLine(this.#omitted)}\n${tail}`;
-      return { output: headAndTail(text, maxBytes), success: false, progress: true };
+      // Cut once, from the parts: a second cut of the joined text would count only its own bytes.
+      const { text, omittedBytes } = cutAround(this.#head, this.#omitted, this.#tail.map((c) => c.text).join(''), maxBytes);
+      return omittedBytes === 0 ? { output: text, success: false, progress: true } : { output: text, success: false, progress: true, omittedBytes };
     }
     if (this.#latest === undefined) return undefined;
     try {
-      return { output: recordable('progress', this.#latest, Math.min(maxBytes, MAX_PROGRESS_BYTES)), success: false, progress: true };
+      const { value, omittedBytes } = recordableCut('progress', this.#latest, Math.min(maxBytes, MAX_PROGRESS_BYTES));
+      return omittedBytes === 0 ? { output: value, success: false, progress: true } : { output: value, success: false, progress: true, omittedBytes };
     } catch {
       return undefined; // progress JSON cannot encode is shown live, never recorded
     }
