@@ -129,6 +129,50 @@ describe.each(SDKS)('fullstop/mcp with MCP SDK v$major ($version)', (sdk) => {
     expect(progress.map((p) => p.progress)).toEqual(progress.map((_, i) => i + 1));
   }, 20_000);
 
+  it('sends no progress once the client cancelled the call, while the turn winds down in its grace', async () => {
+    const server = sdk.mcpServer();
+    const turns = mcpTurns(server, { runner, progressIntervalMs: 10 });
+    let inside!: () => void;
+    const running = new Promise<void>((resolve) => { inside = resolve; });
+    let cancelled = false;
+    // A tool that takes ten of its own 10 ms ticks to wind down after the stop's signal (as a
+    // command given SIGTERM takes a while to exit): ten heartbeat periods inside the grace.
+    server.registerTool('linger', { description: 'winds down slowly' }, turns.tool(async (_args, turn) => {
+      turn.signal.addEventListener('abort', () => { cancelled = true; }, { once: true });
+      await turn.tool('linger', {}, (token) => new Promise((_, reject) => {
+        token.signal.addEventListener('abort', () => {
+          let ticks = 0;
+          const tick = setInterval(() => { if (++ticks === 10) { clearInterval(tick); reject(token.signal.reason); } }, 10);
+        }, { once: true });
+        inside();
+      }));
+      return { content: [{ type: 'text', text: 'not stopped' }] };
+    }));
+    const [clientSide, serverSide] = sdk.linkedPair();
+    await server.connect(serverSide);
+    const afterCancel: unknown[] = [];
+    const send = serverSide.send.bind(serverSide);
+    serverSide.send = (message: any, options: any) => {
+      if (message.method === 'notifications/progress' && cancelled) afterCancel.push(message);
+      return send(message, options);
+    };
+    const client = sdk.client();
+    const clientErrors: unknown[] = [];
+    client.onerror = (error: unknown) => clientErrors.push(error);
+    await client.connect(clientSide);
+    closers.push(() => client.close());
+    const aborted = once(runner, 'turn_aborted');
+    const cancel = new AbortController();
+    const call = sdk.callTool(client, { name: 'linger' }, { signal: cancel.signal, onprogress: () => {} });
+    call.catch(() => {});
+    await running;
+    cancel.abort('the user pressed stop');
+    const [{ report }] = await aborted;
+    expect(report).toMatchObject({ reason: 'cancel.client', settledCooperatively: true });
+    expect(clientErrors).toEqual([]);
+    expect(afterCancel).toEqual([]);
+  });
+
   it('sends no progress to a request that carried no progressToken', async () => {
     const { client, server } = await connected(sdk, 20);
     const sent: unknown[] = [];

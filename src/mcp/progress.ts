@@ -1,7 +1,8 @@
 /**
  * Progress that keeps a long MCP call alive: while a call whose request carried a `progressToken`
- * runs, a `notifications/progress` every interval, and one with the text of each `turn.say`. A
- * client using `resetTimeoutOnProgress` then does not time the call out (and so does not cancel it).
+ * runs, and until its request is cancelled, a `notifications/progress` every interval, and one
+ * with the text of each `turn.say`. A client using `resetTimeoutOnProgress` then does not time
+ * the call out (and so does not cancel it).
  *
  * `say` reaches here through the runner's `say` event: one listener a runner while any of its
  * calls with a token runs (an MCP server per request, as in stateless HTTP, adds none of its own).
@@ -33,10 +34,19 @@ export function startProgress(runner: TurnRunner, sessionId: string, request: Mc
   };
   const timer = intervalMs > 0 ? setInterval(() => send(), intervalMs) : undefined;
   const stopSay = onSay(runner, sessionId, send);
-  return () => {
+  let ended = false;
+  const end = () => {
+    if (ended) return; // once: a second stopSay could drop another call's listener entry
+    ended = true;
     clearInterval(timer);
     stopSay();
+    request.signal.removeEventListener('abort', end);
   };
+  // A cancelled request (or a closed transport) gets no more progress, though its turn still winds
+  // down in its grace: the client has forgotten the token (the v2 client reports each late one as
+  // an error), and the v1 SDK drops them itself while the v2 SDK sends them.
+  request.signal.addEventListener('abort', end, { once: true });
+  return end;
 }
 
 function onSay(runner: TurnRunner, sessionId: string, send: (text: string) => void): () => void {

@@ -32,6 +32,7 @@ export interface McpTurnsOptions {
    * While a call runs and its request carried a `progressToken`, a `notifications/progress` every
    * this many ms (and one for each `turn.say(text)`, with that text), so a client using
    * `resetTimeoutOnProgress` does not time a long call out. 0: no periodic one (`say` still sends).
+   * None once the request is cancelled, though its turn may still be winding down.
    * @default 10000
    */
   progressIntervalMs?: number;
