@@ -187,6 +187,13 @@ describe('exec maxBuffer: past it, the head and the tail', () => {
     expect(smiles.omittedBytes.stdout).toBe(12);
   });
 
+  it('counts a cut stream of bytes that are not UTF-8 on their replacement characters: never 0 bytes omitted when it was cut', async () => {
+    // 250 bytes 0xFF: 250 U+FFFD (3 bytes each in UTF-8), 100 of them kept.
+    const r = await exec('sh', ['-c', 'head -c 250 /dev/zero | tr "\\0" "\\377"'], { maxBuffer: 100 });
+    expect(r.stdout).toBe(`${'\uFFFD'.repeat(50)}\n… 450 bytes omitted …\n${'\uFFFD'.repeat(50)}`);
+    expect(r.omittedBytes).toEqual({ stdout: 450, stderr: 0 });
+  });
+
   it('a command writing without end is not stopped by maxBuffer: a timeout or a token is what ends it', async () => {
     const r = await exec('yes', [], { maxBuffer: 100, timeoutMs: 300 });
     expect(r.timedOut).toBe(true);

@@ -7,14 +7,16 @@
  *    reaches `onOutput` (and the result) whole, with the read that completes it.
  * 2. The budget: `headCap = ceil(cap / 2)` first characters and `tailCap = floor(cap / 2)` last
  *    ones. While the text fits in `cap` it is kept whole; past it, the result is the head, a line
- *    `… N bytes omitted …` and the tail (N: the bytes the child wrote that neither holds). Neither
- *    end is cut inside a surrogate pair.
+ *    `… N bytes omitted …` and the tail (N: the UTF-8 bytes of the decoded text that neither
+ *    holds, so the bytes the child wrote for UTF-8 output; a byte that is not UTF-8 counts as its
+ *    replacement character, 3, so a cut stream never reads as 0 omitted). Neither end is cut
+ *    inside a surrogate pair.
  * 3. Memory is bounded and nothing is copied: the tail is a queue of the pieces as they arrived
  *    (small ones merged), whole pieces dropped from its front while the rest still holds
  *    `tailCap` characters, so it holds at most `tailCap` plus one piece. Head and tail are joined
- *    once, as rope strings (`+`), never flattened here: characters are counted per piece, and bytes
- *    only of what is kept, piece by piece, once the output is cut (reading a rope's characters
- *    would flatten, that is copy, all of it).
+ *    once, as rope strings (`+`), never flattened here: characters and bytes are counted per piece
+ *    as it arrives (a flat string), and the tail's bytes piece by piece once the output is cut
+ *    (reading a rope's characters would flatten, that is copy, all of it).
  * 4. `onOutput` is never called once the stream is `sealed` (the exec has settled), and a throw
  *    (or a rejected promise) from it is reported once per stream as a warning, never thrown here:
  *    it runs inside a stream callback, where a throw would kill the host and leak the child.
@@ -69,7 +71,7 @@ export class Output {
   #tailLength = 0;
   /** True once a piece was dropped from the tail: more than `cap` characters arrived. */
   #cut = false;
-  /** Bytes read from the stream. */
+  /** UTF-8 bytes of the text decoded so far (the bytes read, for UTF-8 output; invariant 2). */
   #bytes = 0;
   /** True once the exec settled: nothing more is handed to `onOutput`. */
   #sealed = false;
@@ -83,10 +85,7 @@ export class Output {
     this.#cap = Math.min(maxBuffer, MAX_OUTPUT_CHARS);
     this.#headCap = Math.ceil(this.#cap / 2);
     this.#tailCap = this.#cap - this.#headCap;
-    stream.on('data', (chunk: Buffer) => {
-      this.#bytes += chunk.length;
-      this.#take(this.#decoder.write(chunk));
-    });
+    stream.on('data', (chunk: Buffer) => this.#take(this.#decoder.write(chunk)));
     this.closed = new Promise((resolve) => {
       stream.once('close', () => {
         this.#take(this.#decoder.end());
@@ -134,6 +133,9 @@ export class Output {
 
   #take(part: string): void {
     if (part === '') return;
+    // Counted on the decoded part (a flat string), not the read: where the bytes are not UTF-8, the
+    // head and tail are counted on their replacement characters, and so must the whole be.
+    this.#bytes += utf8Bytes(part);
     this.#keep(part);
     if (this.#onOutput !== undefined && !this.#sealed) this.#emit(part);
   }
