@@ -4,7 +4,9 @@
  * far it got on its `tool_aborted` entry.
  */
 import { describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { MAX_PROGRESS_BYTES, TurnRunner, type LedgerEntry, type ToolCall } from '../dist/src/index.js';
 import { toModelMessages } from '../dist/src/ai-sdk/index.js';
 import { eventually, isGone } from './support/leaks.js';
@@ -105,6 +107,15 @@ describe('call.progress', () => {
     expect(kept.length + omitted).toBe(total);
     expect(kept.length).toBe(MAX_PROGRESS_BYTES);
   });
+
+  it('holds its bound, not the strings it was given: three 100 MB progress strings leave the call holding a few MiB, not 200', async () => {
+    // In a process of its own (a full GC, then heapUsed, while the call still runs).
+    const script = fileURLToPath(new URL('./fixtures/runner/big-progress.mjs', import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', script], { timeout: 60_000 });
+    const r = JSON.parse(stdout) as { heldMiB: number; reason: string };
+    expect(r.reason).toBe('cancel.user');
+    expect(r.heldMiB).toBeLessThan(16);
+  }, 60_000);
 
   it('is not recorded where the call returned a value itself after the signal; a call with no progress has no partial', async () => {
     const inside = latch();

@@ -91,6 +91,15 @@ function lastUnits(text: string, n: number): string {
   return n > 0 ? text.slice(-n) : '';
 }
 
+/**
+ * A copy of `text` that holds nothing else: a slice (and a rope of slices) keeps its whole parent
+ * string alive, so a bounded store of slices of big strings is bounded in characters, not memory.
+ * UTF-16 round trip: exact, lone surrogates included.
+ */
+export function ownCopy(text: string): string {
+  return Buffer.from(text, 'utf16le').toString('utf16le');
+}
+
 /** The longest start of `text` of at most `max` UTF-8 bytes that ends on a character boundary. */
 export function headBytes(text: string, max: number): { text: string; bytes: number } {
   const bytes = Buffer.from(text, 'utf8');

@@ -7,7 +7,7 @@
  */
 
 import { MAX_PROGRESS_BYTES } from '../constants.js';
-import { cutAround, headBytes, headChars, tailBytes, tailChars, utf8Bytes } from '../base/head-tail.js';
+import { cutAround, headBytes, headChars, ownCopy, tailBytes, tailChars, utf8Bytes } from '../base/head-tail.js';
 import { recordableCut } from './bounded-output.js';
 
 const HEAD_BYTES = Math.floor(MAX_PROGRESS_BYTES / 4);
@@ -69,7 +69,8 @@ export class CallProgress {
     if (!this.#headFull) {
       const room = HEAD_BYTES - this.#headBytes;
       const head = headBytes(headChars(rest.length > room ? rest.slice(0, room) : rest), room);
-      this.#head += head.text;
+      // A part of a longer string is copied: a slice would keep all of the caller's string alive.
+      this.#head += head.text.length < rest.length ? ownCopy(head.text) : head.text;
       this.#headBytes += head.bytes;
       rest = rest.slice(head.text.length);
       this.#headFull = rest.length > 0;
@@ -93,7 +94,7 @@ export class CallProgress {
       const keep = first.bytes - over;
       // `keep` UTF-16 units hold at least `keep` bytes: no need to encode the whole chunk.
       const kept = tailBytes(tailChars(first.text.length > keep ? first.text.slice(-keep) : first.text), keep);
-      this.#tail[0] = kept;
+      this.#tail[0] = { text: ownCopy(kept.text), bytes: kept.bytes }; // as the head: no slice of a bigger string
       this.#tailBytes -= first.bytes - kept.bytes;
       this.#omitted += first.bytes - kept.bytes;
     }
