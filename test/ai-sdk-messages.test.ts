@@ -191,6 +191,8 @@ describe('toModelMessages', () => {
     expect(valueOf(toModelMessages(aborted({ output: 'unit 1 ok', success: true })))).toBe('aborted by user after 2.3s\n\nIts output before the stop:\nunit 1 ok');
     expect(valueOf(toModelMessages(aborted(undefined)))).toBe('aborted by user after 2.3s');
     expect(valueOf(toModelMessages(aborted({ output: '', success: true })))).toBe('aborted by user after 2.3s');
+    // A partial whose output JSON had none (a call that returned undefined) reads back without it.
+    expect(valueOf(toModelMessages(aborted({ success: true })))).toBe('aborted by user after 2.3s');
     // What a call threw once stopped is the stop's echo, not output it produced.
     expect(valueOf(toModelMessages(aborted({ output: 'pool task stopped', success: false })))).toBe('aborted by user after 2.3s');
     expect(() => toModelMessages([], { partialBudgetBytes: -1 })).toThrow(RangeError);

@@ -145,6 +145,34 @@ describe('call.progress', () => {
   });
 });
 
+describe('a call that returns nothing once stopped', () => {
+  it('records its progress as partial, or no partial without any; the model is never shown {"success":true} as its output', async () => {
+    const inside = latch<void>();
+    let started = 0;
+    const outcome = scene.runner.run('s', async (turn) => {
+      const returnsNothing = (report: boolean) => async (token: { signal: AbortSignal }, call: ToolCall) => {
+        if (report) call.progress('compiled unit 1\n');
+        if (++started === 2) inside.open();
+        await new Promise((r) => token.signal.addEventListener('abort', r));
+      };
+      await Promise.all([
+        turn.tool('reports', {}, returnsNothing(true), { callId: 'p' }),
+        turn.tool('silent', {}, returnsNothing(false), { callId: 'n' }),
+      ]);
+    }, { turnId: 't' });
+    await inside.promise;
+    await scene.runner.stop('s');
+    await outcome;
+    const entries = await scene.ledger.entries({ sessionId: 's' });
+    const byCall = new Map(entries.filter((e) => e.type === 'tool_aborted').map((e) => [(e as unknown as Aborted).callId, e as unknown as Aborted]));
+    expect(byCall.get('p')!.partial).toEqual({ output: 'compiled unit 1\n', success: false, progress: true });
+    expect(byCall.get('n')!.partial).toBeUndefined();
+    const results = (toModelMessages(entries).find((m) => m.role === 'tool') as { content: Array<{ toolCallId: string; output: { value: string } }> }).content;
+    expect(results.find((r) => r.toolCallId === 'p')!.output.value).toMatch(/^aborted by user after \d+\.\ds\n\nIts output before the stop:\ncompiled unit 1\n$/);
+    expect(results.find((r) => r.toolCallId === 'n')!.output.value).toMatch(/^aborted by user after \d+\.\ds$/);
+  });
+});
+
 /** `text`'s `… N bytes omitted …` count and the bytes it keeps around that line. */
 function countsOf(text: string): { omitted: number; kept: number } {
   const line = /\n… (\d+) bytes omitted …\n/.exec(text);

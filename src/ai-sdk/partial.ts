@@ -12,7 +12,9 @@
  * unless it is the call's progress output the runner kept (`progress: true`).
  */
 export function partialText(partial: unknown): string | undefined {
-  const wrapped = partial !== null && typeof partial === 'object' && 'output' in partial;
+  // `{ success }` alone is wrapped too: JSON drops an `output` of undefined (a call that returned
+  // nothing, in a ledger written before the runner stopped recording such partials).
+  const wrapped = partial !== null && typeof partial === 'object' && ('output' in partial || typeof (partial as { success?: unknown }).success === 'boolean');
   const kept = partial as { success?: unknown; progress?: unknown };
   if (wrapped && kept.success === false && kept.progress !== true) return undefined;
   const output = wrapped ? (partial as { output: unknown }).output : partial;

@@ -249,7 +249,9 @@ export class ActiveTurn implements Turn {
 
   /**
    * What a stop records as the cut call's `partial`: what it returned after the signal; else its
-   * progress so far; else what it threw after the signal; `undefined` when there is none of these.
+   * progress so far; else what it threw after the signal; `undefined` when there is none of these
+   * (a return JSON cannot hold, such as `undefined`, counts as none: recorded, it would read back
+   * as `{ success: true }` with no output).
    */
   partialOf(callId: string): CutPartial | ProgressPartial | undefined {
     const call = this.calls.get(callId);
@@ -353,11 +355,15 @@ export class ActiveTurn implements Turn {
   }
 }
 
-/** What a call returned or threw after the signal, as the history keeps it (`partial`). */
-function partialOf<R>(name: string, end: BodyEnd<R>, maxBytes: number): CutPartial {
+/**
+ * What a call returned or threw after the signal, as the history keeps it (`partial`); `undefined`
+ * for a return of nothing JSON can hold (`undefined`, a function): no output to keep.
+ */
+function partialOf<R>(name: string, end: BodyEnd<R>, maxBytes: number): CutPartial | undefined {
   if (!end.ok) return { output: headAndTail(messageOf(end.error), maxBytes), success: false };
   try {
     const { value, omittedBytes } = recordableCut(`tool ${JSON.stringify(name)}: its value`, end.value, maxBytes);
+    if (value === undefined) return undefined;
     return omittedBytes === 0 ? { output: value, success: true } : { output: value, success: true, omittedBytes };
   } catch (error) {
     return { output: messageOf(error), success: false };
