@@ -25,6 +25,13 @@ function latch<T = void>(): { promise: Promise<T>; open: (value: T) => void } {
   return { promise, open };
 }
 
+/** test/fixtures/runner/big-progress.mjs in a process of its own: what the runner held (a full GC, then heapUsed, while the turn runs). */
+async function heldByProgress(mode: 'one-call' | 'many-calls'): Promise<{ heldMiB: number; reason: string }> {
+  const script = fileURLToPath(new URL('./fixtures/runner/big-progress.mjs', import.meta.url));
+  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', script, mode], { timeout: 60_000 });
+  return JSON.parse(stdout) as { heldMiB: number; reason: string };
+}
+
 describe('call.progress', () => {
   it('emits tool_progress with the call\'s ids and the data, and writes nothing of it to the ledger', async () => {
     const events: unknown[] = [];
@@ -109,12 +116,15 @@ describe('call.progress', () => {
   });
 
   it('holds its bound, not the strings it was given: three 100 MB progress strings leave the call holding a few MiB, not 200', async () => {
-    // In a process of its own (a full GC, then heapUsed, while the call still runs).
-    const script = fileURLToPath(new URL('./fixtures/runner/big-progress.mjs', import.meta.url));
-    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', script], { timeout: 60_000 });
-    const r = JSON.parse(stdout) as { heldMiB: number; reason: string };
+    const r = await heldByProgress('one-call');
     expect(r.reason).toBe('cancel.user');
     expect(r.heldMiB).toBeLessThan(16);
+  }, 60_000);
+
+  it('is let go once its call has ended: 500 finished calls of 100 KB each leave their turn holding a few MiB, not 500 bounds', async () => {
+    const r = await heldByProgress('many-calls');
+    expect(r.reason).toBe('cancel.user');
+    expect(r.heldMiB).toBeLessThan(8);
   }, 60_000);
 
   it('is not recorded where the call returned a value itself after the signal; a call with no progress has no partial', async () => {

@@ -57,7 +57,7 @@ interface Call {
   finished: boolean;
   /** What the call returned or threw after the stop's signal (it is aborted all the same); `undefined` before. */
   partial: CutPartial | undefined;
-  /** Its `call.progress` so far; `undefined` until it reports any. */
+  /** Its `call.progress` so far; `undefined` until it reports any, and again once it is finished. */
   progress: CallProgress | undefined;
   /** Its function settled: later progress is dropped. */
   ended: boolean;
@@ -292,6 +292,8 @@ export class ActiveTurn implements Turn {
       return { written: Promise.resolve(), end };
     }
     call.finished = true;
+    // Only a stop reads progress, and only of an unfinished call: let it go (a turn may make many calls).
+    call.progress = undefined;
     let output: unknown;
     if (end.ok) {
       try {
