@@ -142,6 +142,21 @@ describe('exec onOutput: the output as it arrives', () => {
     expect(unhandled).toEqual([]);
   });
 
+  it('an onOutput returning a thenable whose then throws (or whose then getter throws) is a warning too, never an uncaught exception', async () => {
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown) => uncaught.push(error);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const thenThrows = await warningsDuring(() => exec('sh', ['-c', 'echo a'], { onOutput: () => ({ then() { throw new Error('then threw'); } }) as never }));
+      const getterThrows = await warningsDuring(() => exec('sh', ['-c', 'echo a'], { onOutput: () => ({ get then() { throw new Error('getter threw'); } }) as never }));
+      expect(thenThrows.map((w) => w.message)).toEqual([expect.stringMatching(/options\.onOutput threw on stdout: then threw/)]);
+      expect(getterThrows.map((w) => w.message)).toEqual([expect.stringMatching(/options\.onOutput threw on stdout: getter threw/)]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+    expect(uncaught).toEqual([]);
+  });
+
   it('refuses an onOutput that is not a function with a TypeError naming options.onOutput, spawning nothing', async () => {
     const marker = join(scene.dir, 'touched');
     for (const bad of [42, 'log', {}, null]) {

@@ -6,7 +6,7 @@
 
 import { LISTENER_WARNING } from '../constants.js';
 
-/** Calls `fn`; its throw, or the rejection of a promise it returns, goes to `onError` instead of the caller. */
+/** Calls `fn`; its throw, or the rejection of a promise (any thenable) it returns, goes to `onError` instead of the caller. */
 export function callGuarded(fn: () => unknown, onError: (error: unknown) => void): void {
   let result: unknown;
   try {
@@ -15,8 +15,10 @@ export function callGuarded(fn: () => unknown, onError: (error: unknown) => void
     onError(error);
     return;
   }
-  if (typeof (result as PromiseLike<unknown> | null | undefined)?.then === 'function') {
-    (result as PromiseLike<unknown>).then(undefined, onError);
+  if (result !== null && (typeof result === 'object' || typeof result === 'function')) {
+    // Adopted by Promise.resolve, never read here: a `then` getter or a `then` that throws
+    // (a hostile thenable) rejects the promise instead of throwing into the caller.
+    Promise.resolve(result).then(undefined, onError);
   }
 }
 
