@@ -24,8 +24,8 @@ export class LedgerFiles {
   readonly #segments: PlacedSegment[];
   /** The segments whose sealing is queued (their last line is queued, their file not yet renamed), oldest first. */
   readonly #sealing: PlacedSegment[] = [];
-  /** A change of the files under way. */
-  #change: Promise<unknown> | undefined;
+  /** A change of the files under way; settles when it ends and never rejects (its caller gets the failure). */
+  #change: Promise<void> | undefined;
   /** Reads under way, and the changes waiting for them to end. */
   #reads = 0;
   #readsDone: (() => void)[] = [];
@@ -60,9 +60,16 @@ export class LedgerFiles {
       this.#segments.push(segment);
       await old.close();
       const handle = await openFile(this.real, 'a+');
-      const stat = await handle.stat();
-      await syncDirectory(dirname(this.real));
-      const key = `${stat.dev}:${stat.ino}`;
+      let key: string;
+      try {
+        const stat = await handle.stat();
+        await syncDirectory(dirname(this.real));
+        key = `${stat.dev}:${stat.ino}`;
+      } catch (error) {
+        // The writer keeps no handle it was not given: this one is closed here, or never.
+        await handle.close().catch(() => {});
+        throw error;
+      }
       this.#onReplaced(this.#fileKey, key);
       this.#fileKey = key;
       return handle;
@@ -88,7 +95,7 @@ export class LedgerFiles {
 
   /** Runs `read` with the files standing still (see the header). */
   async reading<T>(read: () => Promise<T>): Promise<T> {
-    while (this.#change !== undefined) await this.#change.catch(() => {});
+    while (this.#change !== undefined) await this.#change;
     this.#reads += 1;
     try {
       return await read();
@@ -146,13 +153,17 @@ export class LedgerFiles {
 
   /** Runs `change` once no read and no other change is under way; reads and changes that come meanwhile wait for it. */
   async #alone<T>(change: () => Promise<T>): Promise<T> {
-    while (this.#change !== undefined) await this.#change.catch(() => {});
+    while (this.#change !== undefined) await this.#change;
     const run = (async () => {
       if (this.#reads > 0) await new Promise<void>((resolve) => { this.#readsDone.push(resolve); });
       return change();
     })();
-    const settled = run.finally(() => { if (this.#change === settled) this.#change = undefined; });
+    // `run`'s failure is its caller's (the writer, `removeSegments`); the promise the others wait on
+    // only says it ended, so a failed change is never an unhandled rejection.
+    const settled: Promise<void> = run.then(noop, noop).then(() => { if (this.#change === settled) this.#change = undefined; });
     this.#change = settled;
     return run;
   }
 }
+
+function noop(): void {}

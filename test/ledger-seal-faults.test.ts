@@ -1,0 +1,73 @@
+/**
+ * A change of a ledger's files that fails — the sealing of a segment (rename, then the next file
+ * opened), or a removal of segments — breaks the ledger or rejects its caller, and nothing else:
+ * no unhandled rejection (which ends a Node process), no file descriptor left open, and the next
+ * open reads every entry written. Runs against dist/.
+ */
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { describe, expect, it, vi } from 'vitest';
+import { Ledger } from '../dist/src/index.js';
+import { fileHandlePrototype } from './support/file-handle.js';
+import { file, openLedger, useLedgerScratch } from './support/ledger-scratch.js';
+
+useLedgerScratch('fullstop-ledger-seal-faults-');
+
+const openDescriptors = () => readdirSync('/proc/self/fd').length;
+
+/** Collects the unhandled rejections of this process until `stop()`, which resolves with them once the ones already queued have been reported. */
+function watchUnhandled(): { stop(): Promise<unknown[]> } {
+  const seen: unknown[] = [];
+  const on = (reason: unknown) => { seen.push(reason); };
+  process.on('unhandledRejection', on);
+  return {
+    async stop() {
+      // Unhandled rejections are reported once the microtask queue drains: a macrotask later they are in.
+      await new Promise((resolve) => setImmediate(resolve));
+      process.off('unhandledRejection', on);
+      return seen;
+    },
+  };
+}
+
+function eio(): NodeJS.ErrnoException {
+  return Object.assign(new Error('EIO: i/o error (injected)'), { code: 'EIO' });
+}
+
+describe('a sealing that fails after the rename', () => {
+  it('breaks the ledger with the cause named, raises no unhandled rejection, leaks no fd, and the next open reads every entry', async () => {
+    const unhandled = watchUnhandled();
+    const fds = openDescriptors();
+    const ledger = await Ledger.open(file, { segmentBytes: 200 });
+    const proto = await fileHandlePrototype();
+    // The first stat after open is the sealing's, of the next file it just opened.
+    vi.spyOn(proto, 'stat').mockRejectedValueOnce(eio());
+    const appends = Array.from({ length: 6 }, (_, i) =>
+      ledger.append({ sessionId: 's', turnId: `t${i}`, type: 'say', text: 'x'.repeat(60) }).then(() => 'written', (e: Error) => e.message));
+    const results = await Promise.all(appends);
+    expect(results.slice(0, 2)).toEqual(['written', 'written']);
+    for (const result of results.slice(2)) expect(result).toMatch(/sealing a segment of ".*history\.jsonl" and opening the next failed \(.*EIO/);
+    vi.restoreAllMocks();
+    await expect(ledger.close()).rejects.toThrow(/EIO/);
+    expect(await unhandled.stop()).toEqual([]);
+    expect(openDescriptors()).toBe(fds);
+    const reopened = await openLedger();
+    expect((await reopened.entries()).filter((e) => e.type === 'say').map((e) => e.seq)).toEqual([1, 2]);
+  });
+});
+
+describe('a removal of segments that fails', () => {
+  it('rejects removeSegments naming the cause, raises no unhandled rejection, and the ledger goes on', async () => {
+    const unhandled = watchUnhandled();
+    const ledger = await openLedger(file, { segmentBytes: 200 });
+    for (let i = 0; i < 6; i++) void ledger.append({ sessionId: 's', turnId: `t${i}`, type: 'say', text: 'x'.repeat(60) });
+    await ledger.flush();
+    const oldest = ledger.segments()[0]!;
+    // A directory where the segment was: unlink refuses it (EISDIR).
+    rmSync(oldest.path);
+    mkdirSync(oldest.path);
+    await expect(ledger.removeSegments(oldest.lastSeq)).rejects.toThrow(/EISDIR|EPERM/);
+    await ledger.append({ sessionId: 's', turnId: 'after', type: 'say', text: 'still' });
+    expect(await unhandled.stop()).toEqual([]);
+    rmSync(oldest.path, { recursive: true });
+  });
+});
