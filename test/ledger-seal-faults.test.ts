@@ -1,8 +1,8 @@
 /**
  * A change of a ledger's files that fails — the sealing of a segment (rename, then the next file
  * opened), or a removal of segments — breaks the ledger or rejects its caller, and nothing else:
- * no unhandled rejection (which ends a Node process), no file descriptor left open, and the next
- * open reads every entry written. Runs against dist/.
+ * no unhandled rejection (which ends a Node process), no file descriptor left open; `entries` reads
+ * what was written, and so does the next open. Runs against dist/.
  */
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
@@ -37,7 +37,7 @@ describe('a sealing that fails after the rename', () => {
   it('breaks the ledger with the cause named, raises no unhandled rejection, leaks no fd, and the next open reads every entry', async () => {
     const unhandled = watchUnhandled();
     const fds = openDescriptors();
-    const ledger = await Ledger.open(file, { segmentBytes: 200 });
+    const ledger = await openLedger(file, { segmentBytes: 200 });
     const proto = await fileHandlePrototype();
     // The first stat after open is the sealing's, of the next file it just opened.
     vi.spyOn(proto, 'stat').mockRejectedValueOnce(eio());
@@ -47,11 +47,15 @@ describe('a sealing that fails after the rename', () => {
     expect(results.slice(0, 2)).toEqual(['written', 'written']);
     for (const result of results.slice(2)) expect(result).toMatch(/sealing a segment of ".*history\.jsonl" and opening the next failed \(.*EIO/);
     vi.restoreAllMocks();
+    // What was written is read as after any failure: the two lines, now in the sealed segment.
+    expect((await ledger.entries()).map((e) => e.seq)).toEqual([1, 2]);
     await expect(ledger.close()).rejects.toThrow(/EIO/);
+    expect((await ledger.entries()).map((e) => e.seq)).toEqual([1, 2]);
     expect(await unhandled.stop()).toEqual([]);
     expect(openDescriptors()).toBe(fds);
-    const reopened = await openLedger();
+    const reopened = await Ledger.open(file);
     expect((await reopened.entries()).filter((e) => e.type === 'say').map((e) => e.seq)).toEqual([1, 2]);
+    await reopened.close();
   });
 });
 

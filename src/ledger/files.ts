@@ -24,6 +24,8 @@ export class LedgerFiles {
   readonly #segments: PlacedSegment[];
   /** The segments whose sealing is queued (their last line is queued, their file not yet renamed), oldest first. */
   readonly #sealing: PlacedSegment[] = [];
+  /** False once a sealing failed after its rename: every line written is in the segments, and no file is being written. */
+  #current = true;
   /** A change of the files under way; settles when it ends and never rejects (its caller gets the failure). */
   #change: Promise<void> | undefined;
   /** Reads under way, and the changes waiting for them to end. */
@@ -58,6 +60,8 @@ export class LedgerFiles {
       await rename(this.real, segment.path);
       this.#sealing.shift();
       this.#segments.push(segment);
+      // Until the next file is open, the segment holds every line: a failure from here leaves no file being written.
+      this.#current = false;
       await old.close();
       const handle = await openFile(this.real, 'a+');
       let key: string;
@@ -72,6 +76,7 @@ export class LedgerFiles {
       }
       this.#onReplaced(this.#fileKey, key);
       this.#fileKey = key;
+      this.#current = true;
       return handle;
     });
   }
@@ -134,7 +139,8 @@ export class LedgerFiles {
   /**
    * Streams every entry of the segments holding seqs after `afterSeq`, then of the file being
    * written (through `handle`, or by its path once closed: refused if it is no longer that file),
-   * to `visit` until it returns false. A torn tail of the file being written is skipped.
+   * to `visit` until it returns false. A torn tail of the file being written is skipped; after a
+   * sealing that failed past its rename there is no file being written (`handle` is closed then).
    */
   async scan(afterSeq: number, handle: FileHandle | undefined, visit: (entry: LedgerEntry) => boolean): Promise<void> {
     let previousSeq = 0;
@@ -145,6 +151,7 @@ export class LedgerFiles {
       if (scanned.stopped) return;
       previousSeq = scanned.lastSeq;
     }
+    if (!this.#current) return;
     const scan = (file: FileHandle, size: number) =>
       scanFile(file, size, { where: 'Ledger.entries', path: this.path, previousSeq, tail: true, onEntry: visit });
     if (handle !== undefined) await scan(handle, (await handle.stat()).size);
