@@ -4,7 +4,7 @@
  * no unhandled rejection (which ends a Node process), no file descriptor left open; `entries` reads
  * what was written, and so does the next open. Runs against dist/.
  */
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
 import { Ledger } from '../dist/src/index.js';
 import { fileHandlePrototype } from './support/file-handle.js';
@@ -73,5 +73,23 @@ describe('a removal of segments that fails', () => {
     await ledger.append({ sessionId: 's', turnId: 'after', type: 'say', text: 'still' });
     expect(await unhandled.stop()).toEqual([]);
     rmSync(oldest.path, { recursive: true });
+  });
+});
+
+describe('a removal of segments that fails part-way', () => {
+  it('lists what it removed no more and what it could not remove still, and entries reads on from there', async () => {
+    const ledger = await openLedger(file, { segmentBytes: 200 });
+    for (let i = 0; i < 9; i++) void ledger.append({ sessionId: 's', turnId: `t${i}`, type: 'say', text: 'x'.repeat(60) });
+    await ledger.flush();
+    const before = ledger.segments();
+    const [first, second] = before as [typeof before[0], typeof before[0]];
+    rmSync(second.path);
+    mkdirSync(second.path);
+    await expect(ledger.removeSegments(second.lastSeq)).rejects.toThrow(/EISDIR|EPERM/);
+    expect(existsSync(first.path)).toBe(false);
+    expect(ledger.segments()).toEqual(before.slice(1));
+    rmSync(second.path, { recursive: true });
+    expect((await ledger.removeSegments(second.lastSeq)).map((s) => s.path)).toEqual([second.path]);
+    expect((await ledger.entries({ sessionId: 's' }))[0]!.seq).toBe(second.lastSeq + 1);
   });
 });

@@ -81,19 +81,26 @@ export class LedgerFiles {
     });
   }
 
-  /** Removes the sealed segments whose entries all have `seq <= throughSeq`; `removed(firstKept)` then prunes the index. */
+  /**
+   * Removes the sealed segments whose entries all have `seq <= throughSeq`, oldest first;
+   * `removed(firstKept)` then prunes the index. On a failure, the ones removed before it are gone
+   * (and pruned) and the others stay listed.
+   */
   remove(throughSeq: number, removed: (firstKeptBase: number | undefined) => void): Promise<LedgerSegment[]> {
     return this.#alone(async () => {
       const gone: LedgerSegment[] = [];
-      while (this.#segments.length > 0 && this.#segments[0]!.lastSeq <= throughSeq) {
-        const { path, firstSeq, lastSeq, bytes } = this.#segments.shift()!;
-        await unlink(path).catch((error: NodeJS.ErrnoException) => { if (error.code !== 'ENOENT') throw error; });
-        gone.push({ path, firstSeq, lastSeq, bytes });
+      try {
+        // Oldest first, and a segment leaves the list only once its file is gone: a failure keeps the rest as they were.
+        while (this.#segments.length > 0 && this.#segments[0]!.lastSeq <= throughSeq) {
+          const { path, firstSeq, lastSeq, bytes } = this.#segments[0]!;
+          await unlink(path).catch((error: NodeJS.ErrnoException) => { if (error.code !== 'ENOENT') throw error; });
+          this.#segments.shift();
+          gone.push({ path, firstSeq, lastSeq, bytes });
+        }
+      } finally {
+        if (gone.length > 0) removed(this.#segments[0]?.base);
       }
-      if (gone.length > 0) {
-        removed(this.#segments[0]?.base);
-        await syncDirectory(dirname(this.real));
-      }
+      if (gone.length > 0) await syncDirectory(dirname(this.real));
       return gone;
     });
   }

@@ -287,7 +287,8 @@ export class Ledger implements LedgerStore {
    * with the last seq you no longer need, e.g. from a nightly job). Their entries leave `entries`;
    * their turn ids stay refused until the ledger is closed (after the next open, a removed turn id
    * is no longer known). Resolves with the segments removed. RangeError/TypeError for a bad
-   * `throughSeq`; rejects once the ledger is closed.
+   * `throughSeq`; rejects once the ledger is closed, and with the cause when a segment cannot be
+   * removed (those older than it are, it and the newer stay listed).
    */
   async removeSegments(throughSeq: number): Promise<LedgerSegment[]> {
     checkSeq('Ledger.removeSegments: throughSeq', throughSeq);
