@@ -184,7 +184,8 @@ export class Ledger implements LedgerStore {
    * regular file, is already open in this process or in another live process (through any
    * symlink; the error names the holder), has a bad line before its end (the error names the file,
    * the line and the byte: not JSON, not UTF-8, longer than `LEDGER_MAX_LINE_BYTES`, out of seq
-   * order), or cannot be repaired; on a full disk the error says so, how much is free, and what to free.
+   * order), misses seqs between two segments (the error names them and the files around the gap)
+   * or has a segment that does not hold the seqs its name says (named), or cannot be repaired; on a full disk the error says so, how much is free, and what to free.
    */
   static async open(path: string, options: LedgerOpenOptions = {}): Promise<Ledger> {
     checkText('Ledger.open: path', path);
