@@ -316,6 +316,9 @@ describe('repair', () => {
     const restarted = await PgLedger.open({ pool, schema, instanceId: 'web-1' });
     expect((await restarted.entries({ turnId: 'live' })).map(typeOf)).toEqual(['turn_started', 'say', 'status:interrupted']);
     await restarted.close();
+    // An open that failed takes no name.
+    const down = { connect: () => Promise.reject(new Error('connection refused')) };
+    for (let i = 0; i < 2; i++) await expect(PgLedger.open({ pool: down, schema, instanceId: 'web-1', timeoutMs: 100 })).rejects.toThrow(/connection refused/);
   });
 
   it('closeAbandonedTurn closes a dead owner\'s turn once, atomically: true the first time, false when ended, unknown or of another session', async () => {
