@@ -42,7 +42,7 @@
  */
 
 import { open as openFile, realpath, stat as statPath, type FileHandle } from 'node:fs/promises';
-import { DEFAULT_LEDGER_CLOSE_WAIT_MS, LEDGER_MAX_LINE_BYTES } from '../constants.js';
+import { DEFAULT_LEDGER_CLOSE_WAIT_MS, DEFAULT_LEDGER_INTENT_TIMEOUT_MS, DEFAULT_LEDGER_TIMEOUT_MS, LEDGER_MAX_LINE_BYTES } from '../constants.js';
 import { checkId, checkText } from '../errors.js';
 import { checkFilter, checkOpenOptions, checkSeq, type LedgerOpenOptions } from './checks.js';
 import { utf8Bytes } from '../base/head-tail.js';
@@ -113,6 +113,9 @@ export interface LedgerRepair {
  *   `tool_aborted`, and marks every turn that has no terminal status `interrupted` (or
  *   `cancelled`, after the `turn_aborted` marker, where `cancelling` was recorded).
  * - `close()` first waits (at most `closeWaitMs`) for the stops under way to write their history.
+ * - A disk that stops answering never holds a stop: its signal waits for the intent's sync at most
+ *   `intentTimeoutMs`, and `flush` and `close` reject with a `LedgerTimeoutError` after `timeoutMs`
+ *   while the sync goes on.
  *
  * @example
  * const ledger = await Ledger.open('/var/lib/agent/history.jsonl', { segmentBytes: 256 * 1024 * 1024 });
@@ -127,6 +130,10 @@ export class Ledger implements LedgerStore {
   readonly path: string;
   /** What `open` repaired. */
   readonly repair: LedgerRepair;
+  /** How long a stop's signal waits for its intent's sync, in ms (`LedgerStore.intentTimeoutMs`). */
+  readonly intentTimeoutMs: number;
+  /** The bound of a flush's wait for the disk, and of `close()`'s wait for the syncs under way, in ms. */
+  readonly timeoutMs: number;
   /** The files: the one being written and the sealed segments. */
   readonly #files: LedgerFiles;
   readonly #lock: LedgerLock;
@@ -163,13 +170,15 @@ export class Ledger implements LedgerStore {
     this.#lock = lock;
     this.#segmentBytes = options.segmentBytes;
     this.#closeWaitMs = options.closeWaitMs ?? DEFAULT_LEDGER_CLOSE_WAIT_MS;
+    this.intentTimeoutMs = options.intentTimeoutMs ?? DEFAULT_LEDGER_INTENT_TIMEOUT_MS;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_LEDGER_TIMEOUT_MS;
     this.#index = loaded.index;
     this.#turnIds = loaded.turnIds;
     this.#activeBase = loaded.activeBase;
     this.#activeFirstSeq = loaded.activeFirstSeq;
     this.#seq = loaded.seq;
     this.#end = loaded.activeBase + loaded.completeBytes;
-    this.#writer = new LedgerWriter(path, handle, loaded.seq);
+    this.#writer = new LedgerWriter(path, handle, loaded.seq, this.timeoutMs);
   }
 
   /**
@@ -455,7 +464,9 @@ export class Ledger implements LedgerStore {
    * whose terminal status is not — to write their history (only their appends are taken
    * meanwhile), then waits for pending appends, flushes, and closes the file. Later appends
    * reject; calling `close` again returns the same promise. Rejects (after closing the file) if a
-   * write or the sync failed.
+   * write or the sync failed, and with a `LedgerTimeoutError` when the disk did not confirm the
+   * sync within `timeoutMs` (the lock is released all the same; the file is closed once that sync
+   * returns).
    */
   close(): Promise<void> {
     this.#closing ??= this.#close();
@@ -475,11 +486,15 @@ export class Ledger implements LedgerStore {
       await this.#writer.flush();
     } finally {
       this.#closed = true;
-      // A flush's sync started before the close holds the fd: closing it first could sync another file.
-      await this.#writer.drain();
+      // A flush's sync started before the close holds the fd: closing it first could sync another
+      // file. A sync the disk never answers keeps it open, and the close goes on: the fd is closed
+      // when that sync returns (nothing more is written through it).
+      const handle = this.#writer.handle;
+      const drained = await this.#writer.drain(this.timeoutMs);
       this.#handleClosed = true;
       openFiles.delete(this.#files.fileKey);
-      await this.#writer.handle.close();
+      if (drained) await handle.close();
+      else void this.#writer.drain().then(() => handle.close()).catch(() => {});
       await this.#lock.release();
     }
   }
