@@ -418,7 +418,8 @@ export class Ledger implements LedgerStore {
   /**
    * Resolves once every entry appended before the call is on disk (`fdatasync`), sharing the sync
    * with the other flushes under way (see the class). After `close()` it waits for the close,
-   * which flushed everything. Rejects if a write or the sync failed.
+   * which flushed everything. Rejects if a write or the sync failed, and with a
+   * `LedgerTimeoutError` when the disk has not confirmed within `timeoutMs` (the sync goes on).
    */
   flush(): Promise<void> {
     if (this.#closed) return this.#closing!;
