@@ -86,6 +86,18 @@ export const LEDGER_MAX_LINE_BYTES = 128 * 1024 * 1024;
 export const DEFAULT_LEDGER_CLOSE_WAIT_MS = 10_000;
 
 /**
+ * The file `Ledger`: how long a stop's signal waits for its intent's sync (`Ledger.open`'s
+ * `intentTimeoutMs`), in ms. Past it the stop signals anyway, its report's `ledgerError` saying so.
+ */
+export const DEFAULT_LEDGER_INTENT_TIMEOUT_MS = 5_000;
+
+/**
+ * The file `Ledger`: the bound of a `flush()`'s wait for the disk, and of `close()`'s wait for the
+ * syncs under way (`Ledger.open`'s `timeoutMs`), in ms.
+ */
+export const DEFAULT_LEDGER_TIMEOUT_MS = 10_000;
+
+/**
  * Reason codes by intent, for `runner.stop(sessionId, { reason })` and the ledger's `status`
  * entries. A reason is any non-empty string; these are the ones fullstop itself gives.
  *

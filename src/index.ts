@@ -12,7 +12,7 @@ export {
 export {
   StopReasons, ErrorCodes, MAX_ID_LENGTH, DEFAULT_GRACE_MS, DEFAULT_PENDING_STOP_MS, DEFAULT_SHUTDOWN_DEADLINE_MS, type StopReason,
   FleetReasons, type FleetReason, MAX_PENDING_STOPS, MAX_PENDING_STOPS_PER_SESSION, DEFAULT_MAX_OUTPUT_BYTES, MAX_PROGRESS_BYTES,
-  LEDGER_MAX_LINE_BYTES, DEFAULT_LEDGER_CLOSE_WAIT_MS,
+  LEDGER_MAX_LINE_BYTES, DEFAULT_LEDGER_CLOSE_WAIT_MS, DEFAULT_LEDGER_INTENT_TIMEOUT_MS, DEFAULT_LEDGER_TIMEOUT_MS,
 } from './constants.js';
 export type { TokenHandle } from './token/slot.js';
 export { TurnPool, type TurnPoolOptions, type TurnPoolRunOptions, type TurnPoolStats } from './pool/pool.js';

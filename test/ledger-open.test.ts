@@ -278,3 +278,50 @@ describe('a sealed segment', () => {
     await expect(Ledger.open(file)).rejects.toThrow(/Ledger\.open: ".*history\.jsonl\.1-\d+" line 1 is not a valid ledger entry/);
   });
 });
+
+describe('a sealed segment that does not hold what its name says', () => {
+  /** A closed ledger of seven sealed segments, each turn ended; returns the segments (3 seqs each: 1-3, 4-6, …). */
+  async function sealedTurns(): Promise<{ path: string; firstSeq: number; lastSeq: number }[]> {
+    const ledger = await Ledger.open(file, { segmentBytes: 200 });
+    for (let i = 0; i < 12; i++) {
+      void ledger.append({ sessionId: 's', turnId: `t${i}`, type: 'turn_started' });
+      void ledger.append({ sessionId: 's', turnId: `t${i}`, type: 'status', status: 'completed' });
+    }
+    await ledger.close();
+    const segments = ledger.segments();
+    expect(segments.slice(0, 2).map((s) => [s.firstSeq, s.lastSeq])).toEqual([[1, 3], [4, 6]]);
+    return segments;
+  }
+
+  it('is refused at open when one in the middle is missing, naming the seqs and the files around the gap, and the files stay as they were', async () => {
+    const segments = await sealedTurns();
+    rmSync(segments[1]!.path);
+    const before = readFileSync(file);
+    // t1 began in 1-3 and ended in the missing 4-6: a repair would record a false `interrupted`, and t2 (5-6) could be used again.
+    await expect(Ledger.open(file)).rejects.toThrow(/Ledger\.open: seqs 4 to 6 are missing between ".*history\.jsonl\.1-3" and ".*history\.jsonl\.7-9"/);
+    expect(readFileSync(file)).toEqual(before);
+  });
+
+  it('is refused at open when the newest is missing (the file being written then starts after a gap)', async () => {
+    const segments = await sealedTurns();
+    const newest = segments.at(-1)!;
+    rmSync(newest.path);
+    await expect(Ledger.open(file)).rejects.toThrow(new RegExp(`seqs ${newest.firstSeq} to ${newest.lastSeq} are missing between ".*history\\.jsonl\\.\\d+-\\d+" and ".*history\\.jsonl"`));
+  });
+
+  it('is refused at open, naming it, when it was cut at a line boundary (it holds fewer seqs than its name says)', async () => {
+    const segments = await sealedTurns();
+    const lines = readFileSync(segments[1]!.path, 'utf8').split('\n').filter(Boolean);
+    writeFileSync(segments[1]!.path, `${lines.slice(0, -1).join('\n')}\n`);
+    await expect(Ledger.open(file)).rejects.toThrow(/Ledger\.open: ".*history\.jsonl\.4-6" ends at seq 5, but its name says it holds seqs 4 to 6/);
+  });
+
+  it('still opens when the oldest ones were removed by hand', async () => {
+    const segments = await sealedTurns();
+    rmSync(segments[0]!.path);
+    rmSync(segments[1]!.path);
+    const ledger = await openLedger();
+    expect(ledger.segments()[0]!.firstSeq).toBe(7);
+    expect(ledger.repair.closedTurns).toBe(0);
+  });
+});

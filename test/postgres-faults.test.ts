@@ -121,4 +121,31 @@ describe('a broken store never prevents a stop', () => {
     await ledger.close();
     await reader.close();
   });
+
+  it('a backend the server ends mid-append (pg_terminate_backend: FATAL): the append commits on a new connection, once, and the pool\'s next call works', async () => {
+    const schema = pg.schema();
+    const pool = pg.pool(PG.port, { application_name: `fullstop_fatal_${process.pid}` });
+    const ledger = await PgLedger.open({ pool, schema, instanceId: 'A', timeoutMs: 5000 });
+    const admin = pg.pool(PG.port, { max: 1 });
+    const appendLock = `(x'66756c6c'::bigint << 32 | '"${schema}".entries'::regclass::oid::bigint)`;
+    const held = await admin.connect();
+    try {
+      // The append waits for the schema's append lock, held here: its backend is then ended by the server.
+      await held.query(`SELECT pg_advisory_lock(${appendLock})`);
+      const append = ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
+      let pid: number | undefined;
+      while (pid === undefined) {
+        const { rows } = await held.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = $2',
+          [`fullstop_fatal_${process.pid}`, 'Lock']);
+        pid = rows[0]?.pid;
+      }
+      await held.query('SELECT pg_terminate_backend($1)', [pid]);
+      await held.query(`SELECT pg_advisory_unlock(${appendLock})`);
+      await append;
+      expect((await ledger.entries({ sessionId: 's' })).map(typeOf)).toEqual(['turn_started']);
+    } finally {
+      held.release();
+      await ledger.close();
+    }
+  });
 });

@@ -297,6 +297,30 @@ describe('repair', () => {
     await Promise.all([crashed.close(), live.close(), restarted.close()]);
   });
 
+  it('a second open of an instanceId still open on the same pool and schema is refused, and the first one\'s live turns stay open', async () => {
+    const schema = pg.schema();
+    const pool = pg.pool();
+    const first = await PgLedger.open({ pool, schema, instanceId: 'web-1' });
+    await first.append({ sessionId: 's', turnId: 'live', type: 'turn_started' });
+    // Two runners of one process, or a module evaluated twice, given one name: the second open would take the first's live turns for a crash's.
+    await expect(PgLedger.open({ pool, schema, instanceId: 'web-1' }))
+      .rejects.toThrow(/PgLedger\.open: instanceId "web-1" is already open on this pool in postgres schema "t_ledger_\w+"/);
+    await first.append({ sessionId: 's', turnId: 'live', type: 'say', text: 'still mine' });
+    expect((await first.entries({ turnId: 'live' })).map(typeOf)).toEqual(['turn_started', 'say']);
+    // Another name, or another schema, on the same pool opens.
+    const other = await PgLedger.open({ pool, schema, instanceId: 'web-2' });
+    const elsewhere = await PgLedger.open({ pool, schema: pg.schema(), instanceId: 'web-1' });
+    await Promise.all([other.close(), elsewhere.close()]);
+    // Once the first is closed, the name opens again: a restart, which closes what the first left open.
+    await first.close();
+    const restarted = await PgLedger.open({ pool, schema, instanceId: 'web-1' });
+    expect((await restarted.entries({ turnId: 'live' })).map(typeOf)).toEqual(['turn_started', 'say', 'status:interrupted']);
+    await restarted.close();
+    // An open that failed takes no name.
+    const down = { connect: () => Promise.reject(new Error('connection refused')) };
+    for (let i = 0; i < 2; i++) await expect(PgLedger.open({ pool: down, schema, instanceId: 'web-1', timeoutMs: 100 })).rejects.toThrow(/connection refused/);
+  });
+
   it('closeAbandonedTurn closes a dead owner\'s turn once, atomically: true the first time, false when ended, unknown or of another session', async () => {
     const schema = pg.schema();
     const [dead, sweeper, other] = [await open(schema, 'dead'), await open(schema, 'sweeper'), await open(schema, 'other')];

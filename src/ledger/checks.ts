@@ -22,14 +22,30 @@ export interface LedgerOpenOptions {
    * @default 10_000 (DEFAULT_LEDGER_CLOSE_WAIT_MS)
    */
   closeWaitMs?: number;
+  /**
+   * How long a stop's signal waits for its intent (`cancelling`) to be synced, in ms; past it the
+   * stop signals anyway and its report's `ledgerError` is a `LedgerTimeoutError` (the sync goes
+   * on). A disk that stops answering (a hard NFS mount, a dying disk) never holds a stop.
+   * @default 5000 (DEFAULT_LEDGER_INTENT_TIMEOUT_MS)
+   */
+  intentTimeoutMs?: number;
+  /**
+   * The bound of a `flush()`'s wait for the disk, and of `close()`'s wait for the syncs under way,
+   * in ms: past it they reject with a `LedgerTimeoutError` (the sync goes on; a later flush
+   * confirms it, and a closed ledger closes its file once the sync returns). More than 0.
+   * @default 10_000 (DEFAULT_LEDGER_TIMEOUT_MS)
+   * @example
+   * await Ledger.open('history.jsonl', { intentTimeoutMs: 1000, timeoutMs: 5000 });
+   */
+  timeoutMs?: number;
 }
 
-/** `Ledger.open`'s options: `segmentBytes` a positive integer, `closeWaitMs` a timer's ms. */
+/** `Ledger.open`'s options: `segmentBytes` a positive integer, `closeWaitMs` and `intentTimeoutMs` a timer's ms, `timeoutMs` one more than 0. */
 export function checkOpenOptions(options: unknown): asserts options is LedgerOpenOptions {
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`Ledger.open: options: expected an object, got ${describe(options)}`);
   }
-  const { segmentBytes, closeWaitMs } = options as Record<string, unknown>;
+  const { segmentBytes, closeWaitMs, intentTimeoutMs, timeoutMs } = options as Record<string, unknown>;
   if (segmentBytes !== undefined) {
     if (typeof segmentBytes !== 'number') throw new TypeError(`Ledger.open: options.segmentBytes: expected a number of bytes, got ${describe(segmentBytes)}`);
     if (!Number.isSafeInteger(segmentBytes) || segmentBytes < 1) {
@@ -37,6 +53,9 @@ export function checkOpenOptions(options: unknown): asserts options is LedgerOpe
     }
   }
   checkMs('Ledger.open: options.closeWaitMs', closeWaitMs);
+  checkMs('Ledger.open: options.intentTimeoutMs', intentTimeoutMs);
+  checkMs('Ledger.open: options.timeoutMs', timeoutMs);
+  if (timeoutMs === 0) throw new RangeError('Ledger.open: options.timeoutMs: expected more than 0 ms, got 0');
 }
 
 /** A seq argument: a non-negative safe integer. */

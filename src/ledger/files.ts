@@ -24,8 +24,10 @@ export class LedgerFiles {
   readonly #segments: PlacedSegment[];
   /** The segments whose sealing is queued (their last line is queued, their file not yet renamed), oldest first. */
   readonly #sealing: PlacedSegment[] = [];
-  /** A change of the files under way. */
-  #change: Promise<unknown> | undefined;
+  /** False once a sealing failed after its rename: every line written is in the segments, and no file is being written. */
+  #current = true;
+  /** A change of the files under way; settles when it ends and never rejects (its caller gets the failure). */
+  #change: Promise<void> | undefined;
   /** Reads under way, and the changes waiting for them to end. */
   #reads = 0;
   #readsDone: (() => void)[] = [];
@@ -58,37 +60,54 @@ export class LedgerFiles {
       await rename(this.real, segment.path);
       this.#sealing.shift();
       this.#segments.push(segment);
+      // Until the next file is open, the segment holds every line: a failure from here leaves no file being written.
+      this.#current = false;
       await old.close();
       const handle = await openFile(this.real, 'a+');
-      const stat = await handle.stat();
-      await syncDirectory(dirname(this.real));
-      const key = `${stat.dev}:${stat.ino}`;
+      let key: string;
+      try {
+        const stat = await handle.stat();
+        await syncDirectory(dirname(this.real));
+        key = `${stat.dev}:${stat.ino}`;
+      } catch (error) {
+        // The writer keeps no handle it was not given: this one is closed here, or never.
+        await handle.close().catch(() => {});
+        throw error;
+      }
       this.#onReplaced(this.#fileKey, key);
       this.#fileKey = key;
+      this.#current = true;
       return handle;
     });
   }
 
-  /** Removes the sealed segments whose entries all have `seq <= throughSeq`; `removed(firstKept)` then prunes the index. */
+  /**
+   * Removes the sealed segments whose entries all have `seq <= throughSeq`, oldest first;
+   * `removed(firstKept)` then prunes the index. On a failure, the ones removed before it are gone
+   * (and pruned) and the others stay listed.
+   */
   remove(throughSeq: number, removed: (firstKeptBase: number | undefined) => void): Promise<LedgerSegment[]> {
     return this.#alone(async () => {
       const gone: LedgerSegment[] = [];
-      while (this.#segments.length > 0 && this.#segments[0]!.lastSeq <= throughSeq) {
-        const { path, firstSeq, lastSeq, bytes } = this.#segments.shift()!;
-        await unlink(path).catch((error: NodeJS.ErrnoException) => { if (error.code !== 'ENOENT') throw error; });
-        gone.push({ path, firstSeq, lastSeq, bytes });
+      try {
+        // Oldest first, and a segment leaves the list only once its file is gone: a failure keeps the rest as they were.
+        while (this.#segments.length > 0 && this.#segments[0]!.lastSeq <= throughSeq) {
+          const { path, firstSeq, lastSeq, bytes } = this.#segments[0]!;
+          await unlink(path).catch((error: NodeJS.ErrnoException) => { if (error.code !== 'ENOENT') throw error; });
+          this.#segments.shift();
+          gone.push({ path, firstSeq, lastSeq, bytes });
+        }
+      } finally {
+        if (gone.length > 0) removed(this.#segments[0]?.base);
       }
-      if (gone.length > 0) {
-        removed(this.#segments[0]?.base);
-        await syncDirectory(dirname(this.real));
-      }
+      if (gone.length > 0) await syncDirectory(dirname(this.real));
       return gone;
     });
   }
 
   /** Runs `read` with the files standing still (see the header). */
   async reading<T>(read: () => Promise<T>): Promise<T> {
-    while (this.#change !== undefined) await this.#change.catch(() => {});
+    while (this.#change !== undefined) await this.#change;
     this.#reads += 1;
     try {
       return await read();
@@ -127,7 +146,8 @@ export class LedgerFiles {
   /**
    * Streams every entry of the segments holding seqs after `afterSeq`, then of the file being
    * written (through `handle`, or by its path once closed: refused if it is no longer that file),
-   * to `visit` until it returns false. A torn tail of the file being written is skipped.
+   * to `visit` until it returns false. A torn tail of the file being written is skipped; after a
+   * sealing that failed past its rename there is no file being written (`handle` is closed then).
    */
   async scan(afterSeq: number, handle: FileHandle | undefined, visit: (entry: LedgerEntry) => boolean): Promise<void> {
     let previousSeq = 0;
@@ -138,6 +158,7 @@ export class LedgerFiles {
       if (scanned.stopped) return;
       previousSeq = scanned.lastSeq;
     }
+    if (!this.#current) return;
     const scan = (file: FileHandle, size: number) =>
       scanFile(file, size, { where: 'Ledger.entries', path: this.path, previousSeq, tail: true, onEntry: visit });
     if (handle !== undefined) await scan(handle, (await handle.stat()).size);
@@ -146,13 +167,17 @@ export class LedgerFiles {
 
   /** Runs `change` once no read and no other change is under way; reads and changes that come meanwhile wait for it. */
   async #alone<T>(change: () => Promise<T>): Promise<T> {
-    while (this.#change !== undefined) await this.#change.catch(() => {});
+    while (this.#change !== undefined) await this.#change;
     const run = (async () => {
       if (this.#reads > 0) await new Promise<void>((resolve) => { this.#readsDone.push(resolve); });
       return change();
     })();
-    const settled = run.finally(() => { if (this.#change === settled) this.#change = undefined; });
+    // `run`'s failure is its caller's (the writer, `removeSegments`); the promise the others wait on
+    // only says it ended, so a failed change is never an unhandled rejection.
+    const settled: Promise<void> = run.then(noop, noop).then(() => { if (this.#change === settled) this.#change = undefined; });
     this.#change = settled;
     return run;
   }
 }
+
+function noop(): void {}

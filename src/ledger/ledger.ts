@@ -42,7 +42,7 @@
  */
 
 import { open as openFile, realpath, stat as statPath, type FileHandle } from 'node:fs/promises';
-import { DEFAULT_LEDGER_CLOSE_WAIT_MS, LEDGER_MAX_LINE_BYTES } from '../constants.js';
+import { DEFAULT_LEDGER_CLOSE_WAIT_MS, DEFAULT_LEDGER_INTENT_TIMEOUT_MS, DEFAULT_LEDGER_TIMEOUT_MS, LEDGER_MAX_LINE_BYTES } from '../constants.js';
 import { checkId, checkText } from '../errors.js';
 import { checkFilter, checkOpenOptions, checkSeq, type LedgerOpenOptions } from './checks.js';
 import { utf8Bytes } from '../base/head-tail.js';
@@ -113,6 +113,9 @@ export interface LedgerRepair {
  *   `tool_aborted`, and marks every turn that has no terminal status `interrupted` (or
  *   `cancelled`, after the `turn_aborted` marker, where `cancelling` was recorded).
  * - `close()` first waits (at most `closeWaitMs`) for the stops under way to write their history.
+ * - A disk that stops answering never holds a stop: its signal waits for the intent's sync at most
+ *   `intentTimeoutMs`, and `flush` and `close` reject with a `LedgerTimeoutError` after `timeoutMs`
+ *   while the sync goes on.
  *
  * @example
  * const ledger = await Ledger.open('/var/lib/agent/history.jsonl', { segmentBytes: 256 * 1024 * 1024 });
@@ -127,6 +130,10 @@ export class Ledger implements LedgerStore {
   readonly path: string;
   /** What `open` repaired. */
   readonly repair: LedgerRepair;
+  /** How long a stop's signal waits for its intent's sync, in ms (`LedgerStore.intentTimeoutMs`). */
+  readonly intentTimeoutMs: number;
+  /** The bound of a flush's wait for the disk, and of `close()`'s wait for the syncs under way, in ms. */
+  readonly timeoutMs: number;
   /** The files: the one being written and the sealed segments. */
   readonly #files: LedgerFiles;
   readonly #lock: LedgerLock;
@@ -163,13 +170,15 @@ export class Ledger implements LedgerStore {
     this.#lock = lock;
     this.#segmentBytes = options.segmentBytes;
     this.#closeWaitMs = options.closeWaitMs ?? DEFAULT_LEDGER_CLOSE_WAIT_MS;
+    this.intentTimeoutMs = options.intentTimeoutMs ?? DEFAULT_LEDGER_INTENT_TIMEOUT_MS;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_LEDGER_TIMEOUT_MS;
     this.#index = loaded.index;
     this.#turnIds = loaded.turnIds;
     this.#activeBase = loaded.activeBase;
     this.#activeFirstSeq = loaded.activeFirstSeq;
     this.#seq = loaded.seq;
     this.#end = loaded.activeBase + loaded.completeBytes;
-    this.#writer = new LedgerWriter(path, handle, loaded.seq);
+    this.#writer = new LedgerWriter(path, handle, loaded.seq, this.timeoutMs);
   }
 
   /**
@@ -184,7 +193,8 @@ export class Ledger implements LedgerStore {
    * regular file, is already open in this process or in another live process (through any
    * symlink; the error names the holder), has a bad line before its end (the error names the file,
    * the line and the byte: not JSON, not UTF-8, longer than `LEDGER_MAX_LINE_BYTES`, out of seq
-   * order), or cannot be repaired; on a full disk the error says so, how much is free, and what to free.
+   * order), misses seqs between two segments (the error names them and the files around the gap)
+   * or has a segment that does not hold the seqs its name says (named), or cannot be repaired; on a full disk the error says so, how much is free, and what to free.
    */
   static async open(path: string, options: LedgerOpenOptions = {}): Promise<Ledger> {
     checkText('Ledger.open: path', path);
@@ -287,7 +297,8 @@ export class Ledger implements LedgerStore {
    * with the last seq you no longer need, e.g. from a nightly job). Their entries leave `entries`;
    * their turn ids stay refused until the ledger is closed (after the next open, a removed turn id
    * is no longer known). Resolves with the segments removed. RangeError/TypeError for a bad
-   * `throughSeq`; rejects once the ledger is closed.
+   * `throughSeq`; rejects once the ledger is closed, and with the cause when a segment cannot be
+   * removed (those older than it are, it and the newer stay listed).
    */
   async removeSegments(throughSeq: number): Promise<LedgerSegment[]> {
     checkSeq('Ledger.removeSegments: throughSeq', throughSeq);
@@ -407,7 +418,8 @@ export class Ledger implements LedgerStore {
   /**
    * Resolves once every entry appended before the call is on disk (`fdatasync`), sharing the sync
    * with the other flushes under way (see the class). After `close()` it waits for the close,
-   * which flushed everything. Rejects if a write or the sync failed.
+   * which flushed everything. Rejects if a write or the sync failed, and with a
+   * `LedgerTimeoutError` when the disk has not confirmed within `timeoutMs` (the sync goes on).
    */
   flush(): Promise<void> {
     if (this.#closed) return this.#closing!;
@@ -453,7 +465,9 @@ export class Ledger implements LedgerStore {
    * whose terminal status is not — to write their history (only their appends are taken
    * meanwhile), then waits for pending appends, flushes, and closes the file. Later appends
    * reject; calling `close` again returns the same promise. Rejects (after closing the file) if a
-   * write or the sync failed.
+   * write or the sync failed, and with a `LedgerTimeoutError` when the disk did not confirm the
+   * sync within `timeoutMs` (the lock is released all the same; the file is closed once that sync
+   * returns).
    */
   close(): Promise<void> {
     this.#closing ??= this.#close();
@@ -473,11 +487,15 @@ export class Ledger implements LedgerStore {
       await this.#writer.flush();
     } finally {
       this.#closed = true;
-      // A flush's sync started before the close holds the fd: closing it first could sync another file.
-      await this.#writer.drain();
+      // A flush's sync started before the close holds the fd: closing it first could sync another
+      // file. A sync the disk never answers keeps it open, and the close goes on: the fd is closed
+      // when that sync returns (nothing more is written through it).
+      const handle = this.#writer.handle;
+      const drained = await this.#writer.drain(this.timeoutMs);
       this.#handleClosed = true;
       openFiles.delete(this.#files.fileKey);
-      await this.#writer.handle.close();
+      if (drained) await handle.close();
+      else void this.#writer.drain().then(() => handle.close()).catch(() => {});
       await this.#lock.release();
     }
   }

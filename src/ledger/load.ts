@@ -9,7 +9,7 @@ import { open as openFile, type FileHandle } from 'node:fs/promises';
 import { isTerminalStatus, type LedgerEntryInput } from './entry.js';
 import { OpenTurns } from './open-turns.js';
 import { scanFile, type ScanCut } from './scan.js';
-import { listSegments, type PlacedSegment } from './segments.js';
+import { listSegments, type LedgerSegment, type PlacedSegment } from './segments.js';
 import { SessionIndex } from './session-index.js';
 
 /** The ledger as the files hold it. */
@@ -46,13 +46,21 @@ export async function loadLedger(path: string, real: string, handle: FileHandle,
     if (turnIds.get(entry.turnId) !== true) turnIds.set(entry.turnId, entry.type === 'status' && isTerminalStatus(entry.status));
     open.add(entry);
   };
+  let previous: PlacedSegment | undefined;
   for (const segment of await listSegments(real)) {
+    if (previous !== undefined) checkNoGap(previous, segment.firstSeq, segment.path);
     const file = await openFile(segment.path, 'r');
     try {
       const bytes = (await file.stat()).size;
-      const firstSeq = seq + 1;
-      const scanned = await scanFile(file, bytes, { where: 'Ledger.open', path: segment.path, previousSeq: seq, tail: false, onEntry: onEntryAt(base) });
-      segments.push({ ...segment, firstSeq: Math.max(firstSeq, segment.firstSeq), lastSeq: scanned.lastSeq, bytes, base });
+      let firstSeq: number | undefined;
+      const onEntry = onEntryAt(base);
+      const scanned = await scanFile(file, bytes, {
+        where: 'Ledger.open', path: segment.path, previousSeq: seq, tail: false,
+        onEntry: (entry, start, end) => { firstSeq ??= entry.seq; onEntry(entry, start, end); },
+      });
+      checkAsNamed(segment, firstSeq, scanned.lastSeq);
+      previous = { ...segment, bytes, base };
+      segments.push(previous);
       seq = scanned.lastSeq;
       base += bytes + 1;
     } finally {
@@ -60,9 +68,41 @@ export async function loadLedger(path: string, real: string, handle: FileHandle,
     }
   }
   const activeFirstSeq = seq + 1;
-  const scanned = await scanFile(handle, size, { where: 'Ledger.open', path, previousSeq: seq, tail: true, onEntry: onEntryAt(base) });
+  let firstActive: number | undefined;
+  const onActive = onEntryAt(base);
+  const scanned = await scanFile(handle, size, {
+    where: 'Ledger.open', path, previousSeq: seq, tail: true,
+    onEntry: (entry, start, end) => { firstActive ??= entry.seq; onActive(entry, start, end); },
+  });
+  if (previous !== undefined && firstActive !== undefined) checkNoGap(previous, firstActive, path);
   return {
     segments, activeBase: base, seq: scanned.lastSeq, activeFirstSeq, completeBytes: scanned.completeBytes, cut: scanned.cut,
     index, turnIds, repairs: open.repairs(),
   };
+}
+
+/**
+ * A sealed segment holds exactly the seqs its name says (it was synced whole, then renamed): one
+ * that starts or ends elsewhere was cut or replaced by hand, and its turns would be misread (a turn
+ * whose end it lost repaired as `interrupted`), so it is refused.
+ */
+function checkAsNamed(segment: LedgerSegment, firstSeq: number | undefined, lastSeq: number): void {
+  const named = `its name says it holds seqs ${segment.firstSeq} to ${segment.lastSeq}`;
+  const why = firstSeq === undefined ? `is empty, but ${named}`
+    : firstSeq !== segment.firstSeq ? `starts at seq ${firstSeq}, but ${named}`
+      : lastSeq !== segment.lastSeq ? `ends at seq ${lastSeq}, but ${named}` : undefined;
+  if (why === undefined) return;
+  throw new Error(`Ledger.open: "${segment.path}" ${why}; a sealed segment never changes, so restore it or move it by hand`);
+}
+
+/**
+ * The seqs follow on from `previous` to the file at `path` (starting at `nextSeq`): segments are
+ * removed oldest first, so a gap means a missing segment, whose turns would be misread (a turn that
+ * ended there repaired as `interrupted`, its turn ids used again), so it is refused.
+ */
+function checkNoGap(previous: LedgerSegment, nextSeq: number, path: string): void {
+  if (nextSeq <= previous.lastSeq + 1) return; // an overlap is refused by the scan, as a seq out of order
+  throw new Error(`Ledger.open: seqs ${previous.lastSeq + 1} to ${nextSeq - 1} are missing between "${previous.path}" and "${path}" ` +
+    '(a segment was removed or lost); restore it, or, if that history is gone for good, remove every segment before the gap too ' +
+    '(retention removes the oldest first)');
 }

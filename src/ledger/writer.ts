@@ -27,6 +27,7 @@ import { fdatasyncFd, isDiskFull, writeAll } from './file.js';
 import { ReleaseQueue, releaseSliced } from './release.js';
 import { isHighSurrogate } from '../base/head-tail.js';
 import { renderSafely } from '../base/render.js';
+import { LedgerTimeoutError } from '../errors.js';
 
 /** A promise's settlers. */
 interface Waiter {
@@ -96,8 +97,12 @@ export class LedgerWriter {
   /** The first write or sync failure; `undefined` while every one has succeeded (ledger.ts, invariant 4). */
   failure: Error | undefined;
 
-  constructor(path: string, handle: FileHandle, seq: number) {
+  /** The bound of a flush's wait for the disk, in ms (`Ledger.open`'s `timeoutMs`). */
+  readonly #timeoutMs: number;
+
+  constructor(path: string, handle: FileHandle, seq: number, timeoutMs: number) {
     this.#path = path;
+    this.#timeoutMs = timeoutMs;
     this.#handle = handle;
     this.#queuedSeq = seq;
     this.#writtenSeq = seq;
@@ -126,23 +131,35 @@ export class LedgerWriter {
 
   /**
    * Resolves once every line queued before the call is on disk, sharing the sync with every other
-   * flush under way (see the header). Rejects with the failure once a write or sync failed.
+   * flush under way (see the header). Rejects with the failure once a write or sync failed, and
+   * with a `LedgerTimeoutError` when the disk has not confirmed within `timeoutMs` (the sync goes
+   * on: the ledger is not broken, and a later flush confirms it).
    */
   flush(): Promise<void> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     const target = this.#queuedSeq;
     if (this.#durableSeq >= target) return Promise.resolve();
-    return new Promise((resolve, reject) => {
+    const synced = new Promise<void>((resolve, reject) => {
       const waiter = { resolve, reject };
       if (this.#syncing === undefined) this.#startSync([waiter]);
       else if (this.#syncing.covers >= target) this.#syncing.waiters.push(waiter);
       else (this.#pending ??= []).push(waiter);
     });
+    return within(synced, this.#timeoutMs, () => new LedgerTimeoutError(`Ledger.flush: the disk holding "${this.#path}" did not confirm ` +
+      `the sync within ${this.#timeoutMs} ms (timeoutMs); the sync goes on, and a later flush confirms it`));
   }
 
-  /** Resolves once no sync is in flight or pending (their fd must stay open until then); never rejects. */
-  async drain(): Promise<void> {
-    while (this.#syncing !== undefined) await this.#syncing.done.catch(noop);
+  /**
+   * Resolves true once no sync is in flight or pending (their fd must stay open until then), or
+   * false when one is still under way after `timeoutMs` (the disk stopped answering); never rejects.
+   */
+  async drain(timeoutMs = Infinity): Promise<boolean> {
+    const drained = (async () => {
+      while (this.#syncing !== undefined) await this.#syncing.done.catch(noop);
+      return true;
+    })();
+    if (timeoutMs === Infinity) return drained;
+    return within(drained, timeoutMs, () => undefined).catch(() => false);
   }
 
   /**
@@ -351,3 +368,10 @@ async function writeSliced(handle: FileHandle, batch: readonly PendingLine[]): P
 }
 
 function noop(): void {}
+
+/** `promise`, or at `ms` a rejection with `late()`, whichever comes first (the promise goes on). */
+function within<T>(promise: Promise<T>, ms: number, late: () => unknown): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(late()), ms); });
+  return Promise.race([promise.finally(() => clearTimeout(timer)), timeout]);
+}

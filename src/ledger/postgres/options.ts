@@ -26,7 +26,8 @@ export interface PgLedgerOptions {
   /**
    * This instance's name in the store: the owner of the turns it starts. At open, the unfinished
    * turns of this `instanceId` are closed (a restart), so give a restarted process the name it had
-   * (a pod name, a host:port) and no two live processes the same one.
+   * (a pod name, a host:port) and no two live processes the same one. In one process, a second
+   * open of the same pool, schema and `instanceId` while the first is open is refused.
    * @default `${hostname}:${pid}:${random}` (new at every start: no restart repair)
    */
   instanceId?: string;

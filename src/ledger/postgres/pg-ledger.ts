@@ -33,6 +33,14 @@ import { statementsFor, type Statements } from './statements.js';
 import { StopsUnderWay } from '../stops-under-way.js';
 
 /**
+ * The instance ids open in this process, by pool, as `JSON.stringify([schema, instanceId])`: a
+ * second open of one of them would take the first's live turns for a crash's leftovers and close
+ * them (restart repair), so it is refused. Across processes, or through two pools, nothing can tell:
+ * the docs ask for one live process a name.
+ */
+const openInstances = new WeakMap<object, Set<string>>();
+
+/**
  * The history on PostgreSQL, shared by every instance that opens the same schema: stops, answers
  * and the next prompt read the same entries wherever they run (docs/postgres.md).
  *
@@ -82,9 +90,12 @@ export class PgLedger implements LedgerStore {
   #closing: Promise<void> | undefined;
   /** Set once `close` stopped waiting for stops: every append is refused. */
   #closed = false;
+  /** Gives this instance id back (`openInstances`), once `close` has ended. */
+  readonly #release: () => void;
 
-  private constructor(options: ResolvedOptions, statements: Statements) {
+  private constructor(options: ResolvedOptions, statements: Statements, release: () => void) {
     this.#options = options;
+    this.#release = release;
     this.schema = options.schema;
     this.instanceId = options.instanceId;
     this.timeoutMs = options.timeoutMs;
@@ -99,20 +110,24 @@ export class PgLedger implements LedgerStore {
   /**
    * Creates the schema's tables when missing (safe when instances open at once), then closes the
    * unfinished turns this `instanceId` started before (a restart: see `closeAbandonedTurn`).
-   * Rejects with a TypeError/RangeError naming a bad option, and with an Error when the database
-   * cannot be reached or refuses, within `timeoutMs` for each step.
+   * Rejects with a TypeError/RangeError naming a bad option, with an Error naming the `instanceId`
+   * while a `PgLedger` of the same pool, schema and `instanceId` is open in this process (its live
+   * turns would be closed as a restart's), and with an Error when the database cannot be reached
+   * or refuses, within `timeoutMs` for each step.
    */
   static async open(options: PgLedgerOptions): Promise<PgLedger> {
     const resolved = resolveOptions(options);
     const statements = statementsFor(resolved.schema);
+    const release = claimInstance(resolved);
     try {
       await migrate(resolved.pool, statements, resolved.timeoutMs);
-      const ledger = new PgLedger(resolved, statements);
+      const ledger = new PgLedger(resolved, statements, release);
       for (const { sessionId, turnId } of await openTurnsOf(ledger.#repair, 'PgLedger.open', resolved.instanceId)) {
         await closeTurn(ledger.#repair, 'PgLedger.open', sessionId, turnId, FleetReasons.restart);
       }
       return ledger;
     } catch (error) {
+      release();
       throw reported(error);
     }
   }
@@ -218,9 +233,13 @@ export class PgLedger implements LedgerStore {
   }
 
   async #close(): Promise<void> {
-    await this.#waitForStops();
-    this.#closed = true;
-    await this.#commits.flush().catch(() => {});
+    try {
+      await this.#waitForStops();
+      this.#closed = true;
+      await this.#commits.flush().catch(() => {});
+    } finally {
+      this.#release();
+    }
   }
 
   /** Resolves when no stop is under way, or after `closeWaitMs`. */
@@ -257,4 +276,25 @@ export class PgLedger implements LedgerStore {
     if (verdict !== 'ended') return new Error(`PgLedger.append: the database did not write the entry of turn ${JSON.stringify(row.turnId)} (${verdict})`);
     return new Error(`PgLedger.append: turn ${JSON.stringify(row.turnId)} has ended (its end is recorded in ${this.description}); nothing of a turn is written after its end`);
   }
+}
+
+/**
+ * Takes `instanceId` in `schema` on `pool` for this process (`openInstances`), or throws naming it;
+ * returns what gives it back (once).
+ */
+function claimInstance({ pool, schema, instanceId }: ResolvedOptions): () => void {
+  const key = JSON.stringify([schema, instanceId]);
+  let open = openInstances.get(pool);
+  if (open === undefined) openInstances.set(pool, open = new Set());
+  if (open.has(key)) {
+    throw new Error(`PgLedger.open: instanceId ${JSON.stringify(instanceId)} is already open on this pool in postgres schema "${schema}"; ` +
+      'close that PgLedger first or share it (a second open would close its live turns as a restart\'s leftovers)');
+  }
+  open.add(key);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    open.delete(key);
+  };
 }

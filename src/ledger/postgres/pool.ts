@@ -51,9 +51,16 @@ export function reported(error: unknown): unknown {
   return error instanceof PgCallError && error.cause instanceof LedgerTimeoutError ? error.cause : error;
 }
 
-/** True for an error the server sent (an ErrorResponse: it has a SQLSTATE `code` and a `severity`). */
+/**
+ * True for an error the server sent about the statement (an ErrorResponse: it has a SQLSTATE
+ * `code` and a `severity`), which rolls it back and leaves the session usable. A FATAL or PANIC
+ * one (an administrator's `pg_terminate_backend`, a shutdown, a failover) ends the session
+ * instead: it is a connection failure, whose client is destroyed and whose statement may have
+ * committed just before (`inDoubt`: re-sent, written once).
+ */
 function fromServer(error: unknown): boolean {
-  return typeof (error as { severity?: unknown })?.severity === 'string' && typeof (error as { code?: unknown }).code === 'string';
+  const severity = (error as { severity?: unknown })?.severity;
+  return typeof severity === 'string' && severity !== 'FATAL' && severity !== 'PANIC' && typeof (error as { code?: unknown }).code === 'string';
 }
 
 /**
@@ -78,7 +85,8 @@ export async function withClient<T>(pool: PgPool, where: string, timeoutMs: numb
     } catch (error) {
       if (fromServer(error)) throw new PgCallError(`${where}: the database refused it: ${(error as Error).message}`, 'before', error);
       broken = error instanceof Error ? error : new Error(String(error));
-      const timedOut = /timeout/i.test(broken.message);
+      // pg's own read timeout (`query_timeout`); a server's FATAL may say "timeout" too (idle-session timeout), but it answered.
+      const timedOut = (error as { severity?: unknown }).severity === undefined && /timeout/i.test(broken.message);
       const cause = timedOut ? new LedgerTimeoutError(`${where}: no answer from the database within ${timeoutMs} ms (timeoutMs)`, { cause: error }) : error;
       throw new PgCallError(timedOut ? (cause as Error).message : `${where}: the connection failed: ${broken.message}`, 'inDoubt', cause);
     }
