@@ -116,6 +116,8 @@ describe.skipIf(!(await redisReachable()))('fleet answers when the owner\'s subs
     }
   });
 
+  const viaRaw = (key: string) => raw.get(key);
+
   /** Owner A reaches Redis through the proxy, which keeps its subscriber down (closed at the handshake); its commands work. */
   async function ownerWithoutSubscriber(renewMs: number) {
     const a = await scene.instance('A', { redis: viaProxy, leaseMs: 60_000, renewMs });
@@ -150,5 +152,24 @@ describe.skipIf(!(await redisReachable()))('fleet answers when the owner\'s subs
     await waitFor(async () => ((await raw.sendCommand(['PUBSUB', 'NUMSUB', `${scene.prefix}:node:${a.fleet.nodeId}`])) as [string, number])[1] === 1, 10_000, 'the resubscription');
     expect(await b.fleet.answer(questionId, 'again', { timeoutMs: 5000 })).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
     expect(await run).toMatchObject({ status: 'completed', value: 'again' });
+  });
+
+  it('an answer the owner took but whose reply it lost is taken again at its next poll: accepted, and the body gets it', async () => {
+    const a = await scene.instance('A', { redis: viaProxy, leaseMs: 60_000, renewMs: 300 });
+    const q = asking(a);
+    const run = a.fleet.run('s1', q.body, { turnId: 't1' });
+    const questionId = await q.asked;
+    const key = `${scene.prefix}:{q:${questionId}}:question`;
+    const state = async () => { const raw = await viaRaw(key); return raw === null ? null : (JSON.parse(raw) as { state: string }).state; };
+    await waitFor(async () => (await state()) === 'open', 5000, 'the question record');
+    // A hears nothing from Redis now: B's publish does not reach it, and its poll's take lands but its reply is lost.
+    proxy.deaf();
+    const b = await scene.instance('B');
+    const answered = b.fleet.answer(questionId, 'kept', { timeoutMs: 10_000 });
+    await waitFor(async () => (await state()) === 'delivered', 5000, 'the owner\'s take to land');
+    proxy.cut();
+    proxy.pass();
+    expect(await answered).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
+    expect(await run).toMatchObject({ status: 'completed', value: 'kept' });
   });
 });

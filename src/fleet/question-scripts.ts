@@ -2,8 +2,8 @@
  * The scripts of fleet answers (`fleet.answer`), one per decision, each on one key: the
  * question's record (`keys.question(questionId)`, its own hash tag, so one slot on Redis Cluster).
  * The record is JSON `{ sessionId, turnId, epoch, node, state, claim?, requester?, answer? }`;
- * `state` moves open → claimed (one answer holds it) → delivered (the owner took it) → answered
- * (its runner accepted it); a claim the owner never took goes back to open, a refused one deletes
+ * `state` moves open → claimed (one answer holds it) → delivered (the owner took it; it takes it
+ * again until it has settled it) → answered (its runner accepted it); a claim the owner never took goes back to open, a refused one deletes
  * the record. Only `claim_answer` moves a record out of `open`, atomically: the first answer wins
  * fleet-wide, however many instances answer at once. Messages go out with PUBLISH from inside the
  * script that decided, as the stop's do (src/fleet/scripts.ts, rule 6).
@@ -34,8 +34,11 @@ return { 'claimed', q.node }
 
 /**
  * take_answer: the owner takes a claimed answer to give it to its runner (claim '' = whichever is
- * claimed: the renewal's poll, for a lost publish), and keeps its record alive another ttlMs.
- * ARGV node, claim, ttlMs. → {'take', claim, answerJson, requester} | {'none'}
+ * claimed: the renewal's poll, for a lost publish), and keeps its record alive another ttlMs. A
+ * delivered one is taken again: a take whose reply the owner lost (a timeout, a dropped
+ * connection) would otherwise leave it delivered and never given, every later answer
+ * `already_answered`; the owner gives an answer to its runner once (src/fleet/questions.ts,
+ * `given`) and only settles it again. ARGV node, claim, ttlMs. → {'take', claim, answerJson, requester} | {'none'}
  */
 const TAKE_ANSWER = String.raw`
 local raw = redis.call('GET', KEYS[1])
@@ -43,7 +46,7 @@ if not raw then return { 'none' } end
 local q = cjson.decode(raw)
 if q.node ~= ARGV[1] then return { 'none' } end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-if q.state ~= 'claimed' or (ARGV[2] ~= '' and q.claim ~= ARGV[2]) then return { 'none' } end
+if (q.state ~= 'claimed' and q.state ~= 'delivered') or (ARGV[2] ~= '' and q.claim ~= ARGV[2]) then return { 'none' } end
 q.state = 'delivered'
 redis.call('SET', KEYS[1], cjson.encode(q), 'KEEPTTL')
 return { 'take', q.claim, q.answer, q.requester }

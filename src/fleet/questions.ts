@@ -2,10 +2,10 @@
  * Fleet answers: a question asked in a fleet turn is answerable through any instance.
  *
  * Owner side: the runner's `question` event of a turn this node owns registers the question in
- * Redis (`open_question`); an `answer` message (or, for a lost publish, the poll every `renewMs`,
- * which also keeps the record alive) takes the claimed answer (`take_answer`), gives it to
- * `runner.answer` and says what the runner did (`settle_answer`, which tells the requester). The
- * turn's end deletes its questions' records.
+ * Redis (`open_question`); an `answer` message (or, for a lost publish or a lost take reply, the
+ * poll every `renewMs`, which also keeps the record alive) takes the claimed answer
+ * (`take_answer`), gives it to `runner.answer` once and says what the runner did (`settle_answer`,
+ * which tells the requester). The turn's end deletes its questions' records.
  *
  * Requester side (`answer`): `claim_answer` claims the question (the first answer fleet-wide wins)
  * and publishes it to the owner; the reply is the owner's `answered` message, or after
@@ -38,6 +38,12 @@ export class Questions {
   readonly #ctx: QuestionsContext;
   /** Questions registered by this node, by turn (`leaseMember`), so a turn's end drops them. */
   readonly #open = new Map<string, Set<string>>();
+  /**
+   * Answers this node's runner was given, by question: the claim and whether it took it. A take
+   * repeated after its reply was lost (take_answer hands a delivered answer over again) only
+   * settles it again: `runner.answer` is called once per claim.
+   */
+  readonly #given = new Map<string, { claim: string; accepted: boolean }>();
   /** Answers this node sent, waiting for the owner's `answered`, by claim. */
   readonly #waiting = new Map<string, (msg: AnsweredMessage | undefined) => void>();
   #poll: NodeJS.Timeout | undefined;
@@ -121,15 +127,24 @@ export class Questions {
     try {
       const took = await this.#script(questionId, QUESTION_SCRIPTS.take, [nodeId, claim, String(Math.ceil(this.#ctx.leaseMs))], renewMs) as string[];
       if (took[0] !== 'take') return;
-      let accepted = false;
-      try { accepted = runner.answer(questionId, JSON.parse(took[2]!)); } catch { /* an answer it cannot take is not accepted */ }
+      const accepted = this.#give(questionId, took[1]!, took[2]!);
       await this.#script(questionId, QUESTION_SCRIPTS.settle, [toWire(questionId), took[1]!, accepted ? '1' : '0', nodeId, keys.channelPrefix, took[3]!]);
     } catch {
       // Redis away: the claim stays taken; the requester's wait ends and says so.
     }
   }
 
-  /** The fallback for a lost `answer` publish, and what keeps the records alive: take any claimed answer. */
+  /** Gives the claimed answer to the runner, once per claim; whether it took it. */
+  #give(questionId: string, claim: string, answerJson: string): boolean {
+    const given = this.#given.get(questionId);
+    if (given?.claim === claim) return given.accepted;
+    let accepted = false;
+    try { accepted = this.#ctx.runner.answer(questionId, JSON.parse(answerJson)); } catch { /* an answer it cannot take is not accepted */ }
+    this.#given.set(questionId, { claim, accepted });
+    return accepted;
+  }
+
+  /** The fallback for a lost `answer` publish (or take reply), and what keeps the records alive: take any claimed answer. */
   #pollAll(): void {
     if (!this.#ctx.redis.isReady) return;
     for (const ids of this.#open.values()) for (const id of ids) void this.#deliver(id, '');
@@ -141,6 +156,7 @@ export class Questions {
     const ids = this.#open.get(key);
     if (ids === undefined) return;
     this.#open.delete(key);
+    for (const id of ids) this.#given.delete(id);
     // Redis away: nothing to wait for; the records expire `leaseMs` after the last poll.
     if (!this.#ctx.redis.isReady) return;
     await Promise.allSettled([...ids].map((id) => {
