@@ -10,7 +10,7 @@ import { client, clientIdByName, dropKeys, RedisProxy, redisReachable, uniquePre
 import { eventually as waitFor, FleetScene } from './fixtures/fleet/scene.js';
 import type { Instance } from './fixtures/fleet/scene.js';
 import type { Turn } from '../dist/src/index.js';
-import type { FleetOutcome } from '../dist/src/fleet/index.js';
+import { Fleet, type FleetOutcome } from '../dist/src/fleet/index.js';
 
 /** A body that asks one question and returns its answer; `asked` resolves with the question's id. */
 function asking(owner: Instance): { body: (turn: Turn) => Promise<unknown>; asked: Promise<string> } {
@@ -69,6 +69,23 @@ for (const backend of await backends('fleet-answers')) {
       expect(await run).toMatchObject({ status: 'cancelled' });
       expect(await b.fleet.answer(questionId, 'too late', { timeoutMs: 5000 })).toEqual({ outcome: 'not_found', questionId });
       expect(await questionKeys()).toEqual([]);
+    });
+
+    it('an answer over maxAnswerBytes of JSON is refused with a RangeError naming answer before anything is claimed: the question stays open and takes a smaller one', async () => {
+      const a = await current.scene.instance('A');
+      const b = await current.scene.instance('B', { maxAnswerBytes: 64 });
+      const { run, questionId } = await askedOn(a, 't1');
+      const record = async () => (await backend.keys(current.scene.prefix)).filter((k) => k.endsWith(':question'));
+      // 65 bytes of JSON ('é' is two bytes of UTF-8, and the quotes two more): one over B's bound.
+      await expect(b.fleet.answer(questionId, `${'é'.repeat(31)}x`)).rejects.toThrow(RangeError);
+      await expect(b.fleet.answer(questionId, `${'é'.repeat(31)}x`)).rejects.toThrow(/^answer: .*64 bytes.*got 65/);
+      // The default bound is 1 MiB (a 100 MB answer through Redis had the owner lose its lease).
+      await expect(a.fleet.answer(questionId, 'x'.repeat(1_048_576))).rejects.toThrow(/^answer: at most 1048576 bytes/);
+      expect(await record()).toHaveLength(1);
+      // Exactly at the bound: taken.
+      expect(await b.fleet.answer(questionId, 'é'.repeat(31), { timeoutMs: 5000 })).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
+      expect(await run).toMatchObject({ status: 'completed', value: 'é'.repeat(31) });
+      await expect(Fleet.start({ redis: a.redis, runner: a.runner, maxAnswerBytes: 0 })).rejects.toThrow(/options\.maxAnswerBytes/);
     });
 
     it('answers relay_unavailable when Redis cannot be reached, and refuses bad arguments naming them before anything reaches Redis', async () => {
