@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { backendScene, backends } from './fixtures/fleet/backends.js';
 import { client, clientIdByName, dropKeys, RedisProxy, redisReachable, uniquePrefix, type Client } from './fixtures/fleet/support.js';
-import { eventually as waitFor, FleetScene } from './fixtures/fleet/scene.js';
+import { eventually as waitFor, FleetScene, held } from './fixtures/fleet/scene.js';
 import type { Instance } from './fixtures/fleet/scene.js';
 import type { Turn } from '../dist/src/index.js';
 import { Fleet, type FleetOutcome } from '../dist/src/fleet/index.js';
@@ -169,6 +169,32 @@ describe.skipIf(!(await redisReachable()))('fleet answers when the owner\'s subs
     await waitFor(async () => ((await raw.sendCommand(['PUBSUB', 'NUMSUB', `${scene.prefix}:node:${a.fleet.nodeId}`])) as [string, number])[1] === 1, 10_000, 'the resubscription');
     expect(await b.fleet.answer(questionId, 'again', { timeoutMs: 5000 })).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
     expect(await run).toMatchObject({ status: 'completed', value: 'again' });
+  });
+
+  it('a claim whose reply is lost with its connection (Redis reached again within timeoutMs) answers what became of it: accepted, as the body got it', async () => {
+    const a = await scene.instance('A', { leaseMs: 60_000 });
+    const q = asking(a);
+    // The body goes on after its answer until told: the question's record outlives the answer.
+    let gotAnswer!: (value: unknown) => void;
+    const got = new Promise((resolve) => { gotAnswer = resolve; });
+    const h = held();
+    const run = a.fleet.run('s1', async (turn) => { gotAnswer(await q.body(turn)); return h.body(turn); }, { turnId: 't1' });
+    const questionId = await q.asked;
+    await waitFor(async () => (await viaRaw(`${scene.prefix}:{q:${questionId}}:question`)) !== null, 5000, 'the question record');
+    // B reaches Redis through the proxy: its claim lands, the reply is dropped, then the connection.
+    const b = await scene.instance('B', { redis: viaProxy });
+    proxy.onDropped = (chunk) => {
+      if (!String(chunk).includes('claimed')) return;
+      proxy.onDropped = undefined;
+      proxy.cut();
+      proxy.pass();
+    };
+    proxy.deaf();
+    const reply = await b.fleet.answer(questionId, 'landed', { timeoutMs: 5000 });
+    expect(await got).toBe('landed');
+    expect(reply).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
+    h.release();
+    expect(await run).toMatchObject({ status: 'completed' });
   });
 
   it('an answer the owner took but whose reply it lost is taken again at its next poll: accepted, and the body gets it', async () => {

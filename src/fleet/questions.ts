@@ -34,6 +34,9 @@ export interface QuestionsContext {
 
 type Question = TurnRunnerEvents['question'][0];
 
+/** How often an answer whose claim lost its connection looks whether the client is ready again, in ms. */
+const READY_POLL_MS = 20;
+
 export class Questions {
   readonly #ctx: QuestionsContext;
   /** Questions registered by this node, by turn (`leaseMember`), so a turn's end drops them. */
@@ -85,9 +88,12 @@ export class Questions {
         reply = await this.#script(questionId, QUESTION_SCRIPTS.claim, [toWire(questionId), claim, nodeId, answerJson, keys.channelPrefix], Math.max(1, timeoutMs)) as string[];
       } catch (cause) {
         // The claim may have landed with its reply lost: undo it, or it would hold the question.
-        const undone = redis.isReady ? await this.#script(questionId, QUESTION_SCRIPTS.release, [claim]).catch(() => undefined) as string[] | undefined : undefined;
+        const undone = await this.#release(questionId, claim, deadline);
         if (undone?.[0] === 'answered') return { outcome: 'accepted', questionId, node: undone[1]! };
         if (undone?.[0] === 'delivered') return unavailable(`Fleet.answer: Redis did not answer in time (${messageOf(cause)}); the owner took the answer but did not confirm`, cause);
+        if (undone === undefined) {
+          return unavailable(`Fleet.answer: Redis did not answer (${messageOf(cause)}) and could not be asked again within ${timeoutMs} ms; the answer may have been claimed, and then its owner gives it`, cause);
+        }
         return unavailable(`Fleet.answer: Redis did not answer (${messageOf(cause)}); nothing was given`, cause);
       }
       if (reply[0] === 'not_found') return { outcome: 'not_found', questionId };
@@ -110,6 +116,21 @@ export class Questions {
       clearTimeout(timer);
       this.#waiting.delete(claim);
     }
+  }
+
+  /**
+   * Undoes `claim` unless the owner has taken it (`release_answer`), once Redis can be asked: a
+   * claim whose reply was lost with its connection may have landed, and the client reconnects by
+   * itself meanwhile. Undefined when Redis could not be asked before `deadline` (or did not answer).
+   */
+  async #release(questionId: string, claim: string, deadline: number): Promise<string[] | undefined> {
+    const { redis } = this.#ctx;
+    while (!redis.isReady) {
+      const left = deadline - performance.now();
+      if (left <= 0) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(READY_POLL_MS, left)));
+    }
+    return this.#script(questionId, QUESTION_SCRIPTS.release, [claim]).catch(() => undefined) as Promise<string[] | undefined>;
   }
 
   /** An `answered` message: settle the answer that claimed it. */
