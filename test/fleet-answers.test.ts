@@ -42,7 +42,8 @@ for (const backend of await backends('fleet-answers')) {
       const { run, questionId } = await askedOn(a, 't1');
       expect(await b.fleet.answer(questionId, { colour: 'blue' }, { timeoutMs: 5000 })).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
       expect(await run).toMatchObject({ status: 'completed', value: { colour: 'blue' } });
-      expect(await questionKeys()).toEqual([]);
+      // Its record stays, ended, for leaseMs: an answer whose confirmation was lost still learns it was accepted.
+      expect(await questionKeys()).toHaveLength(1);
       expect(await b.fleet.answer(questionId, 'late')).toEqual({ outcome: 'not_found', questionId });
       expect(await b.fleet.answer('q-never-asked', 'x')).toEqual({ outcome: 'not_found', questionId: 'q-never-asked' });
     });
@@ -195,6 +196,30 @@ describe.skipIf(!(await redisReachable()))('fleet answers when the owner\'s subs
     expect(reply).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
     h.release();
     expect(await run).toMatchObject({ status: 'completed' });
+  });
+
+  it('a claim whose reply is lost with its connection, for a turn its answer ended meanwhile, still answers accepted (the record outlives the turn as ended, leaseMs)', async () => {
+    const a = await scene.instance('A', { leaseMs: 60_000 });
+    const q = asking(a);
+    const run = a.fleet.run('s1', q.body, { turnId: 't1' });
+    const questionId = await q.asked;
+    const key = `${scene.prefix}:{q:${questionId}}:question`;
+    await waitFor(async () => (await viaRaw(key)) !== null, 5000, 'the question record');
+    const b = await scene.instance('B', { redis: viaProxy });
+    proxy.onDropped = (chunk) => {
+      if (!String(chunk).includes('claimed')) return;
+      proxy.onDropped = undefined;
+      // Back only once the turn is over: its end has dealt with the record.
+      void run.then(() => { proxy.cut(); proxy.pass(); });
+    };
+    proxy.deaf();
+    const reply = await b.fleet.answer(questionId, 'landed', { timeoutMs: 5000 });
+    expect(await run).toMatchObject({ status: 'completed', value: 'landed' });
+    expect(reply).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
+    // The record is kept as ended, for leaseMs: a later answer is not_found.
+    expect(JSON.parse((await viaRaw(key))!)).toMatchObject({ state: 'ended' });
+    expect(Number(await raw.pTTL(key))).toBeLessThanOrEqual(60_000);
+    expect(await b.fleet.answer(questionId, 'late', { timeoutMs: 5000 })).toEqual({ outcome: 'not_found', questionId });
   });
 
   it('an answer the owner took but whose reply it lost is taken again at its next poll: accepted, and the body gets it', async () => {

@@ -5,7 +5,9 @@
  * Redis (`open_question`); an `answer` message (or, for a lost publish or a lost take reply, the
  * poll every `renewMs`, which also keeps the record alive) takes the claimed answer
  * (`take_answer`), gives it to `runner.answer` once and says what the runner did (`settle_answer`,
- * which tells the requester). The turn's end deletes its questions' records.
+ * which tells the requester). The turn's end deletes its questions' records (`end_question`; one
+ * whose answer its runner accepted stays `ended` for `leaseMs`, so a requester that missed the
+ * confirmation still learns it).
  *
  * Requester side (`answer`): `claim_answer` claims the question (the first answer fleet-wide wins)
  * and publishes it to the owner; the reply is the owner's `answered` message, or after
@@ -17,7 +19,7 @@ import { messageOf } from '../base/render.js';
 import type { TurnRunner } from '../turn/runner.js';
 import type { TurnRunnerEvents } from '../turn/runner-events.js';
 import type { AnswerReply } from './answers.js';
-import { command, type FleetRedisClient } from './client.js';
+import type { FleetRedisClient } from './client.js';
 import { FleetUnavailableError } from './errors.js';
 import { leaseMember, type FleetKeys } from './keys.js';
 import type { AnswerMessage, AnsweredMessage } from './messages.js';
@@ -94,6 +96,7 @@ export class Questions {
         if (undone === undefined) {
           return unavailable(`Fleet.answer: Redis did not answer (${messageOf(cause)}) and could not be asked again within ${timeoutMs} ms; the answer may have been claimed, and then its owner gives it`, cause);
         }
+        // released: the claim landed and is undone; gone: it never landed, or the question went without it.
         return unavailable(`Fleet.answer: Redis did not answer (${messageOf(cause)}); nothing was given`, cause);
       }
       if (reply[0] === 'not_found') return { outcome: 'not_found', questionId };
@@ -177,13 +180,15 @@ export class Questions {
     const ids = this.#open.get(key);
     if (ids === undefined) return;
     this.#open.delete(key);
-    for (const id of ids) this.#given.delete(id);
+    const accepted = new Map([...ids].map((id) => {
+      const given = this.#given.get(id);
+      this.#given.delete(id);
+      return [id, given?.accepted === true ? given.claim : ''];
+    }));
     // Redis away: nothing to wait for; the records expire `leaseMs` after the last poll.
     if (!this.#ctx.redis.isReady) return;
-    await Promise.allSettled([...ids].map((id) => {
-      const k = this.#ctx.keys.question(id);
-      return command(this.#ctx.redis, k, ['DEL', k], this.#ctx.commandTimeoutMs);
-    }));
+    // An accepted answer's record stays `ended` for leaseMs (its requester may not have heard); the rest go.
+    await Promise.allSettled([...accepted].map(([id, claim]) => this.#script(id, QUESTION_SCRIPTS.end, [claim, String(Math.ceil(this.#ctx.leaseMs))])));
   }
 
   /** Open questions registered by this node (for leak checks). */
