@@ -59,6 +59,27 @@ async function settled(events: RedisEvents, sessionId: string): Promise<void> {
 }
 
 describe('event streams through Redis Streams', () => {
+  it('refuses (400) a Last-Event-ID that Redis would refuse, a part past 2^64 − 1 or the very last id, instead of ending the stream and counting a relay failure', async () => {
+    const a = await instance();
+    a.events.publish('ids', 'say', { turnId: 't1', text: 'x', last: true });
+    await settled(a.events, 'ids');
+    const key = a.events.key('ids');
+    const max = '18446744073709551615';
+    for (const id of ['99999999999999999999', '18446744073709551616', '18446744073709551616-0', `1-${BigInt(max) + 1n}`, `${max}-${max}`]) {
+      // What the stream would meet: XRANGE refuses it.
+      await expect(redis.xRange(key, `(${id}`, '+')).rejects.toThrow(/ERR/);
+      let refused: unknown;
+      try { RedisEvents.lastEventId(id); } catch (error) { refused = error; }
+      expect(refused, id).toMatchObject({ status: 400, message: expect.stringMatching(/^Last-Event-ID: /) });
+    }
+    // The largest ids Redis takes are still taken, and read nothing after them.
+    for (const id of [max, `${max}-${BigInt(max) - 1n}`, '0', '0-0']) {
+      expect(RedisEvents.lastEventId(id)).toBe(id);
+      await redis.xRange(key, `(${id}`, '+');
+    }
+    expect(a.events.failures).toBe(0);
+  });
+
   it(`caps a session's stream near ${STREAM_MAX_EVENTS} entries; a new client gets the newest, in order, then live ones`, async () => {
     const a = await instance();
     const b = await instance();

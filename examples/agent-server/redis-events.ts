@@ -19,8 +19,10 @@ export const STREAM_TTL_MS = 24 * 60 * 60 * 1000;
 const PAGE = 100;
 /** Bytes waiting unsent on a client's socket past which its reading waits for `drain`. */
 const HIGH_WATER_BYTES = 256 * 1024;
-/** A Redis Streams entry id (`<ms>-<seq>`; `<ms>` alone is read as `<ms>-0`). */
-const STREAM_ID = /^\d{1,20}(?:-\d{1,20})?$/;
+/** A Redis Streams entry id (`<ms>-<seq>`; `<ms>` alone is read as `<ms>-0`), each part at most `ID_PART_MAX`. */
+const STREAM_ID = /^(\d{1,20})(?:-(\d{1,20}))?$/;
+/** The largest part of a stream id Redis takes (2^64 − 1); an id of two is the last one, with nothing after it. */
+const ID_PART_MAX = 2n ** 64n - 1n;
 
 /** The node-redis calls used here (a client or a cluster client has them all). */
 export interface EventsRedis {
@@ -95,13 +97,20 @@ export class RedisEvents {
       });
   }
 
-  /** `Last-Event-ID` as a stream id; `undefined` when absent. Throws a 400 for anything else. */
+  /**
+   * `Last-Event-ID` as a stream id; `undefined` when absent. Throws a 400 for anything else,
+   * including an id Redis's `XRANGE` would refuse (a part past 2^64 − 1, or the last id, after
+   * which nothing can come): sent to Redis, it would end the stream as a relay failure.
+   */
   static lastEventId(raw: string | string[] | undefined): string | undefined {
     if (raw === undefined || raw === '') return undefined;
-    if (typeof raw !== 'string' || !STREAM_ID.test(raw)) {
-      throw new HttpError(400, `Last-Event-ID: expected an event id (a stream id such as 1700000000000-0), got ${JSON.stringify(String(raw).slice(0, 40))}`);
+    const parts = typeof raw === 'string' ? STREAM_ID.exec(raw) : null;
+    const ms = parts === null ? undefined : BigInt(parts[1]!);
+    const seq = parts?.[2] === undefined ? 0n : BigInt(parts[2]);
+    if (ms === undefined || ms > ID_PART_MAX || seq > ID_PART_MAX || (ms === ID_PART_MAX && seq === ID_PART_MAX)) {
+      throw new HttpError(400, `Last-Event-ID: expected an event id (a stream id such as 1700000000000-0, each part at most ${ID_PART_MAX}), got ${JSON.stringify(String(raw).slice(0, 60))}`);
     }
-    return raw;
+    return raw as string;
   }
 
   /**
