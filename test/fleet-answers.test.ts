@@ -89,6 +89,31 @@ for (const backend of await backends('fleet-answers')) {
       await expect(Fleet.start({ redis: a.redis, runner: a.runner, maxAnswerBytes: 0 })).rejects.toThrow(/options\.maxAnswerBytes/);
     });
 
+    it('fleet.close() with an answer waiting for its owner: the answer has settled when close resolves (relay_unavailable, saying the fleet closed), and the question takes another answer', async () => {
+      const a = await current.scene.instance('A');
+      const b = await current.scene.instance('B');
+      const c = await current.scene.instance('C');
+      const { run, questionId } = await askedOn(a, 't1');
+      // B closes while its answer is claimed (or being claimed) and not yet confirmed.
+      let settled = false;
+      const answering = b.fleet.answer(questionId, 'from B', { timeoutMs: 30_000 }).finally(() => { settled = true; });
+      await b.fleet.close();
+      expect(settled).toBe(true);
+      const reply = await answering;
+      expect(reply).toMatchObject({ outcome: expect.stringMatching(/^(relay_unavailable|accepted)$/), questionId });
+      if (reply.outcome === 'relay_unavailable') {
+        expect(reply.error.message).toMatch(/before the fleet closed/);
+        expect(reply.error.message).not.toMatch(/within 30000 ms/);
+      }
+      if (reply.outcome === 'relay_unavailable' && /nothing was given/.test(reply.error.message)) {
+        expect(await c.fleet.answer(questionId, 'from C', { timeoutMs: 5000 })).toEqual({ outcome: 'accepted', questionId, node: a.fleet.nodeId });
+        expect(await run).toMatchObject({ status: 'completed', value: 'from C' });
+      } else {
+        // Accepted, or taken by the owner before the undo: the owner gives it.
+        expect(await run).toMatchObject({ status: 'completed', value: 'from B' });
+      }
+    });
+
     it('answers relay_unavailable when Redis cannot be reached, and refuses bad arguments naming them before anything reaches Redis', async () => {
       const a = await current.scene.instance('A');
       // An instance whose client reaches nothing (port 1 on loopback refuses at once).

@@ -267,8 +267,10 @@ export class Fleet {
   /**
    * Leave the fleet: stop renewing and sweeping, unsubscribe and close the subscriber. Turns this
    * node still runs are released: their records become `interrupted` (reason `fleet.closed`); they
-   * keep running locally, where `runner.stop` still reaches them. Waiting stops answer `cancelling`.
-   * The caller's client is left open.
+   * keep running locally, where `runner.stop` still reaches them. Waiting stops answer `cancelling`;
+   * answers waiting for their owner's confirmation are undone unless the owner has taken them
+   * (`relay_unavailable`, saying the fleet closed) and have settled when this resolves. The
+   * caller's client is left open.
    */
   close(): Promise<void> {
     this.#closed ??= this.#close();

@@ -49,6 +49,10 @@ export class Questions {
    * settles it again: `runner.answer` is called once per claim.
    */
   readonly #given = new Map<string, { claim: string; accepted: boolean }>();
+  /** Answers under way (`answer`), which `close` lets settle before it resolves. */
+  readonly #answering = new Set<Promise<AnswerReply>>();
+  /** True once `close` has begun: a waiting answer is undone rather than waited for. */
+  #closing = false;
   /** Answers this node sent, waiting for the owner's `answered`, by claim. */
   readonly #waiting = new Map<string, (msg: AnsweredMessage | undefined) => void>();
   #poll: NodeJS.Timeout | undefined;
@@ -72,8 +76,15 @@ export class Questions {
     return runScript(this.#ctx.redis, s, [this.#ctx.keys.question(questionId)], args, ms);
   }
 
-  /** `Fleet.answer`, its arguments checked. */
-  async answer(questionId: string, answerJson: string, timeoutMs: number): Promise<AnswerReply> {
+  /** `Fleet.answer`, its arguments checked; `close` waits for it (bounded). */
+  answer(questionId: string, answerJson: string, timeoutMs: number): Promise<AnswerReply> {
+    const answering = this.#answer(questionId, answerJson, timeoutMs);
+    this.#answering.add(answering);
+    void answering.finally(() => this.#answering.delete(answering));
+    return answering;
+  }
+
+  async #answer(questionId: string, answerJson: string, timeoutMs: number): Promise<AnswerReply> {
     const { redis, nodeId, keys } = this.#ctx;
     const unavailable = (message: string, cause?: unknown): AnswerReply =>
       ({ outcome: 'relay_unavailable', questionId, error: new FleetUnavailableError(message, cause === undefined ? undefined : { cause }) });
@@ -104,17 +115,18 @@ export class Questions {
       timer = setTimeout(() => settle(undefined), Math.max(0, deadline - performance.now()));
       const msg = await answered;
       if (msg !== undefined) return msg.accepted ? { outcome: 'accepted', questionId, node: msg.node } : { outcome: 'not_found', questionId };
-      // No word from the owner in time: undo the claim unless the owner has taken it.
+      // No word from the owner in time (or the fleet is closing): undo the claim unless the owner has taken it.
+      const when = this.#closing ? 'before the fleet closed' : `within ${timeoutMs} ms`;
       let released: string[];
       try {
         released = await this.#script(questionId, QUESTION_SCRIPTS.release, [claim]) as string[];
       } catch (cause) {
-        return unavailable(`Fleet.answer: the owner did not confirm within ${timeoutMs} ms, and Redis did not answer after (${messageOf(cause)})`, cause);
+        return unavailable(`Fleet.answer: the owner did not confirm ${when}, and Redis did not answer after (${messageOf(cause)})`, cause);
       }
       if (released[0] === 'answered') return { outcome: 'accepted', questionId, node: released[1]! };
       if (released[0] === 'gone') return { outcome: 'not_found', questionId };
-      if (released[0] === 'delivered') return unavailable(`Fleet.answer: the owner ${reply[1]} took the answer but did not confirm within ${timeoutMs} ms`);
-      return unavailable(`Fleet.answer: the owner ${reply[1]} did not take the answer within ${timeoutMs} ms; nothing was given (the question is open again)`);
+      if (released[0] === 'delivered') return unavailable(`Fleet.answer: the owner ${reply[1]} took the answer but did not confirm ${when}`);
+      return unavailable(`Fleet.answer: the owner ${reply[1]} did not take the answer ${when}; nothing was given (the question is open again)`);
     } finally {
       clearTimeout(timer);
       this.#waiting.delete(claim);
@@ -201,15 +213,28 @@ export class Questions {
   /** Live timers (the poll interval). */
   get timers(): number { return Number(this.#poll !== undefined); }
 
-  /** Stop polling and listening; the questions of turns still running here are removed from Redis (answerable here only). */
+  /**
+   * Stop polling and listening; the questions of turns still running here are removed from Redis
+   * (answerable here only). Answers waiting for their owner's confirmation stop waiting: each is
+   * undone unless the owner has taken it, and has settled when this resolves (within
+   * `commandTimeoutMs`), so no script of theirs reaches the caller's client after.
+   */
   async close(): Promise<void> {
+    this.#closing = true;
     this.#ctx.runner.off('question', this.#onQuestion);
     clearInterval(this.#poll);
     this.#poll = undefined;
     for (const settle of this.#waiting.values()) settle(undefined);
-    await Promise.allSettled([...this.#open.keys()].map((key) => {
-      const [sessionId, turnId] = JSON.parse(key) as [string, string];
-      return this.endTurn(sessionId, turnId);
-    }));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.all([
+      Promise.allSettled([...this.#open.keys()].map((key) => {
+        const [sessionId, turnId] = JSON.parse(key) as [string, string];
+        return this.endTurn(sessionId, turnId);
+      })),
+      Promise.race([
+        Promise.allSettled([...this.#answering]),
+        new Promise((resolve) => { timer = setTimeout(resolve, this.#ctx.commandTimeoutMs); }),
+      ]).finally(() => clearTimeout(timer)),
+    ]);
   }
 }
