@@ -176,7 +176,8 @@ export class Questions {
     if (given?.claim === claim) return given.accepted;
     let accepted = false;
     try { accepted = this.#ctx.runner.answer(questionId, JSON.parse(answerJson)); } catch { /* an answer it cannot take is not accepted */ }
-    this.#given.set(questionId, { claim, accepted });
+    // Kept only while the question's turn is open here: its end (endTurn) drops what is kept.
+    if ([...this.#open.values()].some((ids) => ids.has(questionId))) this.#given.set(questionId, { claim, accepted });
     return accepted;
   }
 
