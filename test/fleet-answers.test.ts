@@ -223,6 +223,26 @@ describe.skipIf(!(await redisReachable()))('fleet answers when the owner\'s subs
     expect(await run).toMatchObject({ status: 'completed' });
   });
 
+  it('a claim whose reply is lost with its connection, Redis not back within timeoutMs: relay_unavailable saying it may have been claimed (it was: the body got it), never that nothing was given', async () => {
+    const a = await scene.instance('A', { leaseMs: 60_000 });
+    const q = asking(a);
+    const run = a.fleet.run('s1', q.body, { turnId: 't1' });
+    const questionId = await q.asked;
+    await waitFor(async () => (await viaRaw(`${scene.prefix}:{q:${questionId}}:question`)) !== null, 5000, 'the question record');
+    const b = await scene.instance('B', { redis: viaProxy });
+    proxy.onDropped = (chunk) => {
+      if (!String(chunk).includes('claimed')) return;
+      proxy.onDropped = undefined;
+      proxy.refuse();
+    };
+    proxy.deaf();
+    const reply = await b.fleet.answer(questionId, 'landed', { timeoutMs: 500 });
+    expect(reply).toMatchObject({ outcome: 'relay_unavailable', questionId });
+    expect(reply.outcome === 'relay_unavailable' && reply.error.message).toMatch(/may have been claimed/);
+    expect(await run).toMatchObject({ status: 'completed', value: 'landed' });
+    proxy.pass();
+  });
+
   it('a claim whose reply is lost with its connection, for a turn its answer ended meanwhile, still answers accepted (the record outlives the turn as ended, leaseMs)', async () => {
     const a = await scene.instance('A', { leaseMs: 60_000 });
     const q = asking(a);
