@@ -243,6 +243,34 @@ describe.skipIf(!(await redisReachable()))('fleet answers when the owner\'s subs
     proxy.pass();
   });
 
+  it('fleet.close() while an answer waits for Redis to come back after a lost claim reply: the answer settles before close resolves', async () => {
+    const a = await scene.instance('A', { leaseMs: 60_000 });
+    const q = asking(a);
+    const run = a.fleet.run('s1', q.body, { turnId: 't1' });
+    const questionId = await q.asked;
+    await waitFor(async () => (await viaRaw(`${scene.prefix}:{q:${questionId}}:question`)) !== null, 5000, 'the question record');
+    const b = await scene.instance('B', { redis: viaProxy, commandTimeoutMs: 500 });
+    let lost!: () => void;
+    const claimLost = new Promise<void>((resolve) => { lost = resolve; });
+    proxy.onDropped = (chunk) => {
+      if (!String(chunk).includes('claimed')) return;
+      proxy.onDropped = undefined;
+      proxy.refuse();
+      lost();
+    };
+    proxy.deaf();
+    let settled = false;
+    const answering = b.fleet.answer(questionId, 'landed', { timeoutMs: 60_000 }).finally(() => { settled = true; });
+    await claimLost;
+    await b.fleet.close();
+    expect(settled).toBe(true);
+    const reply = await answering;
+    expect(reply).toMatchObject({ outcome: 'relay_unavailable', questionId });
+    expect(reply.outcome === 'relay_unavailable' && reply.error.message).toMatch(/before the fleet closed; the answer may have been claimed/);
+    expect(await run).toMatchObject({ status: 'completed', value: 'landed' });
+    proxy.pass();
+  });
+
   it('a claim whose reply is lost with its connection, for a turn its answer ended meanwhile, still answers accepted (the record outlives the turn as ended, leaseMs)', async () => {
     const a = await scene.instance('A', { leaseMs: 60_000 });
     const q = asking(a);

@@ -105,7 +105,8 @@ export class Questions {
         if (undone?.[0] === 'answered') return { outcome: 'accepted', questionId, node: undone[1]! };
         if (undone?.[0] === 'delivered') return unavailable(`Fleet.answer: Redis did not answer in time (${messageOf(cause)}); the owner took the answer but did not confirm`, cause);
         if (undone === undefined) {
-          return unavailable(`Fleet.answer: Redis did not answer (${messageOf(cause)}) and could not be asked again within ${timeoutMs} ms; the answer may have been claimed, and then its owner gives it`, cause);
+          const when = this.#closing ? 'before the fleet closed' : `within ${timeoutMs} ms`;
+          return unavailable(`Fleet.answer: Redis did not answer (${messageOf(cause)}) and could not be asked again ${when}; the answer may have been claimed, and then its owner gives it`, cause);
         }
         // released: the claim landed and is undone; gone: it never landed, or the question went without it.
         return unavailable(`Fleet.answer: Redis did not answer (${messageOf(cause)}); nothing was given`, cause);
@@ -136,13 +137,15 @@ export class Questions {
   /**
    * Undoes `claim` unless the owner has taken it (`release_answer`), once Redis can be asked: a
    * claim whose reply was lost with its connection may have landed, and the client reconnects by
-   * itself meanwhile. Undefined when Redis could not be asked before `deadline` (or did not answer).
+   * itself meanwhile. Undefined when Redis could not be asked before `deadline` or the fleet's
+   * close (or did not answer).
    */
   async #release(questionId: string, claim: string, deadline: number): Promise<string[] | undefined> {
     const { redis } = this.#ctx;
     while (!redis.isReady) {
       const left = deadline - performance.now();
-      if (left <= 0) return undefined;
+      // Closing: no waiting for Redis (close resolves once the answers have settled).
+      if (left <= 0 || this.#closing) return undefined;
       await new Promise((resolve) => setTimeout(resolve, Math.min(READY_POLL_MS, left)));
     }
     return this.#script(questionId, QUESTION_SCRIPTS.release, [claim]).catch(() => undefined) as Promise<string[] | undefined>;
