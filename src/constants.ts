@@ -42,8 +42,8 @@ export const DEFAULT_MCP_PROGRESS_INTERVAL_MS = 10_000;
 
 /**
  * The most UTF-8 bytes of JSON one `fleet.answer` sends through Redis (`FleetOptions`
- * `maxAnswerBytes`): Redis runs each answer's scripts whole, and a 100 MB answer held it (and the
- * owner's connection) long enough for the owner to lose its turn's lease.
+ * `maxAnswerBytes`): Redis runs each of an answer's scripts whole, and the owner reads the answer
+ * on the connection its lease renewals use.
  */
 export const DEFAULT_MAX_ANSWER_BYTES = 1_048_576;
 
