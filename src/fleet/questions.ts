@@ -80,7 +80,7 @@ export class Questions {
   answer(questionId: string, answerJson: string, timeoutMs: number): Promise<AnswerReply> {
     const answering = this.#answer(questionId, answerJson, timeoutMs);
     this.#answering.add(answering);
-    void answering.finally(() => this.#answering.delete(answering));
+    answering.finally(() => this.#answering.delete(answering)).catch(() => { /* the caller has the rejection */ });
     return answering;
   }
 
