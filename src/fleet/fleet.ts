@@ -269,8 +269,9 @@ export class Fleet {
    * node still runs are released: their records become `interrupted` (reason `fleet.closed`); they
    * keep running locally, where `runner.stop` still reaches them. Waiting stops answer `cancelling`;
    * answers waiting for their owner's confirmation are undone unless the owner has taken them
-   * (`relay_unavailable`, saying the fleet closed) and have settled when this resolves. The
-   * caller's client is left open.
+   * (`relay_unavailable`, saying the fleet closed) and have settled when this resolves, as has a
+   * sweep under way (with its `closeAbandonedTurn` calls on the runner's store, whose own bound
+   * applies: close the store after the fleet). The caller's client is left open.
    */
   close(): Promise<void> {
     this.#closed ??= this.#close();
@@ -280,7 +281,7 @@ export class Fleet {
   async #close(): Promise<void> {
     this.#unholdShutdown();
     this.#leases.close();
-    this.#sweep.close();
+    const swept = this.#sweep.close();
     const questionsClosed = this.#questions.close();
     this.#ends.close();
     this.#requests.cancelAll();
@@ -289,6 +290,7 @@ export class Fleet {
       await this.#ends.record(owned, 'interrupted', FleetReasons.closed, undefined);
     }));
     await questionsClosed;
+    await swept;
     let closeTimer: NodeJS.Timeout | undefined;
     if (this.#sub.isReady) {
       await Promise.race([this.#sub.unsubscribe().catch(() => {}), new Promise((r) => { closeTimer = setTimeout(r, this.#o.commandTimeoutMs); })]);
