@@ -17,6 +17,9 @@ export const STREAM_MAX_EVENTS = MAX_LOG_EVENTS;
 export const STREAM_TTL_MS = 24 * 60 * 60 * 1000;
 /** Entries read per `XRANGE`. */
 const PAGE = 100;
+/** Entries of the first `XREVRANGE` when placing a new client (20 of the largest events are 1.25 MiB), and of the largest. */
+const PLACE_PAGE = 20;
+const PLACE_PAGE_MAX = 1000;
 /** Bytes waiting unsent on a client's socket past which its reading waits for `drain`. */
 const HIGH_WATER_BYTES = 256 * 1024;
 /** A Redis Streams entry id (`<ms>-<seq>`; `<ms>` alone is read as `<ms>-0`), each part at most `ID_PART_MAX`. */
@@ -175,17 +178,28 @@ export class RedisEvents {
    * returns the id of the last one written (`0-0` for an empty stream).
    */
   async #place(sessionId: string, res: ServerResponse): Promise<string> {
-    const newest = await this.#redis.xRevRange(this.key(sessionId), '+', '-', { COUNT: STREAM_MAX_EVENTS });
     const frames: string[] = [];
     let bytes = 0;
-    for (const entry of newest) {
-      const frame = frameOf(entry);
-      bytes += Buffer.byteLength(frame);
-      if (bytes > MAX_LOG_BYTES && frames.length > 0) break;
-      frames.push(frame);
+    let newestId: string | undefined;
+    // Newest first, a page at a time, until the bounds are met: a stream of big events is read
+    // about as far as it is sent, never whole. The first page is small; each next one is sized by
+    // the bytes still to send over the frames' average size so far.
+    for (let end = '+', count = PLACE_PAGE; frames.length < STREAM_MAX_EVENTS;) {
+      const page = await this.#redis.xRevRange(this.key(sessionId), end, '-', { COUNT: count });
+      newestId ??= page[0]?.id;
+      for (const entry of page) {
+        const frame = frameOf(entry);
+        bytes += Buffer.byteLength(frame);
+        if (bytes > MAX_LOG_BYTES && frames.length > 0) break;
+        frames.push(frame);
+      }
+      if (page.length < count || bytes > MAX_LOG_BYTES) break;
+      end = `(${page.at(-1)!.id}`;
+      const fit = Math.ceil((MAX_LOG_BYTES - bytes) / (bytes / frames.length));
+      count = Math.min(STREAM_MAX_EVENTS - frames.length, Math.max(PLACE_PAGE, Math.min(fit, PLACE_PAGE_MAX)));
     }
     if (frames.length > 0) res.write(frames.reverse().join(''));
-    return newest[0]?.id ?? '0-0';
+    return newestId ?? '0-0';
   }
 
   /** Writes the client what the stream has after its cursor, a page at a time, as its socket drains. */
