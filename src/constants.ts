@@ -40,6 +40,13 @@ export const DEFAULT_SHUTDOWN_DEADLINE_MS = 10_000;
 /** How often `fullstop/mcp` sends a running call's progress notification (`progressIntervalMs`), in ms. */
 export const DEFAULT_MCP_PROGRESS_INTERVAL_MS = 10_000;
 
+/**
+ * The most UTF-8 bytes of JSON one `fleet.answer` sends through Redis (`FleetOptions`
+ * `maxAnswerBytes`): Redis runs each of an answer's scripts whole, and the owner reads the answer
+ * on the connection its lease renewals use.
+ */
+export const DEFAULT_MAX_ANSWER_BYTES = 1_048_576;
+
 /** How much of a cut call's output `toModelMessages` gives the model (`partialBudgetBytes`), in bytes. */
 export const DEFAULT_PARTIAL_BUDGET_BYTES = 4096;
 

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createClient } from 'redis';
 import { RedisEvents, STREAM_MAX_EVENTS, type EventsRedis } from '../dist/examples/agent-server/redis-events.js';
-import { MAX_LOG_BYTES } from '../dist/examples/agent-server/event-log.js';
+import { MAX_EVENT_BYTES, MAX_LOG_BYTES } from '../dist/examples/agent-server/event-log.js';
 import { EventStream } from './e2e/server-process.js';
 import { keysOf, REDIS_URL, removeKeys, uniquePrefix } from './e2e/fleet-keys.js';
 
@@ -59,6 +59,27 @@ async function settled(events: RedisEvents, sessionId: string): Promise<void> {
 }
 
 describe('event streams through Redis Streams', () => {
+  it('refuses (400) a Last-Event-ID that Redis would refuse, a part past 2^64 − 1 or the very last id, instead of ending the stream and counting a relay failure', async () => {
+    const a = await instance();
+    a.events.publish('ids', 'say', { turnId: 't1', text: 'x', last: true });
+    await settled(a.events, 'ids');
+    const key = a.events.key('ids');
+    const max = '18446744073709551615';
+    for (const id of ['99999999999999999999', '18446744073709551616', '18446744073709551616-0', `1-${BigInt(max) + 1n}`, `${max}-${max}`]) {
+      // What the stream would meet: XRANGE refuses it.
+      await expect(redis.xRange(key, `(${id}`, '+')).rejects.toThrow(/ERR/);
+      let refused: unknown;
+      try { RedisEvents.lastEventId(id); } catch (error) { refused = error; }
+      expect(refused, id).toMatchObject({ status: 400, message: expect.stringMatching(/^Last-Event-ID: /) });
+    }
+    // The largest ids Redis takes are still taken, and read nothing after them.
+    for (const id of [max, `${max}-${BigInt(max) - 1n}`, '0', '0-0']) {
+      expect(RedisEvents.lastEventId(id)).toBe(id);
+      await redis.xRange(key, `(${id}`, '+');
+    }
+    expect(a.events.failures).toBe(0);
+  });
+
   it(`caps a session's stream near ${STREAM_MAX_EVENTS} entries; a new client gets the newest, in order, then live ones`, async () => {
     const a = await instance();
     const b = await instance();
@@ -79,6 +100,39 @@ describe('event streams through Redis Streams', () => {
       // Live: an event published on A after the replay reaches B's client.
       a.events.publish('capped', 'turn_completed', { turnId: 't1', value: 'done' });
       expect((await stream.next('turn_completed')).data.value).toBe('done');
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('placing a new client reads from Redis about the in-memory log\'s bytes, not the whole stream, however big its events', async () => {
+    const a = await instance();
+    const big = 'x'.repeat(60 * 1024);
+    for (let i = 1; i <= 100; i++) a.events.publish('heavy', 'tool_output', { turnId: 't3', callId: `c${i}`, output: big, last: i === 100 });
+    await settled(a.events, 'heavy');
+    // An instance whose reads are counted: bytes of the entries XREVRANGE brings back.
+    let fetched = 0;
+    const counting = Object.create(redis) as Client;
+    counting.xRevRange = (async (...args: Parameters<Client['xRevRange']>) => {
+      const entries = await redis.xRevRange(...args);
+      for (const e of entries) fetched += Buffer.byteLength(e.message.data);
+      return entries;
+    }) as Client['xRevRange'];
+    const subscriber = redis.duplicate();
+    await subscriber.connect();
+    const events = new RedisEvents(counting as unknown as EventsRedis, subscriber as unknown as EventsRedis, prefix);
+    const http = createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': hello\n\n');
+      void events.follow('heavy', res, undefined);
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    instances.push({ events, subscriber, http, url: '' });
+    const stream = await EventStream.open(new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/`));
+    try {
+      await stream.next('tool_output', (e) => e.data.last === true);
+      expect(stream.events.length).toBeGreaterThan(10);
+      expect(fetched).toBeLessThanOrEqual(MAX_LOG_BYTES + 20 * MAX_EVENT_BYTES);
     } finally {
       stream.close();
     }

@@ -91,6 +91,37 @@ describe.skipIf(!up)('the fleet and the history', () => {
     }
   });
 
+  it('fleet.close() during a sweep waits for the history it is closing: a store closed right after has closed the dead owner\'s turn', async () => {
+    // A store whose closeAbandonedTurn takes a database's time (a query in flight), and which refuses once closed.
+    let entered!: () => void;
+    const inFlight = new Promise<void>((resolve) => { entered = resolve; });
+    let storeClosed = false;
+    const closedTurns: string[] = [];
+    const store = new MemoryLedger();
+    store.closeAbandonedTurn = async (_sessionId: string, turnId: string) => {
+      entered();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      if (storeClosed) throw new Error('store closed');
+      closedTurns.push(turnId);
+      return true;
+    };
+    store.close = async () => { storeClosed = true; };
+    const b = await scene.instance('B', { leaseMs: 600, renewMs: 200, sweepMs: 60_000 }, { ledger: store });
+    await deadOwner();
+    // Sweep until one marks the dead owner's turn: that one is in its store call.
+    let sweeping: Promise<number> | undefined;
+    await eventually(async () => {
+      const run = b.fleet.sweep();
+      if (await Promise.race([inFlight.then(() => true), run.then(() => false)])) sweeping = run;
+      return sweeping !== undefined;
+    }, 10_000, 'a sweep to mark the dead owner\'s turn');
+    // The shutdown order of a server: the fleet, then the store.
+    await b.fleet.close();
+    await store.close();
+    expect(await sweeping!.catch(() => -1)).toBe(1);
+    expect(closedTurns).toEqual(['t-dead']);
+  });
+
   it('a stop\'s ledgerError reaches the requester as { name, message, code }', async () => {
     const error = Object.assign(new Error('disk on fire'), { code: 'EIO' });
     const ledger = new MemoryLedger({ failAppend: (e) => e.type === 'status' && (e as { status?: string }).status === 'cancelling', error });

@@ -17,10 +17,15 @@ export const STREAM_MAX_EVENTS = MAX_LOG_EVENTS;
 export const STREAM_TTL_MS = 24 * 60 * 60 * 1000;
 /** Entries read per `XRANGE`. */
 const PAGE = 100;
+/** Entries of the first `XREVRANGE` when placing a new client (20 of the largest events are 1.25 MiB), and of the largest. */
+const PLACE_PAGE = 20;
+const PLACE_PAGE_MAX = 1000;
 /** Bytes waiting unsent on a client's socket past which its reading waits for `drain`. */
 const HIGH_WATER_BYTES = 256 * 1024;
-/** A Redis Streams entry id (`<ms>-<seq>`; `<ms>` alone is read as `<ms>-0`). */
-const STREAM_ID = /^\d{1,20}(?:-\d{1,20})?$/;
+/** A Redis Streams entry id (`<ms>-<seq>`; `<ms>` alone is read as `<ms>-0`), each part at most `ID_PART_MAX`. */
+const STREAM_ID = /^(\d{1,20})(?:-(\d{1,20}))?$/;
+/** The largest part of a stream id Redis takes (2^64 − 1); an id of two is the last one, with nothing after it. */
+const ID_PART_MAX = 2n ** 64n - 1n;
 
 /** The node-redis calls used here (a client or a cluster client has them all). */
 export interface EventsRedis {
@@ -95,13 +100,20 @@ export class RedisEvents {
       });
   }
 
-  /** `Last-Event-ID` as a stream id; `undefined` when absent. Throws a 400 for anything else. */
+  /**
+   * `Last-Event-ID` as a stream id; `undefined` when absent. Throws a 400 for anything else,
+   * including an id Redis's `XRANGE` would refuse (a part past 2^64 − 1, or the last id, after
+   * which nothing can come): sent to Redis, it would end the stream as a relay failure.
+   */
   static lastEventId(raw: string | string[] | undefined): string | undefined {
     if (raw === undefined || raw === '') return undefined;
-    if (typeof raw !== 'string' || !STREAM_ID.test(raw)) {
-      throw new HttpError(400, `Last-Event-ID: expected an event id (a stream id such as 1700000000000-0), got ${JSON.stringify(String(raw).slice(0, 40))}`);
+    const parts = typeof raw === 'string' ? STREAM_ID.exec(raw) : null;
+    const ms = parts === null ? undefined : BigInt(parts[1]!);
+    const seq = parts?.[2] === undefined ? 0n : BigInt(parts[2]);
+    if (ms === undefined || ms > ID_PART_MAX || seq > ID_PART_MAX || (ms === ID_PART_MAX && seq === ID_PART_MAX)) {
+      throw new HttpError(400, `Last-Event-ID: expected an event id (a stream id such as 1700000000000-0, each part at most ${ID_PART_MAX}), got ${JSON.stringify(String(raw).slice(0, 60))}`);
     }
-    return raw;
+    return raw as string;
   }
 
   /**
@@ -166,17 +178,28 @@ export class RedisEvents {
    * returns the id of the last one written (`0-0` for an empty stream).
    */
   async #place(sessionId: string, res: ServerResponse): Promise<string> {
-    const newest = await this.#redis.xRevRange(this.key(sessionId), '+', '-', { COUNT: STREAM_MAX_EVENTS });
     const frames: string[] = [];
     let bytes = 0;
-    for (const entry of newest) {
-      const frame = frameOf(entry);
-      bytes += Buffer.byteLength(frame);
-      if (bytes > MAX_LOG_BYTES && frames.length > 0) break;
-      frames.push(frame);
+    let newestId: string | undefined;
+    // Newest first, a page at a time, until the bounds are met: a stream of big events is read
+    // about as far as it is sent, never whole. The first page is small; each next one is sized by
+    // the bytes still to send over the frames' average size so far.
+    for (let end = '+', count = PLACE_PAGE; frames.length < STREAM_MAX_EVENTS;) {
+      const page = await this.#redis.xRevRange(this.key(sessionId), end, '-', { COUNT: count });
+      newestId ??= page[0]?.id;
+      for (const entry of page) {
+        const frame = frameOf(entry);
+        bytes += Buffer.byteLength(frame);
+        if (bytes > MAX_LOG_BYTES && frames.length > 0) break;
+        frames.push(frame);
+      }
+      if (page.length < count || bytes > MAX_LOG_BYTES) break;
+      end = `(${page.at(-1)!.id}`;
+      const fit = Math.ceil((MAX_LOG_BYTES - bytes) / (bytes / frames.length));
+      count = Math.min(STREAM_MAX_EVENTS - frames.length, Math.max(PLACE_PAGE, Math.min(fit, PLACE_PAGE_MAX)));
     }
     if (frames.length > 0) res.write(frames.reverse().join(''));
-    return newest[0]?.id ?? '0-0';
+    return newestId ?? '0-0';
   }
 
   /** Writes the client what the stream has after its cursor, a page at a time, as its socket drains. */

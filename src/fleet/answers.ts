@@ -73,7 +73,8 @@ export type FleetOutcome<T> = TurnOutcome<T> & {
  *   withdrawn, or its turn was stopped or has ended (also when the owner's runner refused it);
  * - `relay_unavailable`: Redis could not be reached, or the owner did not take the answer within
  *   `timeoutMs`; nothing was given (the question is open again), except when `error` says the
- *   owner took it but its confirmation did not come.
+ *   owner took it but its confirmation did not come, or (Redis gone mid-claim and not back within
+ *   `timeoutMs`) that the answer may have been claimed, and is then given by its owner.
  */
 export type AnswerReply =
   | { outcome: 'accepted'; questionId: string; node: string }

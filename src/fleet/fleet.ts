@@ -11,7 +11,6 @@ import { isTerminalStatus } from '../ledger/entry.js';
 import type { Turn } from '../turn/active-turn.js';
 import type { StopReport } from '../turn/report.js';
 import type { AnswerReply, FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
-import { asJson } from '../base/json.js';
 import { Questions } from './questions.js';
 import { duplicateSubscriber, ensureConnecting, type FleetRedisClient } from './client.js';
 import { FleetTurnRefusedError, FleetUnavailableError } from './errors.js';
@@ -19,7 +18,7 @@ import { fleetKeys, type FleetKeys } from './keys.js';
 import { Leases, type OwnedTurn } from './leases.js';
 import { parseMessage } from './messages.js';
 import {
-  resolveAnswerOptions, resolveFleetOptions, resolveRunOptions, resolveStopOptions, type FleetAnswerOptions, type FleetOptions, type FleetRunOptions, type FleetStopOptions, type ResolvedFleetOptions,
+  answerJson, resolveAnswerOptions, resolveFleetOptions, resolveRunOptions, resolveStopOptions, type FleetAnswerOptions, type FleetOptions, type FleetRunOptions, type FleetStopOptions, type ResolvedFleetOptions,
 } from './options.js';
 import { TurnRecords, type RecordedStop } from './records.js';
 import { StopRequests } from './requests.js';
@@ -237,8 +236,9 @@ export class Fleet {
    * Answer a question asked in a fleet turn (`turn.ask` on any instance: the runner's `question`
    * event gives its `questionId`). The first answer recorded fleet-wide wins; it is relayed to the
    * owner, whose `runner.answer` takes it. Never rejects for Redis's sake (`relay_unavailable`);
-   * throws a TypeError or RangeError naming the argument for a bad one, before anything reaches
-   * Redis. See `AnswerReply`.
+   * throws a TypeError or RangeError naming the argument for a bad one (an `answer` JSON cannot
+   * encode, or of more than `maxAnswerBytes` bytes of JSON), before anything reaches Redis. See
+   * `AnswerReply`.
    *
    * @example
    * runner.on('question', ({ questionId, question }) => sendToUser(questionId, question));
@@ -246,7 +246,7 @@ export class Fleet {
    */
   async answer(questionId: string, answer: unknown, options: FleetAnswerOptions = {}): Promise<AnswerReply> {
     checkId('questionId', questionId);
-    const json = JSON.stringify(asJson('answer', answer) ?? null);
+    const json = answerJson(answer, this.#o.maxAnswerBytes);
     const { timeoutMs } = resolveAnswerOptions(options);
     if (this.#closed !== undefined) return { outcome: 'relay_unavailable', questionId, error: new FleetUnavailableError('Fleet.answer: the fleet is closed') };
     return this.#questions.answer(questionId, json, timeoutMs);
@@ -267,8 +267,11 @@ export class Fleet {
   /**
    * Leave the fleet: stop renewing and sweeping, unsubscribe and close the subscriber. Turns this
    * node still runs are released: their records become `interrupted` (reason `fleet.closed`); they
-   * keep running locally, where `runner.stop` still reaches them. Waiting stops answer `cancelling`.
-   * The caller's client is left open.
+   * keep running locally, where `runner.stop` still reaches them. Waiting stops answer `cancelling`;
+   * answers waiting for their owner's confirmation are undone unless the owner has taken them
+   * (`relay_unavailable`, saying the fleet closed) and have settled when this resolves, as has a
+   * sweep under way (with its `closeAbandonedTurn` calls on the runner's store, whose own bound
+   * applies: close the store after the fleet). The caller's client is left open.
    */
   close(): Promise<void> {
     this.#closed ??= this.#close();
@@ -278,7 +281,7 @@ export class Fleet {
   async #close(): Promise<void> {
     this.#unholdShutdown();
     this.#leases.close();
-    this.#sweep.close();
+    const swept = this.#sweep.close();
     const questionsClosed = this.#questions.close();
     this.#ends.close();
     this.#requests.cancelAll();
@@ -287,6 +290,7 @@ export class Fleet {
       await this.#ends.record(owned, 'interrupted', FleetReasons.closed, undefined);
     }));
     await questionsClosed;
+    await swept;
     let closeTimer: NodeJS.Timeout | undefined;
     if (this.#sub.isReady) {
       await Promise.race([this.#sub.unsubscribe().catch(() => {}), new Promise((r) => { closeTimer = setTimeout(r, this.#o.commandTimeoutMs); })]);

@@ -3,9 +3,9 @@
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { StopReasons } from '../constants.js';
+import { DEFAULT_MAX_ANSWER_BYTES, StopReasons } from '../constants.js';
 import { checkId, checkMs, describe } from '../errors.js';
-import { asJson } from '../base/json.js';
+import { asJson, jsonText } from '../base/json.js';
 import { TurnRunner } from '../turn/runner.js';
 import { checkRedisClient, type FleetRedisClient } from './client.js';
 import { checkWellFormed } from './wire-id.js';
@@ -56,6 +56,13 @@ export interface FleetOptions {
    * affected. @default 100
    */
   maxPendingStops?: number;
+  /**
+   * The most UTF-8 bytes of JSON one `answer` may send (its answer as JSON). A larger answer is
+   * refused with a `RangeError` naming `answer` before anything reaches Redis: the question stays
+   * open. Redis runs each of an answer's scripts whole, so an answer of many megabytes stalls it
+   * for every instance. @default 1048576 (1 MiB)
+   */
+  maxAnswerBytes?: number;
 }
 
 /** Options of `Fleet.run`. */
@@ -104,6 +111,15 @@ export interface FleetAnswerOptions {
   timeoutMs?: number;
 }
 
+/** `answer` as the JSON `Fleet.answer` sends (`undefined` as `null`), at most `maxBytes` bytes of UTF-8. */
+export function answerJson(answer: unknown, maxBytes: number): string {
+  const json = jsonText('answer', answer) ?? 'null';
+  // JSON.stringify escapes lone surrogates, so the text is well-formed and this is the bytes sent.
+  const bytes = Buffer.byteLength(json);
+  if (bytes > maxBytes) throw new RangeError(`answer: at most ${maxBytes} bytes of JSON (maxAnswerBytes), got ${bytes}`);
+  return json;
+}
+
 /** `Fleet.answer`'s options checked, with their defaults. */
 export function resolveAnswerOptions(options: FleetAnswerOptions): { timeoutMs: number } {
   if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
@@ -128,7 +144,7 @@ export function resolveStopOptions(options: FleetStopOptions): FleetStopOptions 
 export interface ResolvedFleetOptions {
   redis: FleetRedisClient; runner: TurnRunner; nodeId: string; prefix: string; leaseMs: number;
   renewMs: number; sweepMs: number; finishedTtlMs: number; onUnavailable: 'refuse' | 'local';
-  commandTimeoutMs: number; pendingStopMs: number; maxPendingStops: number;
+  commandTimeoutMs: number; pendingStopMs: number; maxPendingStops: number; maxAnswerBytes: number;
 }
 
 /** `maxPendingStops`' default: pending stops Redis keeps per session. */
@@ -164,12 +180,16 @@ export function resolveFleetOptions(options: FleetOptions): ResolvedFleetOptions
   if (!Number.isSafeInteger(maxPendingStops) || maxPendingStops < 1) {
     throw new RangeError(`options.maxPendingStops: expected a positive integer, got ${describe(maxPendingStops)}`);
   }
+  const { maxAnswerBytes = DEFAULT_MAX_ANSWER_BYTES } = options;
+  if (!Number.isSafeInteger(maxAnswerBytes) || maxAnswerBytes < 1) {
+    throw new RangeError(`options.maxAnswerBytes: expected a positive integer, got ${describe(maxAnswerBytes)}`);
+  }
   const onUnavailable = options.onUnavailable ?? 'refuse';
   if (onUnavailable !== 'refuse' && onUnavailable !== 'local') {
     throw new TypeError(`options.onUnavailable: expected 'refuse' or 'local', got ${describe(onUnavailable)}`);
   }
   return {
     redis: options.redis, runner: options.runner, nodeId, prefix, leaseMs, renewMs, sweepMs,
-    finishedTtlMs: Math.round(finishedTtlMs), onUnavailable, commandTimeoutMs, pendingStopMs: Math.ceil(pendingStopMs), maxPendingStops,
+    finishedTtlMs: Math.round(finishedTtlMs), onUnavailable, commandTimeoutMs, pendingStopMs: Math.ceil(pendingStopMs), maxPendingStops, maxAnswerBytes,
   };
 }

@@ -86,8 +86,14 @@ export class Sweep {
   /** Live timers (the sweep interval). */
   get timers(): number { return Number(this.#timer !== undefined); }
 
-  close(): void {
+  /**
+   * No more sweeps by timer; resolves once a sweep under way has ended, its `closeAbandonedTurn`
+   * calls included (the store's own bound applies), so a store closed after the fleet is not
+   * closed under a dead owner's history (which no other instance would close: once fleet-wide).
+   */
+  close(): Promise<void> {
     clearInterval(this.#timer);
     this.#timer = undefined;
+    return this.#running === undefined ? Promise.resolve() : this.#running.then(() => {}, () => {});
   }
 }
