@@ -161,6 +161,20 @@ describe.skipIf(!(await redisReachable()))('fleet answers when the owner\'s subs
 
   const viaRaw = (key: string) => raw.get(key);
 
+  /**
+   * Owner A (a lease of 60 s) runs a turn whose body asks a question (`wrap` may add to that body),
+   * and the question's record is in Redis; B reaches Redis through the proxy.
+   */
+  async function askedOnA(wrap: (ask: (turn: Turn) => Promise<unknown>) => (turn: Turn) => Promise<unknown> = (ask) => ask) {
+    const a = await scene.instance('A', { leaseMs: 60_000 });
+    const q = asking(a);
+    const run = a.fleet.run('s1', wrap(q.body), { turnId: 't1' });
+    const questionId = await q.asked;
+    const key = `${scene.prefix}:{q:${questionId}}:question`;
+    await waitFor(async () => (await viaRaw(key)) !== null, 5000, 'the question record');
+    return { a, run, questionId, key };
+  }
+
   /** Owner A reaches Redis through the proxy, which keeps its subscriber down (closed at the handshake); its commands work. */
   async function ownerWithoutSubscriber(renewMs: number) {
     const a = await scene.instance('A', { redis: viaProxy, leaseMs: 60_000, renewMs });
@@ -198,15 +212,11 @@ describe.skipIf(!(await redisReachable()))('fleet answers when the owner\'s subs
   });
 
   it('a claim whose reply is lost with its connection (Redis reached again within timeoutMs) answers what became of it: accepted, as the body got it', async () => {
-    const a = await scene.instance('A', { leaseMs: 60_000 });
-    const q = asking(a);
     // The body goes on after its answer until told: the question's record outlives the answer.
     let gotAnswer!: (value: unknown) => void;
     const got = new Promise((resolve) => { gotAnswer = resolve; });
     const h = held();
-    const run = a.fleet.run('s1', async (turn) => { gotAnswer(await q.body(turn)); return h.body(turn); }, { turnId: 't1' });
-    const questionId = await q.asked;
-    await waitFor(async () => (await viaRaw(`${scene.prefix}:{q:${questionId}}:question`)) !== null, 5000, 'the question record');
+    const { a, run, questionId } = await askedOnA((ask) => async (turn) => { gotAnswer(await ask(turn)); return h.body(turn); });
     // B reaches Redis through the proxy: its claim lands, the reply is dropped, then the connection.
     const b = await scene.instance('B', { redis: viaProxy });
     proxy.onDropped = (chunk) => {
@@ -224,11 +234,7 @@ describe.skipIf(!(await redisReachable()))('fleet answers when the owner\'s subs
   });
 
   it('a claim whose reply is lost with its connection, Redis not back within timeoutMs: relay_unavailable saying it may have been claimed (it was: the body got it), never that nothing was given', async () => {
-    const a = await scene.instance('A', { leaseMs: 60_000 });
-    const q = asking(a);
-    const run = a.fleet.run('s1', q.body, { turnId: 't1' });
-    const questionId = await q.asked;
-    await waitFor(async () => (await viaRaw(`${scene.prefix}:{q:${questionId}}:question`)) !== null, 5000, 'the question record');
+    const { run, questionId } = await askedOnA();
     const b = await scene.instance('B', { redis: viaProxy });
     proxy.onDropped = (chunk) => {
       if (!String(chunk).includes('claimed')) return;
@@ -244,11 +250,7 @@ describe.skipIf(!(await redisReachable()))('fleet answers when the owner\'s subs
   });
 
   it('fleet.close() while an answer waits for Redis to come back after a lost claim reply: the answer settles before close resolves', async () => {
-    const a = await scene.instance('A', { leaseMs: 60_000 });
-    const q = asking(a);
-    const run = a.fleet.run('s1', q.body, { turnId: 't1' });
-    const questionId = await q.asked;
-    await waitFor(async () => (await viaRaw(`${scene.prefix}:{q:${questionId}}:question`)) !== null, 5000, 'the question record');
+    const { run, questionId } = await askedOnA();
     const b = await scene.instance('B', { redis: viaProxy, commandTimeoutMs: 500 });
     let lost!: () => void;
     const claimLost = new Promise<void>((resolve) => { lost = resolve; });
@@ -272,12 +274,7 @@ describe.skipIf(!(await redisReachable()))('fleet answers when the owner\'s subs
   });
 
   it('a claim whose reply is lost with its connection, for a turn its answer ended meanwhile, still answers accepted (the record outlives the turn as ended, leaseMs)', async () => {
-    const a = await scene.instance('A', { leaseMs: 60_000 });
-    const q = asking(a);
-    const run = a.fleet.run('s1', q.body, { turnId: 't1' });
-    const questionId = await q.asked;
-    const key = `${scene.prefix}:{q:${questionId}}:question`;
-    await waitFor(async () => (await viaRaw(key)) !== null, 5000, 'the question record');
+    const { a, run, questionId, key } = await askedOnA();
     const b = await scene.instance('B', { redis: viaProxy });
     proxy.onDropped = (chunk) => {
       if (!String(chunk).includes('claimed')) return;
