@@ -5,11 +5,13 @@
 // Commits are made ~2 ms slow on both sides (commit_delay=2000, commit_siblings=0 on every connection), as a cloud
 // disk's. Stop: request → `turn_aborted` emitted (the floor: → its history committed). entries/s: `say`s committed a
 // second while the stops run (64 × 20 = 1,280 asked). The sides alternate in rounds, STOPS / ROUNDS stops each.
-// The database: PG* variables, else 127.0.0.1:5432, user postgres, database test; a schema of its own a round, dropped.
+// PG-N-16-2db (not in --quick): the same at 16 instances, each instance's ledger a ShardedLedger over two databases
+// (the second made with CREATE DATABASE, dropped after): what adding a database does (docs/postgres.md, "Capacity").
+// The database: PG* variables, else 127.0.0.1:5432, user postgres, database test; a schema of its own a row, dropped.
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import pg from 'pg';
-import { TurnRegistry, TurnRunner } from '../src/index.js';
+import { ShardedLedger, TurnRegistry, TurnRunner, type LedgerStore } from '../src/index.js';
 import { PgLedger } from '../src/ledger/postgres/index.js';
 import { assertNothingLive, compare, quantile, suiteOf, type BenchResult, type SuiteContext } from './harness.js';
 import { floorTable, FloorTurn, FloorWriter } from './pg-n-floor.js';
@@ -83,19 +85,24 @@ async function drive(side: Side, n: number, stops: number, tag: string): Promise
 }
 
 /** N pools with slow commits (max 2 connections each: one transaction in flight an instance, and a spare). */
-function pools(n: number): pg.Pool[] {
+function pools(n: number, database = connection().database): pg.Pool[] {
   return Array.from({ length: n }, () => {
-    const pool = new pg.Pool({ ...connection(), max: 2, options: SLOW_COMMITS, connectionTimeoutMillis: 5000 });
+    const pool = new pg.Pool({ ...connection(), database, max: 2, options: SLOW_COMMITS, connectionTimeoutMillis: 5000 });
     pool.on('error', () => {});
     return pool;
   });
 }
 
-/** One round of PgLedger: N instances on one schema, each its runner (one registry), its ledger and its pool. */
-async function pgLedgerRound(n: number, stops: number, schema: string, tag: string): Promise<Round> {
-  const ps = pools(n);
+/**
+ * One round of PgLedger: N instances on one schema, each its runner (one registry), its ledger and its pool. With two
+ * databases (PG-N-16-2db), each instance's ledger is a ShardedLedger of a PgLedger on each, each its own pool.
+ */
+async function pgLedgerRound(n: number, stops: number, schema: string, tag: string, databases: string[]): Promise<Round> {
+  const ps = databases.flatMap((database) => pools(n, database));
   const registry = new TurnRegistry();
-  const ledgers = await Promise.all(ps.map((pool, k) => PgLedger.open({ pool, schema, instanceId: `${tag}-i${k}` })));
+  const opened = await Promise.all(ps.map((pool, k) => PgLedger.open({ pool, schema, instanceId: `${tag}-i${k % n}` })));
+  const ledgers: LedgerStore[] = databases.length === 1 ? opened
+    : Array.from({ length: n }, (_, k) => new ShardedLedger({ stores: databases.map((_, d) => opened[d * n + k]!) }));
   const runners = ledgers.map((ledger) => new TurnRunner({ registry, ledger, graceMs: 5000 }));
   const aborted = new Map<string, () => void>();
   for (const r of runners) r.on('turn_aborted', ({ sessionId }) => aborted.get(sessionId)?.());
@@ -153,26 +160,28 @@ async function floorRound(n: number, stops: number, schema: string, tag: string)
 
 const p90 = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.9);
 
-/** The row of N instances: stop latency (p50, p99; p90 in extra), entries/s of both sides in extra. */
-async function rowOf(ctx: SuiteContext, admin: pg.Pool, n: number, commitDelay: string): Promise<BenchResult> {
+/** The row of N instances (on `databases`): stop latency (p50, p99; p90 in extra), entries/s of both sides in extra. */
+async function rowOf(ctx: SuiteContext, admin: pg.Pool, n: number, commitDelay: string, databases = [connection().database]): Promise<BenchResult> {
   const stops = ctx.quick ? 20 : STOPS;
   const schema = `bench_pgn_${randomBytes(5).toString('hex')}`;
   const [led, floor] = [[] as Round[], [] as Round[]];
   try {
     for (let r = 0; r < ROUNDS; r++) {
       ctx.progress(`PG-N: N=${n} round ${r + 1}/${ROUNDS}`);
-      const sides = [() => pgLedgerRound(n, stops / ROUNDS, schema, `l${r}`).then((x) => led.push(x)),
+      const sides = [() => pgLedgerRound(n, stops / ROUNDS, schema, `l${r}`, databases).then((x) => led.push(x)),
         () => floorRound(n, stops / ROUNDS, schema, `f${r}`).then((x) => floor.push(x))];
       for (const side of r % 2 === 0 ? sides : sides.reverse()) await side();
     }
   } finally {
     await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    for (const database of databases.slice(1)) await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
   }
   const [ls, fs] = [led.flatMap((x) => x.stopMs), floor.flatMap((x) => x.stopMs)];
   const eps = (rounds: Round[]) => Math.round(rounds.reduce((a, x) => a + x.entriesPerSecond, 0) / rounds.length);
   const [le, fe] = [eps(led), eps(floor)];
-  return compare({ id: `PG-N-${n}`, metric: `${n} PgLedger instances, ${SESSIONS} sessions saying 20/s: stop request → turn_aborted`, unit: 'ms', extra: {
-    goal: n >= 16 ? 'stop p50 ≤ 1.5×, p90 ≤ 2× the floor; entries/s ≥ 0.9×' : 'reported', stops: ls.length, commitDelay,
+  const [id, metric] = databases.length === 1 ? [`PG-N-${n}`, `${n} PgLedger instances`] : [`PG-N-${n}-${databases.length}db`, `${n} instances, ShardedLedger over ${databases.length} databases`];
+  return compare({ id, metric: `${metric}, ${SESSIONS} sessions saying 20/s: stop request → turn_aborted`, unit: 'ms', extra: {
+    goal: n >= 16 && databases.length === 1 ? 'stop p50 ≤ 1.5×, p90 ≤ 2× the floor; entries/s ≥ 0.9×' : 'reported', stops: ls.length, commitDelay,
     p90: { pgLedger: Math.round(p90(ls) * 10) / 10, floor: Math.round(p90(fs) * 10) / 10, ratio: Math.round((p90(ls) / p90(fs)) * 100) / 100 },
     entriesPerSecond: { asked: SESSIONS * (1000 / SAY_EVERY_MS), pgLedger: le, floor: fe, ratio: Math.round((le / fe) * 100) / 100 },
   } }, ls, ['floor: per-instance group commit on raw pg, no shared lock', fs], { paired: false });
@@ -195,6 +204,12 @@ export const suite = suiteOf({
       for (const n of ctx.quick ? [1, 4] : [1, 4, 16, 32]) {
         if (2 * n + 2 > Number(rows[0].free)) { ctx.progress(`PG-N: N=${n} skipped: ${rows[0].free} connections free`); continue; }
         rows$.push(await rowOf(ctx, admin, n, commitDelay));
+      }
+      // When to add a database (docs/postgres.md, "Capacity"): the same load at 16 instances, sessions over two databases.
+      if (!ctx.quick && 4 * 16 + 2 <= Number(rows[0].free)) {
+        const second = `bench_pgn_${randomBytes(5).toString('hex')}`;
+        await admin.query(`CREATE DATABASE "${second}"`);
+        rows$.push(await rowOf(ctx, admin, 16, commitDelay, [connection().database, second]));
       }
       return rows$;
     } finally {
