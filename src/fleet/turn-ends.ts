@@ -49,8 +49,8 @@ export class TurnEnds {
         return false;
       }
       records.unindex(owned.sessionId, owned.turnId).catch(() => {});
-      // Not answered: the claim expires with the lease it is no longer renewed with.
-      await claims.finish(owned.turnId, owned.sessionId).catch(() => {});
+      // Not awaited, as the index write: unanswered, the claim expires with the lease no longer renewed.
+      claims.finish(owned.turnId, owned.sessionId).catch(() => {});
       return true;
     };
     const retry = () => {
