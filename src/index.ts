@@ -36,6 +36,7 @@ export {
 } from './ledger/ledger.js';
 export { turnAbortedMarker, stopCause } from './ledger/texts.js';
 export type { LedgerStore, LedgerFilter } from './ledger/store.js';
+export { ShardedLedger, type ShardedLedgerOptions } from './ledger/sharded.js';
 export {
   exec, spawnBackground, killAllBackground, execContainment,
   type ExecOptions, type ExecResult, type BackgroundProcess, type Containment, type ContainmentOption, type OutputError, type OutputChunk, type OnOutput,
