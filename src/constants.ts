@@ -174,8 +174,14 @@ export const ErrorCodes = Object.freeze({
   shuttingDown: 'ERR_FULLSTOP_SHUTTING_DOWN',
   /** `LedgerTimeoutError`: a ledger store did not answer within its bound (a stop went on without it). */
   ledgerTimeout: 'ERR_FULLSTOP_LEDGER_TIMEOUT',
+  /** `TurnEndedError`: a store refused an entry of a turn whose terminal status it holds. */
+  turnEnded: 'ERR_FULLSTOP_TURN_ENDED',
+  /** `LedgerClosedError`: a store refused a call after `close()`. */
+  ledgerClosed: 'ERR_FULLSTOP_LEDGER_CLOSED',
   /** `FleetUnavailableError` (`fullstop/fleet`): Redis could not be reached in time. */
   fleetUnavailable: 'ERR_FULLSTOP_FLEET_UNAVAILABLE',
+  /** `FleetClosedError` (`fullstop/fleet`): `fleet.run` after `fleet.close()`. */
+  fleetClosed: 'ERR_FULLSTOP_FLEET_CLOSED',
   /** `UsageError` (the `fullstop` CLI): bad command-line input. */
   usage: 'ERR_FULLSTOP_USAGE',
 } as const);

@@ -7,6 +7,7 @@ export { TurnRegistry, turns, type TurnRegistryOptions, type RegistryStats } fro
 export { runInTurn, runInSession, activeToken, checkCancelled } from './token/context.js';
 export {
   CancelledError, isCancelledError, ToolError, FatalToolError, SessionBusyError, TurnIdUsedError, ShuttingDownError, LedgerTimeoutError,
+  TurnEndedError, LedgerClosedError,
   type CancelledErrorOptions,
 } from './errors.js';
 export {

@@ -13,7 +13,7 @@ import type { StopReport } from '../turn/report.js';
 import type { AnswerReply, FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
 import { Questions } from './questions.js';
 import { duplicateSubscriber, ensureConnecting, type FleetRedisClient } from './client.js';
-import { FleetTurnRefusedError, FleetUnavailableError } from './errors.js';
+import { FleetClosedError, FleetTurnRefusedError, FleetUnavailableError } from './errors.js';
 import { fleetKeys, type FleetKeys } from './keys.js';
 import { Leases, type OwnedTurn } from './leases.js';
 import { parseMessage } from './messages.js';
@@ -118,7 +118,7 @@ export class Fleet {
     checkId('sessionId', sessionId);
     checkFunction('body', body);
     const { turnId: given, runOptions } = resolveRunOptions(options);
-    if (this.#closed !== undefined) throw new Error('Fleet.run: the fleet is closed');
+    if (this.#closed !== undefined) throw new FleetClosedError('Fleet.run: the fleet is closed; it starts no turn');
     const { runner } = this.#o;
     if (runner.registry.currentToken(sessionId) !== undefined) {
       throw new SessionBusyError(`Fleet.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`, sessionId);
