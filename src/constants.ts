@@ -23,6 +23,15 @@ export const MAX_PENDING_STOPS_PER_SESSION = 100;
 export const MAX_PENDING_STOPS = 10_000;
 
 /**
+ * How many ended turns a `TurnRunner` remembers the status of, the newest kept, so a stop naming
+ * one answers `already_finished` with its `status` (older ones: without it, when its store holds it).
+ */
+export const MAX_ENDED_TURNS_KEPT = 1_000;
+
+/** The `node` of an answer a `TurnRunner` took when no fleet names it (`AnswerReply`). */
+export const LOCAL_NODE_ID = 'local';
+
+/**
  * The most UTF-8 bytes of a tool's output the history records (`TurnRunner` `maxOutputBytes`);
  * a larger one is recorded as its head and tail around a `… N bytes omitted …` line.
  */

@@ -24,7 +24,7 @@ export {
 } from 'piscina';
 export {
   TurnRunner, LISTENER_WARNING, type TurnRunnerOptions, type RunOptions, type StopOptions, type ShutdownOptions,
-  type StopRequest, type StopRefusal,
+  type StopRequest, type StopRefusal, type AnswerReply,
 } from './turn/runner.js';
 export type { TurnRunnerEvents, TurnRunnerEventName, TurnEvent } from './turn/runner-events.js';
 export type { Turn, ToolOptions, ToolCall } from './turn/active-turn.js';

@@ -44,6 +44,8 @@ export interface TurnHost {
 
 /** @internal */
 export interface PendingQuestion {
+  /** The turn that asked it. */
+  readonly turnId: string;
   /** Settle the question with `answer`; false (nothing changes) once its turn is stopping or over. */
   resolve(answer: unknown): boolean;
   reject(error: unknown): void;
@@ -325,6 +327,7 @@ export class ActiveTurn implements Turn {
       const settled = new Promise<void>((r) => { settle = r; });
       const done = () => { settle(); dispose(); this.#host.removeQuestion(questionId); };
       const pending: PendingQuestion = {
+        turnId: this.turnId,
         // Once a stop has begun the stop wins: the answer is refused and the hard stop rejects the ask.
         resolve: (answer) => {
           if (this.refusing) return false;

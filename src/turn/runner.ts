@@ -20,7 +20,7 @@
 
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
-import { MAX_PENDING_STOPS, MAX_PENDING_STOPS_PER_SESSION, StopReasons } from '../constants.js';
+import { MAX_ENDED_TURNS_KEPT, MAX_PENDING_STOPS, MAX_PENDING_STOPS_PER_SESSION, StopReasons } from '../constants.js';
 import {
   cancelledError, checkFunction, checkId, SessionBusyError, ShuttingDownError, TurnIdUsedError,
 } from '../errors.js';
@@ -32,6 +32,8 @@ import { ActiveTurn, type PendingQuestion, type Turn } from './active-turn.js';
 import { describeStore, type LedgerStore } from '../ledger/store.js';
 import type { TurnEntryBody } from '../ledger/entry.js';
 import { PendingStops } from './pending-stops.js';
+import { EndedTurns } from './ended-turns.js';
+import { AnsweredQuestions, nodeOf, type AnswerReply } from './answer-reply.js';
 import { messageOf, renderSafely } from '../base/render.js';
 import { callEach } from './listeners.js';
 import type { StopReport, TurnOutcome } from './report.js';
@@ -45,6 +47,7 @@ import { hardStopLeft, isBodyAbandoned, StopHistory, waitForGrace } from './stop
 
 export type { RunOptions, ShutdownOptions, StopOptions, TurnRunnerOptions } from './runner-options.js';
 export type { StopRequest, StopRefusal } from './stop-request.js';
+export type { AnswerReply } from './answer-reply.js';
 
 export { LISTENER_WARNING } from './listeners.js';
 
@@ -77,6 +80,10 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   readonly #runningTurnIds = new Set<string>();
   readonly #questions = new Map<string, PendingQuestion>();
   readonly #pendingStops: PendingStops;
+  /** How the turns this runner ended lately ended (`already_finished` says it). */
+  readonly #ended = new EndedTurns(MAX_ENDED_TURNS_KEPT);
+  /** Questions answered while their turn runs (`already_answered`); a turn's go with it. */
+  readonly #answered = new AnsweredQuestions();
   /** `shutdown()`'s promise; `undefined` until it is called (then `run` refuses). */
   #shutdown: Promise<StopReport[]> | undefined;
   /** Work `shutdown()` awaits after its stops (`holdShutdown`), e.g. a fleet recording them. */
@@ -138,6 +145,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
       signal?.removeEventListener('abort', onCallerAbort);
       if (this.#active.get(sessionId) === turn) this.#active.delete(sessionId);
       this.#runningTurnIds.delete(turnId);
+      this.#answered.endTurn(turnId);
       this.registry.endTurn(sessionId, token);
     });
     // `turn_started` is queued first, so a stop that begins right below records its intent after it.
@@ -161,6 +169,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
         return { status: 'cancelled', turnId, report, error: cancelledError(`turn ${turnId} was stopped`, { reason: report.reason, sessionId, turnId }) };
       }
       turn.finishing = true;
+      this.#ended.add(turnId, !ended.ok || turn.fatal !== undefined ? 'failed' : 'completed');
       if (!ended.ok || turn.fatal !== undefined) {
         const error = turn.fatal ?? (ended as { error: unknown }).error;
         const ledgerError = await this.#end(turn, { type: 'status', status: 'failed', reason: messageOf(error) }, 'turn_failed', { error });
@@ -200,7 +209,8 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
    * Stop as `stop` does, and say what became of it (`StopRequest`): `stopping` (with the report's
    * promise), `pending` (kept for `turnId` until `expiresAt`; `stop_pending` is emitted), `refused`
    * (a pending stop the book could not keep: `session_full`, `book_full` or `disabled`;
-   * `stop_refused` is emitted), `already_finished` or `not_running`. Synchronous: the answer is
+   * `stop_refused` is emitted), `already_finished` (with `status`) or `not_found`: the words of
+   * `fleet.stop` (`StopAnswer`) for the same situations. Synchronous: the answer is
    * known before anything awaits. Bad options: a TypeError or RangeError naming them, nothing kept.
    *
    * @example
@@ -212,13 +222,13 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     const { graceMs = this.graceMs, reason, turnId } = checkStopOptions(options);
     const turn = this.#active.get(sessionId);
     if (turnId === undefined || turn?.turnId === turnId) {
-      if (turn === undefined) return { outcome: 'not_running', sessionId };
-      if (turn.finishing) return { outcome: 'already_finished', sessionId, turnId: turn.turnId };
+      if (turn === undefined) return { outcome: 'not_found', sessionId };
+      if (turn.finishing) return this.#finished(sessionId, turn.turnId);
       return { outcome: 'stopping', sessionId, turnId: turn.turnId, report: this.#beginStop(turn, graceMs, reason) };
     }
     const used = this.#usedBy(turnId);
-    if (used === 'ledger') return { outcome: 'already_finished', sessionId, turnId };
-    if (used === 'running') return { outcome: 'not_running', sessionId, turnId }; // another session's turn
+    if (used === 'running') return { outcome: 'not_found', sessionId, turnId }; // another session's turn
+    if (used === 'ledger' || this.#ended.statusOf(turnId) !== undefined) return this.#finished(sessionId, turnId);
     const added = this.#pendingStops.add(sessionId, turnId, { reason, graceMs });
     if ('refused' in added) {
       this.notify('stop_refused', { sessionId, turnId, reason, why: added.refused });
@@ -227,6 +237,12 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     const kept = { sessionId, turnId, reason: added.kept.reason, graceMs: added.kept.graceMs, expiresAt: added.kept.expiresAt };
     this.notify('stop_pending', kept);
     return { outcome: 'pending', ...kept };
+  }
+
+  /** `already_finished`, with the turn's status when this runner ended it lately. */
+  #finished(sessionId: string, turnId: string): StopRequest {
+    const status = this.#ended.statusOf(turnId);
+    return status === undefined ? { outcome: 'already_finished', sessionId, turnId } : { outcome: 'already_finished', sessionId, turnId, status };
   }
 
   /** How many stops are kept for turns that have not started (expired ones are not counted). */
@@ -249,12 +265,26 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     return this.#shutdown;
   }
 
-  /** Answer a pending question, once: false if it is unknown, answered or withdrawn, or its turn is stopping. */
-  answer(questionId: string, answer: unknown): boolean {
+  /**
+   * Answer a pending question (`turn.ask`; the `question` event gives its id), once. Says what
+   * became of it in `fleet.answer`'s words (`AnswerReply`): `accepted` (the body's `ask` resolved
+   * with it; `node` is the runner's fleet's `nodeId`, or `'local'`), `already_answered` (an answer
+   * was taken first and the turn still runs), or `not_found` (never asked, withdrawn, or its turn
+   * is stopping or over). Never `relay_unavailable`: that is the fleet's. A TypeError or RangeError
+   * names a bad `questionId`.
+   *
+   * @example
+   * runner.on('question', ({ questionId, question }) => ui.ask(question).then((a) => runner.answer(questionId, a)));
+   */
+  answer(questionId: string, answer: unknown): AnswerReply {
     checkId('questionId', questionId);
     const pending = this.#questions.get(questionId);
-    if (pending === undefined) return false;
-    return pending.resolve(answer);
+    if (pending === undefined) {
+      return this.#answered.has(questionId) ? { outcome: 'already_answered', questionId } : { outcome: 'not_found', questionId };
+    }
+    if (!pending.resolve(answer)) return { outcome: 'not_found', questionId };
+    this.#answered.add(questionId, pending.turnId);
+    return { outcome: 'accepted', questionId, node: nodeOf(this) };
   }
 
   /** Pause every `checkpoint()` of the registry's tokens (a stop still wakes them): `registry.pause()`. */
@@ -383,6 +413,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
       sessionId, turnId, reason, graceMs, settledCooperatively, bodyAbandoned,
       signalledAt, settledAt, hardStopAt, markerAt, flushedAt, emittedAt: since(), hardStopped, ledgerError: history.error,
     };
+    this.#ended.add(turnId, 'cancelled');
     turn.release(); // rule 4
     this.notify('turn_aborted', { sessionId, turnId, reason, report });
     return report;
