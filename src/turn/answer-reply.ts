@@ -3,6 +3,7 @@
  * `fleet.answer` (DESIGN §11.3), and the name of the node a runner's answers say took them.
  */
 import { LOCAL_NODE_ID } from '../constants.js';
+import type { PendingQuestion } from './active-turn.js';
 
 /**
  * What became of an answer, discriminated by `outcome`:
@@ -45,25 +46,33 @@ export function nodeOf(runner: object): string {
 }
 
 /**
- * The questions answered while their turn runs, so a second answer says `already_answered` (as the
- * fleet's claim does) rather than `not_found`. A turn's are forgotten as it ends (`endTurn`), so
- * this holds no more than the running turns' answered questions.
+ * A runner's open questions, and those answered while their turn runs, so an answer says what
+ * became of it as `fleet.answer` does: a second answer is `already_answered` (as the fleet's claim
+ * is), not `not_found`. A turn's answered questions are forgotten as it ends (`endTurn`), so this
+ * holds no more than the running turns' questions.
  */
-export class AnsweredQuestions {
-  /** questionId → its turn's id. */
+export class Questions {
+  readonly #open = new Map<string, PendingQuestion>();
+  /** questionId → its turn's id, for the questions answered. */
   readonly #turnOf = new Map<string, string>();
   /** turnId → its answered questions. */
   readonly #ofTurn = new Map<string, string[]>();
 
-  add(questionId: string, turnId: string): void {
-    this.#turnOf.set(questionId, turnId);
-    const ids = this.#ofTurn.get(turnId);
-    if (ids === undefined) this.#ofTurn.set(turnId, [questionId]);
-    else ids.push(questionId);
-  }
+  add(questionId: string, question: PendingQuestion): void { this.#open.set(questionId, question); }
+  remove(questionId: string): void { this.#open.delete(questionId); }
 
-  has(questionId: string): boolean {
-    return this.#turnOf.has(questionId);
+  /** Give `answer` to the question (`node`: the runner's, for `accepted`). */
+  answer(questionId: string, answer: unknown, node: string): AnswerReply {
+    const pending = this.#open.get(questionId);
+    if (pending === undefined) {
+      return this.#turnOf.has(questionId) ? { outcome: 'already_answered', questionId } : { outcome: 'not_found', questionId };
+    }
+    if (!pending.resolve(answer)) return { outcome: 'not_found', questionId }; // its turn is stopping
+    this.#turnOf.set(questionId, pending.turnId);
+    const ids = this.#ofTurn.get(pending.turnId);
+    if (ids === undefined) this.#ofTurn.set(pending.turnId, [questionId]);
+    else ids.push(questionId);
+    return { outcome: 'accepted', questionId, node };
   }
 
   /** The turn ended: its answered questions are now `not_found`, as the fleet's are. */

@@ -7,6 +7,7 @@
  * 2. O(1) per operation: a Map keeps insertion order, so its first key is the oldest.
  */
 import type { TerminalStatus } from '../ledger/entry.js';
+import type { StopRequest } from './stop-request.js';
 
 export class EndedTurns {
   readonly #max: number;
@@ -22,6 +23,12 @@ export class EndedTurns {
     this.#statuses.set(turnId, status);
     // Invariant 1: the oldest goes.
     if (this.#statuses.size > this.#max) this.#statuses.delete(this.#statuses.keys().next().value!);
+  }
+
+  /** `requestStop`'s `already_finished`, with the turn's status when it is one of the turns kept. */
+  finished(sessionId: string, turnId: string): StopRequest {
+    const status = this.#statuses.get(turnId);
+    return status === undefined ? { outcome: 'already_finished', sessionId, turnId } : { outcome: 'already_finished', sessionId, turnId, status };
   }
 
   /** How `turnId` ended; `undefined` when it is not one of the turns kept. */

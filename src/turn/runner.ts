@@ -33,7 +33,7 @@ import { describeStore, type LedgerStore } from '../ledger/store.js';
 import type { TurnEntryBody } from '../ledger/entry.js';
 import { PendingStops } from './pending-stops.js';
 import { EndedTurns } from './ended-turns.js';
-import { AnsweredQuestions, nodeOf, type AnswerReply } from './answer-reply.js';
+import { nodeOf, Questions, type AnswerReply } from './answer-reply.js';
 import { messageOf, renderSafely } from '../base/render.js';
 import { callEach } from './listeners.js';
 import type { StopReport, TurnOutcome } from './report.js';
@@ -78,12 +78,10 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   readonly #active = new Map<string, ActiveTurn>();
   /** The turn ids of `#active`, so a stop asks "is it running?" in O(1). */
   readonly #runningTurnIds = new Set<string>();
-  readonly #questions = new Map<string, PendingQuestion>();
+  readonly #questions = new Questions(); // open, and answered while their turn runs
   readonly #pendingStops: PendingStops;
   /** How the turns this runner ended lately ended (`already_finished` says it). */
   readonly #ended = new EndedTurns(MAX_ENDED_TURNS_KEPT);
-  /** Questions answered while their turn runs (`already_answered`); a turn's go with it. */
-  readonly #answered = new AnsweredQuestions();
   /** `shutdown()`'s promise; `undefined` until it is called (then `run` refuses). */
   #shutdown: Promise<StopReport[]> | undefined;
   /** Work `shutdown()` awaits after its stops (`holdShutdown`), e.g. a fleet recording them. */
@@ -145,7 +143,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
       signal?.removeEventListener('abort', onCallerAbort);
       if (this.#active.get(sessionId) === turn) this.#active.delete(sessionId);
       this.#runningTurnIds.delete(turnId);
-      this.#answered.endTurn(turnId);
+      this.#questions.endTurn(turnId);
       this.registry.endTurn(sessionId, token);
     });
     // `turn_started` is queued first, so a stop that begins right below records its intent after it.
@@ -209,8 +207,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
    * Stop as `stop` does, and say what became of it (`StopRequest`): `stopping` (with the report's
    * promise), `pending` (kept for `turnId` until `expiresAt`; `stop_pending` is emitted), `refused`
    * (a pending stop the book could not keep: `session_full`, `book_full` or `disabled`;
-   * `stop_refused` is emitted), `already_finished` (with `status`) or `not_found`: the words of
-   * `fleet.stop` (`StopAnswer`) for the same situations. Synchronous: the answer is
+   * `stop_refused` is emitted), `already_finished` (`status`) or `not_found`, as `fleet.stop` says. Synchronous: the answer is
    * known before anything awaits. Bad options: a TypeError or RangeError naming them, nothing kept.
    *
    * @example
@@ -223,12 +220,12 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     const turn = this.#active.get(sessionId);
     if (turnId === undefined || turn?.turnId === turnId) {
       if (turn === undefined) return { outcome: 'not_found', sessionId };
-      if (turn.finishing) return this.#finished(sessionId, turn.turnId);
+      if (turn.finishing) return this.#ended.finished(sessionId, turn.turnId);
       return { outcome: 'stopping', sessionId, turnId: turn.turnId, report: this.#beginStop(turn, graceMs, reason) };
     }
     const used = this.#usedBy(turnId);
     if (used === 'running') return { outcome: 'not_found', sessionId, turnId }; // another session's turn
-    if (used === 'ledger' || this.#ended.statusOf(turnId) !== undefined) return this.#finished(sessionId, turnId);
+    if (used === 'ledger' || this.#ended.statusOf(turnId) !== undefined) return this.#ended.finished(sessionId, turnId);
     const added = this.#pendingStops.add(sessionId, turnId, { reason, graceMs });
     if ('refused' in added) {
       this.notify('stop_refused', { sessionId, turnId, reason, why: added.refused });
@@ -237,12 +234,6 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     const kept = { sessionId, turnId, reason: added.kept.reason, graceMs: added.kept.graceMs, expiresAt: added.kept.expiresAt };
     this.notify('stop_pending', kept);
     return { outcome: 'pending', ...kept };
-  }
-
-  /** `already_finished`, with the turn's status when this runner ended it lately. */
-  #finished(sessionId: string, turnId: string): StopRequest {
-    const status = this.#ended.statusOf(turnId);
-    return status === undefined ? { outcome: 'already_finished', sessionId, turnId } : { outcome: 'already_finished', sessionId, turnId, status };
   }
 
   /** How many stops are kept for turns that have not started (expired ones are not counted). */
@@ -266,25 +257,13 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   }
 
   /**
-   * Answer a pending question (`turn.ask`; the `question` event gives its id), once. Says what
-   * became of it in `fleet.answer`'s words (`AnswerReply`): `accepted` (the body's `ask` resolved
-   * with it; `node` is the runner's fleet's `nodeId`, or `'local'`), `already_answered` (an answer
-   * was taken first and the turn still runs), or `not_found` (never asked, withdrawn, or its turn
-   * is stopping or over). Never `relay_unavailable`: that is the fleet's. A TypeError or RangeError
-   * names a bad `questionId`.
-   *
-   * @example
-   * runner.on('question', ({ questionId, question }) => ui.ask(question).then((a) => runner.answer(questionId, a)));
+   * Answer a pending question (`turn.ask`), once; says what became of it as `fleet.answer` does
+   * (`AnswerReply`: `accepted` with `node`, its fleet's `nodeId` or `'local'`; `already_answered`
+   * while its turn runs; `not_found`; never `relay_unavailable`). A bad `questionId`: TypeError/RangeError.
    */
   answer(questionId: string, answer: unknown): AnswerReply {
     checkId('questionId', questionId);
-    const pending = this.#questions.get(questionId);
-    if (pending === undefined) {
-      return this.#answered.has(questionId) ? { outcome: 'already_answered', questionId } : { outcome: 'not_found', questionId };
-    }
-    if (!pending.resolve(answer)) return { outcome: 'not_found', questionId };
-    this.#answered.add(questionId, pending.turnId);
-    return { outcome: 'accepted', questionId, node: nodeOf(this) };
+    return this.#questions.answer(questionId, answer, nodeOf(this));
   }
 
   /** Pause every `checkpoint()` of the registry's tokens (a stop still wakes them): `registry.pause()`. */
@@ -304,9 +283,9 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   }
 
   /** @internal TurnHost */
-  addQuestion(questionId: string, question: PendingQuestion): void { this.#questions.set(questionId, question); }
+  addQuestion(questionId: string, question: PendingQuestion): void { this.#questions.add(questionId, question); }
   /** @internal TurnHost */
-  removeQuestion(questionId: string): void { this.#questions.delete(questionId); }
+  removeQuestion(questionId: string): void { this.#questions.remove(questionId); }
 
   /**
    * @internal Have `shutdown()` await `hold(reports)` after its stops, within its deadline (a
