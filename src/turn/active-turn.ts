@@ -343,8 +343,8 @@ export class ActiveTurn implements Turn {
         hardStop: () => pending.reject(new CancelledError(`question ${questionId} was cancelled by a stop`, {
           reason: this.token.reason, sessionId: this.sessionId, turnId: this.turnId, hard: true,
         })),
-        // The body ended without waiting for its answer: the question is withdrawn (answer() now
-        // returns false). It is not rejected: nobody may be listening, and an unhandled rejection
+        // The body ended without waiting for its answer: the question is withdrawn (runner.answer now
+        // says not_found). It is not rejected: nobody may be listening, and an unhandled rejection
         // would take the host down.
         onRetire: done,
       });
