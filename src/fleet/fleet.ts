@@ -7,13 +7,14 @@
 import { randomUUID } from 'node:crypto';
 import { FleetReasons } from '../constants.js';
 import { checkFunction, checkId, SessionBusyError, TurnIdUsedError } from '../errors.js';
-import { isTerminalStatus } from '../ledger/entry.js';
+import { isTerminalStatus, type TerminalStatus } from '../ledger/entry.js';
+import { nameNode } from '../turn/answer-reply.js';
 import type { Turn } from '../turn/active-turn.js';
 import type { StopReport } from '../turn/report.js';
 import type { AnswerReply, FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
 import { Questions } from './questions.js';
 import { duplicateSubscriber, ensureConnecting, type FleetRedisClient } from './client.js';
-import { FleetTurnRefusedError, FleetUnavailableError } from './errors.js';
+import { FleetClosedError, FleetTurnRefusedError, FleetUnavailableError } from './errors.js';
 import { fleetKeys, type FleetKeys } from './keys.js';
 import { Leases, type OwnedTurn } from './leases.js';
 import { parseMessage } from './messages.js';
@@ -85,6 +86,8 @@ export class Fleet {
     // runner.shutdown() resolves only once the records of the turns it stopped say `cancelled`, so
     // a stop sent to another instance right after answers already_finished, not after a sweep.
     this.#unholdShutdown = o.runner.holdShutdown((reports) => this.#recorded(reports));
+    // The runner's own answers (`runner.answer`) name this node, as the fleet's do.
+    nameNode(o.runner, o.nodeId);
   }
 
   /**
@@ -123,7 +126,7 @@ export class Fleet {
     checkId('sessionId', sessionId);
     checkFunction('body', body);
     const { turnId: given, runOptions } = resolveRunOptions(options);
-    if (this.#closed !== undefined) throw new Error('Fleet.run: the fleet is closed');
+    if (this.#closed !== undefined) throw new FleetClosedError('Fleet.run: the fleet is closed; it starts no turn');
     const { runner } = this.#o;
     if (runner.registry.currentToken(sessionId) !== undefined) {
       throw new SessionBusyError(`Fleet.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`, sessionId);
@@ -245,8 +248,8 @@ export class Fleet {
     switch (reply.kind) {
       case 'not_found': return turnId === undefined ? { outcome: 'not_found', sessionId } : { outcome: 'not_found', sessionId, turnId };
       case 'pending': return { outcome: 'pending', sessionId, turnId: reply.turnId };
-      case 'full': return { outcome: 'pending_full', sessionId, turnId: reply.turnId, maxPendingStops: this.#o.maxPendingStops };
-      case 'finished': return { outcome: 'already_finished', sessionId, turnId: reply.turnId, status: reply.status };
+      case 'full': return { outcome: 'refused', sessionId, turnId: reply.turnId, reason, why: 'session_full' };
+      case 'finished': return { outcome: 'already_finished', sessionId, turnId: reply.turnId, status: reply.status as TerminalStatus };
       case 'interrupted': return { outcome: 'interrupted', sessionId, turnId: reply.turnId, epoch: reply.epoch, node: reply.node };
     }
     const { turnId: id, epoch, node } = reply;
@@ -259,7 +262,7 @@ export class Fleet {
     if (ended.status === 'cancelled' && ended.report !== undefined) {
       return { outcome: 'stopped', sessionId, turnId: id, epoch, node, report: JSON.parse(ended.report) as StopReport };
     }
-    return { outcome: 'already_finished', sessionId, turnId: id, status: ended.status };
+    return { outcome: 'already_finished', sessionId, turnId: id, status: ended.status as TerminalStatus };
   }
 
   /**
@@ -310,6 +313,7 @@ export class Fleet {
 
   async #close(): Promise<void> {
     this.#unholdShutdown();
+    nameNode(this.#o.runner, undefined, this.nodeId);
     this.#leases.close();
     const swept = this.#sweep.close();
     const questionsClosed = this.#questions.close();
