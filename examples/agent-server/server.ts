@@ -20,7 +20,7 @@ import type { Fleet } from '../../src/fleet/index.js';
 import { answerQuestion } from './answers.js';
 import type { RedisEvents } from './redis-events.js';
 import { agentTurn } from './agent.js';
-import { HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
+import { discardBody, HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
 import { RequestGuard } from './guard.js';
 import { servePage } from './page.js';
 import { StopDesk } from './stop-answer.js';
@@ -155,9 +155,9 @@ export class AgentServer {
         return;
       }
       if (error instanceof HttpError) {
-        // An unread body (413 refuses before reading it) must not be parsed as the next request.
-        if (error.status === 413) res.setHeader('connection', 'close');
         sendJson(res, error.status, { error: error.message });
+        // A body refused unread (413) is read and dropped (bounded), so the client reads the answer.
+        if (error.status === 413) discardBody(req);
       } else {
         console.error(`agent-server: ${req.method} ${req.url}:`, error);
         sendJson(res, 500, { error: `internal error: ${(error as Error)?.message ?? String(error)}` });
