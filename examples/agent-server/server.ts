@@ -86,7 +86,11 @@ export class AgentServer {
     this.#options = options;
     this.nodeId = options.nodeId;
     this.#sessions = new Sessions(options.events);
-    this.#stops = new StopDesk({ runner: options.runner, fleet: options.fleet, nodeId: options.nodeId, localTurn: (id) => this.#sessions.get(id)?.turnId });
+    this.#stops = new StopDesk({
+      runner: options.runner, fleet: options.fleet, nodeId: options.nodeId,
+      localTurn: (id) => this.#sessions.get(id)?.turnId,
+      turnUsed: (turnId) => this.#running.has(turnId) ? 'running' : options.ledger.hasTurn(turnId) ? 'ledger' : undefined,
+    });
     this.#guard = new RequestGuard({ allowedHosts: options.allowedHosts ?? [], token: options.token });
     this.http = createServer((req, res) => { void this.#handle(req, res); });
     this.#heartbeat = setInterval(() => this.#ping(), HEARTBEAT_MS).unref();
@@ -220,12 +224,13 @@ export class AgentServer {
       refuseIfBusy(session);
     }
     session.beginTurn(turnId, prompt);
-    this.#stops.started(sessionId, turnId);
+    // A Stop that came before this Send: the turn starts cancelled, running nothing of its body.
+    const kept = this.#stops.started(sessionId, turnId);
     const agent = agentTurn({ model, pool, ledger }, sessionId, (callId, name, args) => {
       this.#sessions.publish(session, 'tool_call', { turnId, callId, name, args: args as Record<string, unknown> });
     });
     // `input`: the ledger records the prompt on turn_started, so the next turn's history has it.
-    const options = { turnId, input: prompt };
+    const options = { turnId, input: prompt, ...(kept === undefined ? {} : { signal: AbortSignal.abort(kept.reason) }) };
     const run = fleet === undefined ? runner.run(sessionId, agent, options) : fleet.run<string>(sessionId, agent, options);
     const done = run.then(
       (outcome) => this.#settled(session, turnId, outcome),
@@ -270,7 +275,7 @@ export class AgentServer {
     if (this.#options.fleet === undefined && turnId === undefined && this.#sessions.get(sessionId) === undefined) {
       throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
     }
-    const { status, body: answer } = await this.#stops.stop(clientOf(req), sessionId, { reason, turnId });
+    const { status, body: answer } = await this.#stops.stop(sessionId, { reason, turnId });
     sendJson(res, status, answer);
   }
 
@@ -307,7 +312,3 @@ function refuseIfBusy(session: Session): void {
 }
 
 
-/** Who sent a request, for the per-client bounds: its remote address. */
-function clientOf(req: IncomingMessage): string {
-  return req.socket.remoteAddress ?? 'unknown';
-}

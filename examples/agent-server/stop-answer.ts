@@ -1,13 +1,14 @@
 /**
  * What a Stop does and answers. With a fleet: the fleet's `StopAnswer` (the stop reaches the
  * instance running the turn). Alone: `runner.requestStop`, answered in the same shapes, so a client
- * reads one kind of answer either way. A stop that could not be kept for a turn that has not
- * started is said (`refused` / `pending_full`, as 429), never answered as if it were in force; and
- * one client's kept stops are bounded (client-stops.ts).
+ * reads one kind of answer either way; a stop for a turn that has not started is kept in the
+ * server's own book (kept-stops.ts: a session's first one always has room, whoever else sends
+ * stops). A stop that could not be kept is said (`refused` / `pending_full`, as 429), never
+ * answered as if it were in force.
  */
-import type { StopReport, TurnRunner } from '../../src/index.js';
+import { StopReasons, type StopReport, type TurnRunner } from '../../src/index.js';
 import type { Fleet } from '../../src/fleet/index.js';
-import { ClientStops, MAX_KEPT_STOPS_PER_CLIENT } from './client-stops.js';
+import { KeptStops, MAX_KEPT_STOPS_PER_SESSION, type KeepRefusal, type KeptStop } from './kept-stops.js';
 import { errorText } from './runner-events.js';
 
 /** A stop's answer when there is no fleet. */
@@ -31,36 +32,42 @@ export interface StopDeskOptions {
   nodeId: string;
   /** The turn this instance runs for the session now, if any. */
   localTurn(sessionId: string): string | undefined;
+  /** Whether the turn id is used already: in the history, or by a turn running here (of any session). */
+  turnUsed(turnId: string): 'ledger' | 'running' | undefined;
 }
 
 /** Takes the Stops of every client; see the file comment. */
 export class StopDesk {
   readonly #o: StopDeskOptions;
-  readonly #clients: ClientStops;
+  readonly #kept: KeptStops;
 
   constructor(options: StopDeskOptions) {
     this.#o = options;
-    this.#clients = new ClientStops(options.runner.pendingStopMs);
+    this.#kept = new KeptStops(options.runner.pendingStopMs);
     options.runner.on('turn_started', ({ sessionId, turnId }) => this.started(sessionId, turnId));
   }
 
-  /** The session's turn `turnId` starts here (or its Send landed here): a stop kept for it no longer counts against its client. */
-  started(sessionId: string, turnId: string): void {
-    this.#clients.started(sessionId, turnId);
+  /**
+   * The session's turn `turnId` starts here (its Send landed here): the stop kept for it, taken
+   * from the book. Without a fleet the caller starts the turn cancelled with it; with one the
+   * fleet's `run` finds the stop in Redis, and this only frees its place here.
+   */
+  started(sessionId: string, turnId: string): KeptStop | undefined {
+    const kept = this.#kept.take(sessionId, turnId);
+    return this.#o.fleet === undefined ? kept : undefined;
   }
 
-  /** Stops the session's turn (or `turnId`) for `client` (its remote address). */
-  async stop(client: string, sessionId: string, options: { reason?: string; turnId?: string }): Promise<StopReply> {
+  /** Stops the session's turn (or `turnId`). */
+  async stop(sessionId: string, options: { reason?: string; turnId?: string }): Promise<StopReply> {
     const { turnId } = options;
-    if (turnId !== undefined && !this.#clients.hasRoom(client) && !(await this.#runs(sessionId, turnId))) {
-      // A stop for a turn that has not started would be kept: this client has its share kept already.
-      return { status: 429, body: {
-        outcome: 'refused', sessionId, turnId, why: 'client_full',
-        error: `stop: not kept: this client has ${MAX_KEPT_STOPS_PER_CLIENT} stops waiting for turns that have not started; the turn is not stopped`,
-      } };
+    if (turnId !== undefined && !(await this.#runs(sessionId, turnId))) {
+      // A stop for a turn that has not started would be kept: the book must have room for it.
+      const why = this.#kept.refusal(sessionId, turnId);
+      if (why !== undefined) return { status: 429, body: refused(sessionId, turnId, why) };
     }
-    const reply = this.#o.fleet === undefined ? await this.#local(sessionId, options) : await this.#fleet(this.#o.fleet, sessionId, options);
-    if (reply.body.outcome === 'pending' && turnId !== undefined) this.#clients.kept(client, sessionId, turnId);
+    if (this.#o.fleet === undefined) return this.#local(sessionId, options);
+    const reply = await this.#fleet(this.#o.fleet, sessionId, options);
+    if (reply.body.outcome === 'pending' && turnId !== undefined) this.#kept.add(sessionId, turnId, options.reason ?? StopReasons.user);
     return reply;
   }
 
@@ -78,9 +85,22 @@ export class StopDesk {
     return { status: 200, body: { outcome: 'stopped', sessionId, turnId: report.turnId, node: this.#o.nodeId, report, relay: errorText(answer.error) } };
   }
 
+  /**
+   * Alone: the running turn is stopped by the runner; a stop for a turn that has not started is
+   * kept in this server's book (not the runner's, whose total bound any client could fill), and
+   * `#startTurn` starts that turn cancelled with it.
+   */
   async #local(sessionId: string, options: { reason?: string; turnId?: string }): Promise<StopReply> {
-    const answer = await stopAnswer(this.#o.runner, sessionId, options, this.#o.nodeId);
-    return { status: answer.outcome === 'refused' ? 429 : 200, body: answer };
+    const { turnId } = options;
+    if (turnId === undefined || this.#o.localTurn(sessionId) === turnId) {
+      const answer = await stopAnswer(this.#o.runner, sessionId, options, this.#o.nodeId);
+      return { status: answer.outcome === 'refused' ? 429 : 200, body: answer };
+    }
+    const used = this.#o.turnUsed(turnId);
+    if (used === 'ledger') return { status: 200, body: { outcome: 'already_finished', sessionId, turnId } };
+    if (used === 'running') return { status: 200, body: { outcome: 'not_found', sessionId } }; // another session's turn
+    const kept = this.#kept.add(sessionId, turnId, options.reason ?? StopReasons.user);
+    return { status: 200, body: { outcome: 'pending', sessionId, turnId, expiresAt: kept.expiresAt } };
   }
 
   /** True when the session's turn `turnId` runs now (here or, with a fleet, anywhere). */
@@ -94,6 +114,14 @@ export class StopDesk {
       return false;
     }
   }
+}
+
+/** The answer to a stop the book cannot keep (429): the turn is not stopped. */
+function refused(sessionId: string, turnId: string, why: KeepRefusal): Record<string, unknown> {
+  const error = why === 'session_full'
+    ? `stop: not kept (session_full): the session has ${MAX_KEPT_STOPS_PER_SESSION} stops waiting for turns that have not started; the turn is not stopped`
+    : `stop: not kept (${why}): the turn has not started and no more stops can wait for turns now; the turn is not stopped`;
+  return { outcome: 'refused', sessionId, turnId, why, error };
 }
 
 /**
