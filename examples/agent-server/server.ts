@@ -34,6 +34,8 @@ export const MAX_PROMPT_CHARS = 4000;
 const MAX_ANSWER_CHARS = 4000;
 /** A comment line this often keeps idle SSE connections open through proxies. */
 const HEARTBEAT_MS = 15_000;
+/** Event streams open at once (`--max-streams`): past it a new one is refused (503), so clients cannot hold sockets without end. */
+export const DEFAULT_MAX_STREAMS = 5000;
 
 /** What the server runs on; the caller creates these and closes them after `shutdown`. */
 export interface AgentServerOptions {
@@ -64,6 +66,12 @@ export interface AgentServerOptions {
   allowedHosts?: readonly string[];
   /** When set, every API request must carry `Authorization: Bearer <token>` (guard.ts). */
   token?: string;
+  /**
+   * Event streams open at once, all sessions together; past it `GET …/events` is refused with 503
+   * (and `retry-after`) until one closes.
+   * @default DEFAULT_MAX_STREAMS (5000)
+   */
+  maxStreams?: number;
 }
 
 /**
@@ -120,7 +128,7 @@ export class AgentServer {
       sessions: this.#sessions.size,
       runningTurns: this.#running.size,
       sseClients: this.#sessions.clients,
-      sseClientsDropped: this.#sessions.streams.dropped,
+      sseClientsDropped: this.#sessions.dropped,
       eventLogBytes: this.#sessions.logBytes,
       ...(this.#options.events === undefined ? {} : { eventRelayFailures: this.#options.events.failures }),
       ...(this.#options.fleet === undefined ? {} : { fleet: this.#options.fleet.stats() }),
@@ -255,6 +263,11 @@ export class AgentServer {
 
   #events(sessionId: string, req: IncomingMessage, res: ServerResponse): void {
     const lastEventId = this.#sessions.lastEventId(req.headers['last-event-id']);
+    const max = this.#options.maxStreams ?? DEFAULT_MAX_STREAMS;
+    if (this.#sessions.clients >= max) {
+      res.setHeader('retry-after', '5');
+      throw new HttpError(503, `events: ${max} event streams are open, the most this server keeps; try again later`);
+    }
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
