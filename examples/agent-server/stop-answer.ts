@@ -59,13 +59,13 @@ export class StopDesk {
 
   /** Stops the session's turn (or `turnId`). */
   async stop(sessionId: string, options: { reason?: string; turnId?: string }): Promise<StopReply> {
+    if (this.#o.fleet === undefined) return this.#local(sessionId, options);
     const { turnId } = options;
     if (turnId !== undefined && !(await this.#runs(sessionId, turnId))) {
-      // A stop for a turn that has not started would be kept: the book must have room for it.
+      // A stop for a turn that has not started would be kept (in Redis): this book admits it first.
       const why = this.#kept.refusal(sessionId, turnId);
       if (why !== undefined) return { status: 429, body: refused(sessionId, turnId, why) };
     }
-    if (this.#o.fleet === undefined) return this.#local(sessionId, options);
     const reply = await this.#fleet(this.#o.fleet, sessionId, options);
     if (reply.body.outcome === 'pending' && turnId !== undefined) this.#kept.add(sessionId, turnId, options.reason ?? StopReasons.user);
     return reply;
@@ -99,11 +99,13 @@ export class StopDesk {
     const used = this.#o.turnUsed(turnId);
     if (used === 'ledger') return { status: 200, body: { outcome: 'already_finished', sessionId, turnId } };
     if (used === 'running') return { status: 200, body: { outcome: 'not_found', sessionId } }; // another session's turn
+    const why = this.#kept.refusal(sessionId, turnId);
+    if (why !== undefined) return { status: 429, body: refused(sessionId, turnId, why) };
     const kept = this.#kept.add(sessionId, turnId, options.reason ?? StopReasons.user);
     return { status: 200, body: { outcome: 'pending', sessionId, turnId, expiresAt: kept.expiresAt } };
   }
 
-  /** True when the session's turn `turnId` runs now (here or, with a fleet, anywhere). */
+  /** True when the session's turn `turnId` runs now, here or anywhere in the fleet. */
   async #runs(sessionId: string, turnId: string): Promise<boolean> {
     if (this.#o.localTurn(sessionId) === turnId) return true;
     if (this.#o.fleet === undefined) return false;
