@@ -6,7 +6,7 @@
  *
  * What a client can forge: its address (any 127.x reaches a loopback server; on the internet a
  * /64 of IPv6 addresses is one customer's), and any session id or turn id. What it cannot do is
- * know another user's session id: the page makes a random one (122 bits). So the book is bounded
+ * know another user's session id: the page makes a random one (48 bits). So the book is bounded
  * per session, never per address, and a session's own first stop never competes with anyone's:
  *
  * Invariants:
@@ -27,7 +27,7 @@
 export const MAX_KEPT_STOPS_PER_SESSION = 100;
 /** The most stops kept past their session's first, all sessions together (invariant 2). */
 export const MAX_SHARED_KEPT_STOPS = 10_000;
-/** The most sessions holding a kept stop at once: the memory bound of invariant 1 (391 bytes each with the page's ids, 612 with 100-character ones). */
+/** The most sessions holding a kept stop at once: the memory bound of invariant 1 (391 bytes each with ids of 44 and 37 characters, 612 with 100-character ones). */
 export const MAX_SESSIONS_WITH_STOPS = 250_000;
 
 /** Why a stop cannot be kept: its session holds its most, the shared room (or the memory bound) is full, or keeping is off. */
