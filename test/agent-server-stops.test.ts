@@ -58,7 +58,6 @@ describe('stops kept for turns that have not started', () => {
           const { status, body } = await postFrom(flooder, `/api/sessions/flood-${i}/stop`, { turnId: `turn-made-up-${i}` });
           const key = `${status} ${body.outcome}`;
           answers.set(key, (answers.get(key) ?? 0) + 1);
-          if (status === 429) expect(body.error).toMatch(/^stop: not kept: this client has 100 stops waiting/);
         }
       }));
 
@@ -74,13 +73,51 @@ describe('stops kept for turns that have not started', () => {
       } finally {
         events.close();
       }
-      // The flood was kept up to the client's bound, then refused: said in the answer, not dropped silently.
-      expect(Object.fromEntries(answers)).toEqual({ '200 pending': 100, '429 refused': FLOOD - 100 });
+      // Each made-up turn is its session's first kept stop: kept (a session's first always has room).
+      expect(Object.fromEntries(answers)).toEqual({ '200 pending': FLOOD });
       // The user's own client still has room: its stops are its own.
       expect(await postFrom(user, '/api/sessions/user-session-2/stop', { turnId: 'turn-user-2' })).toMatchObject({ status: 200, body: { outcome: 'pending' } });
     } finally {
       user.destroy();
       flooder.destroy();
+    }
+  });
+
+  it("100 clients (127.0.0.2-127.0.0.101), 100 stops each for made-up turns, leave room for a user's own Stop-before-Send: its turn is stopped", async () => {
+    const clients = Array.from({ length: 100 }, (_, i) => new Agent({ keepAlive: true, maxSockets: 4, localAddress: `127.0.0.${i + 2}` }));
+    const user = new Agent({ keepAlive: true, localAddress: '127.0.0.1' });
+    try {
+      // Each client stays within any per-client bound: 100 stops, each for a session of its own.
+      const answers = new Map<string, number>();
+      await Promise.all(clients.map(async (client, c) => {
+        for (let i = 0; i < 100; i += 4) {
+          await Promise.all([0, 1, 2, 3].map(async (j) => {
+            const { status, body } = await postFrom(client, `/api/sessions/spoof-${c}-${i + j}/stop`, { turnId: `turn-spoof-${c}-${i + j}` });
+            const key = `${status} ${body.outcome}`;
+            answers.set(key, (answers.get(key) ?? 0) + 1);
+          }));
+        }
+      }));
+      expect(answers.get('200 pending')).toBe(10_000);
+
+      // The user pressed Stop before their Send reached the server: the stop is kept.
+      const turnId = 'turn-user-after-spoof';
+      expect(await postFrom(user, '/api/sessions/user-after-spoof/stop', { turnId })).toEqual({
+        status: 200, body: { outcome: 'pending', sessionId: 'user-after-spoof', turnId, expiresAt: expect.any(Number) },
+      });
+      // The Send lands: the turn starts cancelled, its shell tool never runs.
+      expect((await postFrom(user, '/api/sessions/user-after-spoof/turns', { prompt: 'shell', turnId })).status).toBe(202);
+      const events = await server.events('user-after-spoof');
+      try {
+        const end = await events.next('turn_aborted', (e) => e.data.turnId === turnId, 10_000);
+        expect(end.data.report).toMatchObject({ reason: 'cancel.user' });
+        expect(events.types()).not.toContain('tool_call');
+      } finally {
+        events.close();
+      }
+    } finally {
+      for (const client of clients) client.destroy();
+      user.destroy();
     }
   });
 

@@ -18,15 +18,26 @@ export class HttpError extends Error {
 export const MAX_BODY_BYTES = 64 * 1024;
 
 /**
+ * How much of a refused body is read and discarded after its 413 (`discardBody`), in bytes and in
+ * ms: enough for a client that sends a big body whole to finish and read the answer, while one
+ * whose body never ends is cut off.
+ */
+export const DISCARD_MAX_BYTES = 16 * 1024 * 1024;
+export const DISCARD_MAX_MS = 10_000;
+
+/**
  * Reads a JSON object body. An empty body is `{}`. Refuses a body over `MAX_BODY_BYTES` (413, as
- * soon as it is known, without reading the rest), bad JSON (400) and a non-object (400).
+ * soon as it is known, without reading the rest: the caller answers, then `discardBody`), bad JSON
+ * (400) and a non-object (400).
  */
 export async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
   const declared = Number(req.headers['content-length']);
   if (declared > MAX_BODY_BYTES) throw new HttpError(413, `request body: over ${MAX_BODY_BYTES} bytes (content-length ${declared})`);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
+  // Leaving the loop early must not destroy the request: that resets the connection under a
+  // client still writing, which then never reads the 413.
+  for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
     size += chunk.length;
     if (size > MAX_BODY_BYTES) throw new HttpError(413, `request body: over ${MAX_BODY_BYTES} bytes`);
     chunks.push(chunk);
@@ -43,6 +54,28 @@ export async function readJson(req: IncomingMessage): Promise<Record<string, unk
     throw new HttpError(400, `request body: expected a JSON object, got ${Array.isArray(body) ? 'an array' : JSON.stringify(body)}`);
   }
   return body as Record<string, unknown>;
+}
+
+/**
+ * Reads and drops what is left of a request body the server has answered without reading (a
+ * 413), so that a client still sending it can finish and read the answer: closing the connection
+ * under it instead resets it, and the client sees a network error (EPIPE), not the refusal. Past
+ * `DISCARD_MAX_BYTES` or `DISCARD_MAX_MS` the connection is cut. A body read to its end leaves the
+ * connection open for the client's next request.
+ */
+export function discardBody(req: IncomingMessage): void {
+  if (req.complete || req.destroyed) return;
+  let left = DISCARD_MAX_BYTES;
+  const cut = () => req.socket.destroy();
+  const timer = setTimeout(cut, DISCARD_MAX_MS).unref();
+  const done = () => clearTimeout(timer);
+  req.on('data', (chunk: Buffer) => {
+    left -= chunk.length;
+    if (left < 0) cut();
+  });
+  req.once('end', done);
+  req.once('close', done);
+  req.resume();
 }
 
 /** Sends `body` as JSON with `status`; never cached. */

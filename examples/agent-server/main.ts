@@ -48,7 +48,7 @@ const telemetry = await startTelemetry(runner);
 const fleet = await joinFleet(options, runner);
 const server = new AgentServer({
   runner, pool, ledger, model, nodeId: options.nodeId, publicDir: publicDir(), fleet: fleet?.fleet, events: fleet?.events,
-  allowedHosts: options.allowedHosts, token: options.token,
+  allowedHosts: options.allowedHosts, token: options.token, maxStreams: options.maxStreams,
 });
 const url = await server.listen(options.port, options.host);
 // Before the URL goes out: whoever reads it may send SIGTERM at once, and a signal that came

@@ -9,7 +9,7 @@ import { clusterRootNodes, type ClusterRootNode } from '../../src/fleet/index.js
 /** The usage line main.ts prints under a refused flag. */
 export const USAGE = 'usage: npm run serve -- [--port 3000] [--host 127.0.0.1] [--allowed-hosts NAME[:PORT],...] [--token TOKEN]\n' +
   '  [--redis redis://127.0.0.1:6379 | --redis-cluster HOST:PORT,HOST:PORT,...] [--fleet-prefix P] [--node-id ID]\n' +
-  '  [--postgres postgres://HOST/DB [--pg-schema S]] [--data DIR] [--grace MS]';
+  '  [--postgres postgres://HOST/DB [--pg-schema S]] [--data DIR] [--grace MS] [--max-streams N]';
 
 /** The environment variable read for the bearer token when `--token` is not given. */
 export const TOKEN_ENV = 'AGENT_SERVER_TOKEN';
@@ -38,6 +38,8 @@ export interface ServerOptions {
   nodeId: string;
   data?: string;
   grace: number;
+  /** `--max-streams`: event streams open at once; `undefined`: the server's default. */
+  maxStreams?: number;
 }
 
 const ID = /^[\w.:-]{1,64}$/;
@@ -63,6 +65,7 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
       'pg-schema': { type: 'string' },
       data: { type: 'string' },
       grace: { type: 'string', default: '100' },
+      'max-streams': { type: 'string' },
     },
   });
   const port = Number(values.port);
@@ -79,8 +82,12 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
   if (token !== undefined && !TOKEN.test(token)) {
     throw new RangeError(`--token (or ${TOKEN_ENV}): expected 16-512 characters of A-Z a-z 0-9 - . _ ~ + /, got ${token.length} characters`);
   }
+  const maxStreams = values['max-streams'] === undefined ? undefined : Number(values['max-streams']);
+  if (maxStreams !== undefined && (!Number.isSafeInteger(maxStreams) || maxStreams < 1)) {
+    throw new RangeError(`--max-streams: expected a positive integer, got ${values['max-streams']}`);
+  }
   const redis = redisOptions(values);
-  return { port, host: values.host!, allowedHosts, token, ...redis, ...postgresOptions(values, redis), nodeId, data: values.data, grace };
+  return { port, host: values.host!, allowedHosts, token, ...redis, ...postgresOptions(values, redis), nodeId, data: values.data, grace, maxStreams };
 }
 
 /** `--postgres` (which needs a fleet: without one, history shared and events not are no use) and `--pg-schema`. */

@@ -5,23 +5,30 @@
  * clients follow it. Each client reads the stream itself from its own position (`XRANGE`), so it
  * gets every event once and in order whichever instance wrote it; the SSE `id` is the stream
  * entry's id, so a client reconnecting to another instance with `Last-Event-ID` resumes exactly
- * where it was. A client is written to only while its socket drains (no backlog kept for it).
+ * where it was. A client is read for only while its socket drains, but a client that does not
+ * read is dropped as without Redis (streams.ts: once `MAX_CLIENT_BACKLOG_BYTES` wait unsent for it):
+ * new events are written to it even while it has not drained, so one that never reads gets there.
+ * The streams are bounded in total too: an index (a sorted set by last event time) holds the
+ * sessions that have one, and past `maxStreams` the least recently written ones are deleted.
  */
 import type { ServerResponse } from 'node:http';
 import { HttpError } from './http.js';
-import { MAX_LOG_BYTES, MAX_LOG_EVENTS, framed, type EventType, type SessionEvent } from './event-log.js';
+import { MAX_EVENT_BYTES, MAX_LOG_BYTES, MAX_LOG_EVENTS, framed, type EventType, type SessionEvent } from './event-log.js';
+import { MAX_CLIENT_BACKLOG_BYTES, sendOrDrop } from './streams.js';
 
 /** Entries a session's stream keeps (approximately: `MAXLEN ~`, trimmed by whole nodes). */
 export const STREAM_MAX_EVENTS = MAX_LOG_EVENTS;
 /** A session's stream expires this long after its last event. */
 export const STREAM_TTL_MS = 24 * 60 * 60 * 1000;
-/** Entries read per `XRANGE`. */
-const PAGE = 100;
+/** Sessions with a stream in Redis at most (all instances together); past it the least recently written ones are deleted. */
+export const MAX_EVENT_STREAMS = 10_000;
 /** Entries of the first `XREVRANGE` when placing a new client (20 of the largest events are 1.25 MiB), and of the largest. */
 const PLACE_PAGE = 20;
 const PLACE_PAGE_MAX = 1000;
-/** Bytes waiting unsent on a client's socket past which its reading waits for `drain`. */
+/** Bytes waiting unsent on a client's socket past which its reading waits for `drain` (or a new event). */
 const HIGH_WATER_BYTES = 256 * 1024;
+/** Entries read per `XRANGE`: a page written below the high water never passes the drop bound, however big its events. */
+const PAGE = Math.floor((MAX_CLIENT_BACKLOG_BYTES - HIGH_WATER_BYTES) / MAX_EVENT_BYTES);
 /** A Redis Streams entry id (`<ms>-<seq>`; `<ms>` alone is read as `<ms>-0`), each part at most `ID_PART_MAX`. */
 const STREAM_ID = /^(\d{1,20})(?:-(\d{1,20}))?$/;
 /** The largest part of a stream id Redis takes (2^64 − 1); an id of two is the last one, with nothing after it. */
@@ -33,6 +40,10 @@ export interface EventsRedis {
   xRange(key: string, start: string, end: string, options?: { COUNT?: number }): Promise<{ id: string; message: Record<string, string> }[]>;
   xRevRange(key: string, end: string, start: string, options?: { COUNT?: number }): Promise<{ id: string; message: Record<string, string> }[]>;
   pExpire(key: string, ms: number): Promise<unknown>;
+  zAdd(key: string, member: { score: number; value: string }): Promise<number>;
+  zCard(key: string): Promise<number>;
+  zPopMinCount(key: string, count: number): Promise<{ value: string; score: number }[]>;
+  del(key: string): Promise<number>;
   publish(channel: string, message: string): Promise<unknown>;
   subscribe(channel: string, listener: (message: string) => void): Promise<unknown>;
   unsubscribe(channel: string, listener: (message: string) => void): Promise<unknown>;
@@ -44,6 +55,8 @@ interface Client {
   cursor: string | undefined;
   reading: boolean;
   again: boolean;
+  /** While its reading waits for `drain`: ends the wait (a new event came). */
+  nudge: (() => void) | undefined;
 }
 
 interface Feed {
@@ -58,18 +71,22 @@ export class RedisEvents {
   readonly #redis: EventsRedis;
   readonly #subscriber: EventsRedis;
   readonly #prefix: string;
+  readonly #maxStreams: number;
   readonly #feeds = new Map<string, Feed>();
   #count = 0;
   #failures = 0;
+  #dropped = 0;
 
   /**
    * @param redis the server's client (commands); `subscriber` a connection of its own in
-   * subscribe mode; `prefix` the fleet's key prefix (the streams live beside its keys).
+   * subscribe mode; `prefix` the fleet's key prefix (the streams live beside its keys);
+   * `maxStreams` sessions with a stream at most (default `MAX_EVENT_STREAMS`).
    */
-  constructor(redis: EventsRedis, subscriber: EventsRedis, prefix: string) {
+  constructor(redis: EventsRedis, subscriber: EventsRedis, prefix: string, options: { maxStreams?: number } = {}) {
     this.#redis = redis;
     this.#subscriber = subscriber;
     this.#prefix = prefix;
+    this.#maxStreams = options.maxStreams ?? MAX_EVENT_STREAMS;
   }
 
   /** Clients connected now. */
@@ -77,6 +94,14 @@ export class RedisEvents {
 
   /** Events Redis refused or could not take (the ledger still has them; the page misses them). */
   get failures(): number { return this.#failures; }
+
+  /** Clients dropped so far because they did not read. */
+  get dropped(): number { return this.#dropped; }
+
+  /** The index of the sessions that have a stream, scored by their last event's time (ms). */
+  get indexKey(): string {
+    return `${this.#prefix}:events:index`;
+  }
 
   /** The key of a session's stream (the session's hash tag, as the fleet's keys). */
   key(sessionId: string): string {
@@ -94,10 +119,25 @@ export class RedisEvents {
   publish(sessionId: string, type: EventType, data: SessionEvent['data']): void {
     const key = this.key(sessionId);
     void this.#redis.xAdd(key, '*', { type, data: framed(data) }, { TRIM: { strategy: 'MAXLEN', strategyModifier: '~', threshold: STREAM_MAX_EVENTS } })
-      .then(() => Promise.all([this.#redis.pExpire(key, STREAM_TTL_MS), this.#redis.publish(this.#channel(sessionId), '')]))
+      .then(() => Promise.all([this.#redis.pExpire(key, STREAM_TTL_MS), this.#redis.publish(this.#channel(sessionId), ''), this.#indexed(sessionId)]))
       .catch((error: unknown) => {
         if (this.#failures++ === 0) console.error(`agent-server: events: Redis refused an event (${(error as Error)?.message}); the history keeps it`);
       });
+  }
+
+  /**
+   * Marks the session's stream as written now; a session new to the index may make it pass
+   * `maxStreams`, and then the least recently written sessions' streams are deleted. Two instances
+   * trimming at once pop different sessions (`ZPOPMIN` is atomic).
+   */
+  async #indexed(sessionId: string): Promise<void> {
+    const index = this.indexKey;
+    if (await this.#redis.zAdd(index, { score: Date.now(), value: sessionId }) === 0) return;
+    await this.#redis.pExpire(index, STREAM_TTL_MS);
+    const over = await this.#redis.zCard(index) - this.#maxStreams;
+    if (over <= 0) return;
+    const gone = await this.#redis.zPopMinCount(index, over);
+    await Promise.all(gone.map(({ value }) => this.#redis.del(this.key(value))));
   }
 
   /**
@@ -121,7 +161,7 @@ export class RedisEvents {
    * newest ones (up to the in-memory log's bounds) when absent, then every new one.
    */
   async follow(sessionId: string, res: ServerResponse, lastEventId: string | undefined): Promise<void> {
-    const client: Client = { res, cursor: lastEventId, reading: false, again: false };
+    const client: Client = { res, cursor: lastEventId, reading: false, again: false, nudge: undefined };
     const feed = this.#feed(sessionId);
     feed.clients.add(client);
     this.#count++;
@@ -202,27 +242,36 @@ export class RedisEvents {
     return newestId ?? '0-0';
   }
 
-  /** Writes the client what the stream has after its cursor, a page at a time, as its socket drains. */
+  /**
+   * Writes the client what the stream has after its cursor, a page at a time, as its socket
+   * drains. `again` says a new event came since the last `XRANGE` was sent (it may have missed
+   * it): then the pump reads on at once, drained or not, so a client that does not read passes the
+   * drop bound instead of holding its place for ever.
+   */
   async #pump(sessionId: string, client: Client): Promise<void> {
     if (client.cursor === undefined) return; // still being placed: it reads right after
     if (client.reading) {
       client.again = true;
+      client.nudge?.();
       return;
     }
     client.reading = true;
     try {
-      do {
+      for (;;) {
         client.again = false;
-        for (;;) {
-          const entries = await this.#redis.xRange(this.key(sessionId), `(${client.cursor}`, '+', { COUNT: PAGE });
-          if (client.res.destroyed) return;
-          if (entries.length === 0) break;
-          client.res.write(entries.map(frameOf).join(''));
+        const entries = await this.#redis.xRange(this.key(sessionId), `(${client.cursor}`, '+', { COUNT: PAGE });
+        if (client.res.destroyed) return;
+        if (entries.length > 0) {
+          if (!sendOrDrop(client.res, entries.map(frameOf).join(''))) {
+            this.#dropped++;
+            return;
+          }
           client.cursor = entries.at(-1)!.id;
-          if (client.res.writableLength > HIGH_WATER_BYTES) await drained(client.res);
-          if (entries.length < PAGE) break;
+          if (client.res.writableLength > HIGH_WATER_BYTES && !client.again) await drainedOrNudged(client);
+          if (client.res.destroyed) return;
         }
-      } while (client.again && !client.res.destroyed);
+        if (entries.length < PAGE && !client.again) return;
+      }
     } catch (error) {
       this.#fail(client.res, error);
     } finally {
@@ -242,10 +291,13 @@ function frameOf(entry: { id: string; message: Record<string, string> }): string
   return `id: ${entry.id}\nevent: ${entry.message.type}\ndata: ${entry.message.data}\n\n`;
 }
 
-function drained(res: ServerResponse): Promise<void> {
+/** Resolves once the client's socket drains, closes, or a new event nudges it. */
+function drainedOrNudged(client: Client): Promise<void> {
+  const { res } = client;
   return new Promise((resolve) => {
-    const done = () => { res.off('drain', done); res.off('close', done); resolve(); };
+    const done = () => { res.off('drain', done); res.off('close', done); client.nudge = undefined; resolve(); };
     res.once('drain', done);
     res.once('close', done);
+    client.nudge = done;
   });
 }

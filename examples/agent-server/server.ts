@@ -20,7 +20,7 @@ import type { Fleet } from '../../src/fleet/index.js';
 import { answerQuestion } from './answers.js';
 import type { RedisEvents } from './redis-events.js';
 import { agentTurn } from './agent.js';
-import { HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
+import { discardBody, HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
 import { RequestGuard } from './guard.js';
 import { servePage } from './page.js';
 import { StopDesk } from './stop-answer.js';
@@ -34,6 +34,8 @@ export const MAX_PROMPT_CHARS = 4000;
 const MAX_ANSWER_CHARS = 4000;
 /** A comment line this often keeps idle SSE connections open through proxies. */
 const HEARTBEAT_MS = 15_000;
+/** Event streams open at once (`--max-streams`): past it a new one is refused (503), so clients cannot hold sockets without end. */
+export const DEFAULT_MAX_STREAMS = 5000;
 
 /** What the server runs on; the caller creates these and closes them after `shutdown`. */
 export interface AgentServerOptions {
@@ -64,6 +66,12 @@ export interface AgentServerOptions {
   allowedHosts?: readonly string[];
   /** When set, every API request must carry `Authorization: Bearer <token>` (guard.ts). */
   token?: string;
+  /**
+   * Event streams open at once, all sessions together; past it `GET …/events` is refused with 503
+   * (and `retry-after`) until one closes.
+   * @default DEFAULT_MAX_STREAMS (5000)
+   */
+  maxStreams?: number;
 }
 
 /**
@@ -86,7 +94,11 @@ export class AgentServer {
     this.#options = options;
     this.nodeId = options.nodeId;
     this.#sessions = new Sessions(options.events);
-    this.#stops = new StopDesk({ runner: options.runner, fleet: options.fleet, nodeId: options.nodeId, localTurn: (id) => this.#sessions.get(id)?.turnId });
+    this.#stops = new StopDesk({
+      runner: options.runner, fleet: options.fleet, nodeId: options.nodeId,
+      localTurn: (id) => this.#sessions.get(id)?.turnId,
+      turnUsed: (turnId) => this.#running.has(turnId) ? 'running' : options.ledger.hasTurn(turnId) ? 'ledger' : undefined,
+    });
     this.#guard = new RequestGuard({ allowedHosts: options.allowedHosts ?? [], token: options.token });
     this.http = createServer((req, res) => { void this.#handle(req, res); });
     this.#heartbeat = setInterval(() => this.#ping(), HEARTBEAT_MS).unref();
@@ -116,7 +128,7 @@ export class AgentServer {
       sessions: this.#sessions.size,
       runningTurns: this.#running.size,
       sseClients: this.#sessions.clients,
-      sseClientsDropped: this.#sessions.streams.dropped,
+      sseClientsDropped: this.#sessions.dropped,
       eventLogBytes: this.#sessions.logBytes,
       ...(this.#options.events === undefined ? {} : { eventRelayFailures: this.#options.events.failures }),
       ...(this.#options.fleet === undefined ? {} : { fleet: this.#options.fleet.stats() }),
@@ -155,9 +167,9 @@ export class AgentServer {
         return;
       }
       if (error instanceof HttpError) {
-        // An unread body (413 refuses before reading it) must not be parsed as the next request.
-        if (error.status === 413) res.setHeader('connection', 'close');
         sendJson(res, error.status, { error: error.message });
+        // A body refused unread (413) is read and dropped (bounded), so the client reads the answer.
+        if (error.status === 413) discardBody(req);
       } else {
         console.error(`agent-server: ${req.method} ${req.url}:`, error);
         sendJson(res, 500, { error: `internal error: ${(error as Error)?.message ?? String(error)}` });
@@ -220,12 +232,13 @@ export class AgentServer {
       refuseIfBusy(session);
     }
     session.beginTurn(turnId, prompt);
-    this.#stops.started(sessionId, turnId);
+    // A Stop that came before this Send: the turn starts cancelled, running nothing of its body.
+    const kept = this.#stops.started(sessionId, turnId);
     const agent = agentTurn({ model, pool, ledger }, sessionId, (callId, name, args) => {
       this.#sessions.publish(session, 'tool_call', { turnId, callId, name, args: args as Record<string, unknown> });
     });
     // `input`: the ledger records the prompt on turn_started, so the next turn's history has it.
-    const options = { turnId, input: prompt };
+    const options = { turnId, input: prompt, ...(kept === undefined ? {} : { signal: AbortSignal.abort(kept.reason) }) };
     const run = fleet === undefined ? runner.run(sessionId, agent, options) : fleet.run<string>(sessionId, agent, options);
     const done = run.then(
       (outcome) => this.#settled(session, turnId, outcome),
@@ -250,6 +263,11 @@ export class AgentServer {
 
   #events(sessionId: string, req: IncomingMessage, res: ServerResponse): void {
     const lastEventId = this.#sessions.lastEventId(req.headers['last-event-id']);
+    const max = this.#options.maxStreams ?? DEFAULT_MAX_STREAMS;
+    if (this.#sessions.clients >= max) {
+      res.setHeader('retry-after', '5');
+      throw new HttpError(503, `events: ${max} event streams are open, the most this server keeps; try again later`);
+    }
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
@@ -270,7 +288,7 @@ export class AgentServer {
     if (this.#options.fleet === undefined && turnId === undefined && this.#sessions.get(sessionId) === undefined) {
       throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
     }
-    const { status, body: answer } = await this.#stops.stop(clientOf(req), sessionId, { reason, turnId });
+    const { status, body: answer } = await this.#stops.stop(sessionId, { reason, turnId });
     sendJson(res, status, answer);
   }
 
@@ -307,7 +325,3 @@ function refuseIfBusy(session: Session): void {
 }
 
 
-/** Who sent a request, for the per-client bounds: its remote address. */
-function clientOf(req: IncomingMessage): string {
-  return req.socket.remoteAddress ?? 'unknown';
-}

@@ -63,6 +63,9 @@ export class Sessions {
   /** Stream clients connected now. */
   get clients(): number { return this.streams.count + (this.relay?.count ?? 0); }
 
+  /** Stream clients dropped so far because they did not read. */
+  get dropped(): number { return this.streams.dropped + (this.relay?.dropped ?? 0); }
+
   get size(): number { return this.#sessions.size; }
 
   /** Bytes of every session's log together. */

@@ -52,13 +52,19 @@ export class Streams {
     for (const clients of this.#clients.values()) for (const res of clients) res.end();
   }
 
-  /** Writes, or drops a client whose backlog is over the limit (the write's return alone is false past 16 KiB). */
   #write(res: ServerResponse, chunk: string): void {
-    if (res.destroyed) return;
-    res.write(chunk);
-    if (res.writableLength > MAX_CLIENT_BACKLOG_BYTES) {
-      this.#dropped++;
-      res.destroy();
-    }
+    if (!res.destroyed && !sendOrDrop(res, chunk)) this.#dropped++;
   }
+}
+
+/**
+ * Writes `chunk` to a stream client, or drops the client (false) once its backlog is over
+ * `MAX_CLIENT_BACKLOG_BYTES` (a write's return alone is false past 16 KiB): the one rule for a
+ * client that does not read, with or without Redis.
+ */
+export function sendOrDrop(res: ServerResponse, chunk: string): boolean {
+  res.write(chunk);
+  if (res.writableLength <= MAX_CLIENT_BACKLOG_BYTES) return true;
+  res.destroy();
+  return false;
 }

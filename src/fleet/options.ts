@@ -52,7 +52,7 @@ export interface FleetOptions {
   /**
    * The most pending stops (stops of turn ids no instance has registered yet) Redis keeps for one
    * session. Past it a stop of another unregistered turn id is not kept and answers
-   * `{ outcome: 'pending_full' }`; expired ones are pruned first, and other sessions are never
+   * `{ outcome: 'refused', why: 'session_full' }`; expired ones are pruned first, and other sessions are never
    * affected. @default 100
    */
   maxPendingStops?: number;
