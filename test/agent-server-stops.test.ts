@@ -103,7 +103,7 @@ describe('stops kept for turns that have not started', () => {
       // The user pressed Stop before their Send reached the server: the stop is kept.
       const turnId = 'turn-user-after-spoof';
       expect(await postFrom(user, '/api/sessions/user-after-spoof/stop', { turnId })).toEqual({
-        status: 200, body: { outcome: 'pending', sessionId: 'user-after-spoof', turnId, expiresAt: expect.any(Number) },
+        status: 200, body: { outcome: 'pending', sessionId: 'user-after-spoof', turnId, reason: 'cancel.user', graceMs: expect.any(Number), expiresAt: expect.any(Number) },
       });
       // The Send lands: the turn starts cancelled, its shell tool never runs.
       expect((await postFrom(user, '/api/sessions/user-after-spoof/turns', { prompt: 'shell', turnId })).status).toBe(202);

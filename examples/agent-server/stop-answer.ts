@@ -65,7 +65,7 @@ export class StopDesk {
     const reason = options.reason ?? StopReasons.user;
     if (this.#o.fleet === undefined) {
       const kept = this.#kept.add(sessionId, turnId, reason);
-      return { status: 200, body: { outcome: 'pending', sessionId, turnId, reason, expiresAt: kept.expiresAt } };
+      return { status: 200, body: { outcome: 'pending', sessionId, turnId, reason, graceMs: this.#o.runner.graceMs, expiresAt: kept.expiresAt } };
     }
     const reply = await this.#reply(await this.#answer(sessionId, options));
     if (reply.body.outcome === 'pending') this.#kept.add(sessionId, turnId, reason);
