@@ -7,7 +7,7 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { uniquePrefix } from './fixtures/fleet/support.js';
-import { eventually, FleetScene, held, type Instance } from './fixtures/fleet/scene.js';
+import { eventually, FleetScene, held } from './fixtures/fleet/scene.js';
 import {
   CLUSTER_PORT, clusterLock, LocalCluster, noSubscriberOn, redisServerInstalled, sharedCluster, tryAgainCount,
 } from './fixtures/fleet/cluster.js';
