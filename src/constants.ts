@@ -23,6 +23,15 @@ export const MAX_PENDING_STOPS_PER_SESSION = 100;
 export const MAX_PENDING_STOPS = 10_000;
 
 /**
+ * How many ended turns a `TurnRunner` remembers the status of, the newest kept, so a stop naming
+ * one answers `already_finished` with its `status` (older ones: without it, when its store holds it).
+ */
+export const MAX_ENDED_TURNS_KEPT = 1_000;
+
+/** The `node` of an answer a `TurnRunner` took when no fleet names it (`AnswerReply`). */
+export const LOCAL_NODE_ID = 'local';
+
+/**
  * The most UTF-8 bytes of a tool's output the history records (`TurnRunner` `maxOutputBytes`);
  * a larger one is recorded as its head and tail around a `… N bytes omitted …` line.
  */
@@ -174,8 +183,14 @@ export const ErrorCodes = Object.freeze({
   shuttingDown: 'ERR_FULLSTOP_SHUTTING_DOWN',
   /** `LedgerTimeoutError`: a ledger store did not answer within its bound (a stop went on without it). */
   ledgerTimeout: 'ERR_FULLSTOP_LEDGER_TIMEOUT',
+  /** `TurnEndedError`: a store refused an entry of a turn whose terminal status it holds. */
+  turnEnded: 'ERR_FULLSTOP_TURN_ENDED',
+  /** `LedgerClosedError`: a store refused a call after `close()`. */
+  ledgerClosed: 'ERR_FULLSTOP_LEDGER_CLOSED',
   /** `FleetUnavailableError` (`fullstop/fleet`): Redis could not be reached in time. */
   fleetUnavailable: 'ERR_FULLSTOP_FLEET_UNAVAILABLE',
+  /** `FleetClosedError` (`fullstop/fleet`): `fleet.run` after `fleet.close()`. */
+  fleetClosed: 'ERR_FULLSTOP_FLEET_CLOSED',
   /** `UsageError` (the `fullstop` CLI): bad command-line input. */
   usage: 'ERR_FULLSTOP_USAGE',
 } as const);

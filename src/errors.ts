@@ -180,6 +180,32 @@ export class TurnIdUsedError extends Error {
   }
 }
 
+/**
+ * A store refused an entry of a turn whose terminal status it already holds: nothing of a turn is
+ * recorded after its end (`LedgerStore` promise 4). The same class from every store.
+ */
+export class TurnEndedError extends Error {
+  override readonly name: string = 'TurnEndedError';
+  /** `'ERR_FULLSTOP_TURN_ENDED'` */
+  readonly code: string = ErrorCodes.turnEnded;
+  /** The ended turn. */
+  readonly turnId: string;
+  constructor(message: string, turnId: string) {
+    super(message);
+    this.turnId = turnId;
+  }
+}
+
+/**
+ * A store refused a call made after its `close()` (an append, `removeSegments`,
+ * `closeAbandonedTurn`). The same class from every store.
+ */
+export class LedgerClosedError extends Error {
+  override readonly name: string = 'LedgerClosedError';
+  /** `'ERR_FULLSTOP_LEDGER_CLOSED'` */
+  readonly code: string = ErrorCodes.ledgerClosed;
+}
+
 /** `runner.shutdown()` was called: `run` starts no turn from then on. */
 export class ShuttingDownError extends Error {
   override readonly name: string = 'ShuttingDownError';

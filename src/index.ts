@@ -7,6 +7,7 @@ export { TurnRegistry, turns, type TurnRegistryOptions, type RegistryStats } fro
 export { runInTurn, runInSession, activeToken, checkCancelled } from './token/context.js';
 export {
   CancelledError, isCancelledError, ToolError, FatalToolError, SessionBusyError, TurnIdUsedError, ShuttingDownError, LedgerTimeoutError,
+  TurnEndedError, LedgerClosedError,
   type CancelledErrorOptions,
 } from './errors.js';
 export {
@@ -23,7 +24,7 @@ export {
 } from 'piscina';
 export {
   TurnRunner, LISTENER_WARNING, type TurnRunnerOptions, type RunOptions, type StopOptions, type ShutdownOptions,
-  type StopRequest, type StopRefusal,
+  type StopRequest, type StopRefusal, type AnswerReply,
 } from './turn/runner.js';
 export type { TurnRunnerEvents, TurnRunnerEventName, TurnEvent } from './turn/runner-events.js';
 export type { Turn, ToolOptions, ToolCall } from './turn/active-turn.js';
@@ -36,6 +37,7 @@ export {
 } from './ledger/ledger.js';
 export { turnAbortedMarker, stopCause } from './ledger/texts.js';
 export type { LedgerStore, LedgerFilter } from './ledger/store.js';
+export { ShardedLedger, type ShardedLedgerOptions } from './ledger/sharded.js';
 export {
   exec, spawnBackground, killAllBackground, execContainment,
   type ExecOptions, type ExecResult, type BackgroundProcess, type Containment, type ContainmentOption, type OutputError, type OutputChunk, type OnOutput,

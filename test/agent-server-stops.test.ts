@@ -44,7 +44,7 @@ describe('stops kept for turns that have not started', () => {
       // The user pressed Stop before their Send reached the server: the stop is kept.
       const turnId = 'turn-user-kept-stop';
       expect(await postFrom(user, '/api/sessions/user-session/stop', { turnId })).toEqual({
-        status: 200, body: { outcome: 'pending', sessionId: 'user-session', turnId, expiresAt: expect.any(Number) },
+        status: 200, body: { outcome: 'pending', sessionId: 'user-session', turnId, reason: 'cancel.user', graceMs: expect.any(Number), expiresAt: expect.any(Number) },
       });
 
       // Another client sends 10,001 stops for made-up turn ids, each for a session of its own:

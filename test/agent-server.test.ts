@@ -102,8 +102,9 @@ describe('agent server: turns', () => {
     expect(question.data.question).toBe('Shall I go on?');
     const path = `/api/questions/${question.data.questionId}/answer`;
     const { questionId } = question.data;
-    expect(await server.post(path, { answer: 'yes, go on' })).toEqual({ status: 200, body: { accepted: true, outcome: 'accepted', questionId } });
-    expect(await server.post(path, { answer: 'again' })).toEqual({ status: 200, body: { accepted: false, outcome: 'not_found', questionId } });
+    expect(await server.post(path, { answer: 'yes, go on' })).toEqual({ status: 200, body: { accepted: true, outcome: 'accepted', questionId, node: 'local' } });
+    // Taken once: while its turn runs another answer is already_answered; once it has ended, not_found.
+    expect(await server.post(path, { answer: 'again' })).toEqual({ status: 200, body: { accepted: false, outcome: expect.stringMatching(/^(already_answered|not_found)$/), questionId } });
     const done = await events.next('turn_completed', (e) => e.data.turnId === turnId);
     expect(done.data.value).toContain('yes, go on');
     expect((await events.next('tool_output')).data).toMatchObject({ name: 'ask', success: true, output: { answer: 'yes, go on' } });
@@ -193,7 +194,7 @@ describe('agent server: the page names its turns', () => {
     const turnId = `turn-client-${randomUUID()}`;
     // The Stop first (the page's POST /turns is still on its way)...
     const stop = await server.post(`/api/sessions/${id}/stop`, { turnId });
-    expect(stop).toEqual({ status: 200, body: { outcome: 'pending', sessionId: id, turnId, expiresAt: expect.any(Number) } });
+    expect(stop).toEqual({ status: 200, body: { outcome: 'pending', sessionId: id, turnId, reason: 'cancel.user', graceMs: expect.any(Number), expiresAt: expect.any(Number) } });
     // ...then the Send: accepted, and the turn ends cancelled without a token or a tool of it.
     expect((await server.post(`/api/sessions/${id}/turns`, { prompt: 'shell', turnId })).status).toBe(202);
     const aborted = await events.next('turn_aborted', (e) => e.data.turnId === turnId, 2000);
@@ -208,7 +209,7 @@ describe('agent server: the page names its turns', () => {
     const next = await startTurn(id, 'hello again');
     await events.next('turn_completed', (e) => e.data.turnId === next);
     // A stop naming a finished turn says so.
-    expect((await server.post(`/api/sessions/${id}/stop`, { turnId })).body).toEqual({ outcome: 'already_finished', sessionId: id, turnId });
+    expect((await server.post(`/api/sessions/${id}/stop`, { turnId })).body).toEqual({ outcome: 'already_finished', sessionId: id, turnId, status: 'cancelled' });
   });
 });
 

@@ -73,7 +73,7 @@ for (const backend of await backends('fleet-pending')) {
       expect(await a.fleet.run('s1', async () => 2, { turnId: 't2' })).toMatchObject({ status: 'completed', value: 2 });
     });
 
-    it('keeps at most maxPendingStops per session: past it a stop answers pending_full and is not kept; other sessions\' pending stops are untouched', async () => {
+    it('keeps at most maxPendingStops per session: past it a stop is refused (why session_full) and not kept; other sessions\' pending stops are untouched', async () => {
       const a = await current.scene.instance('A', { maxPendingStops: 20 });
       const b = await current.scene.instance('B', { maxPendingStops: 20 });
       const raw = await backend.client();
@@ -82,9 +82,9 @@ for (const backend of await backends('fleet-pending')) {
         expect(await b.fleet.stop('user', { turnId: 'mine', reason: 'cancel.client' })).toEqual({ outcome: 'pending', sessionId: 'user', turnId: 'mine' });
         const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => b.fleet.stop('flood', { turnId: `fake-${i}` })));
         expect(answers.filter((x) => x.outcome === 'pending')).toHaveLength(20);
-        const full = answers.filter((x) => x.outcome === 'pending_full');
+        const full = answers.filter((x) => x.outcome === 'refused');
         expect(full).toHaveLength(40);
-        expect(full[0]).toEqual({ outcome: 'pending_full', sessionId: 'flood', turnId: expect.stringMatching(/^fake-/), maxPendingStops: 20 });
+        expect(full[0]).toEqual({ outcome: 'refused', sessionId: 'flood', turnId: expect.stringMatching(/^fake-/), reason: 'cancel.user', why: 'session_full' });
         const floodKey = `${current.scene.prefix}:{flood}:pending`;
         expect((await pendingOf(raw, floodKey)).size).toBe(20);
         // A repeat of a kept one still answers pending (it joins the first).
@@ -94,7 +94,7 @@ for (const backend of await backends('fleet-pending')) {
         const outcome = await a.fleet.run('user', async () => 'ran', { turnId: 'mine' });
         expect(outcome).toMatchObject({ status: 'cancelled', report: { reason: 'cancel.client' } });
         // A refused turn id runs when it starts (the stop was not kept, as its answer said).
-        const refused = full[0]!.outcome === 'pending_full' ? full[0]!.turnId : '';
+        const refused = full[0]!.outcome === 'refused' ? full[0]!.turnId : '';
         expect(await a.fleet.run('flood', async () => 'ran', { turnId: refused })).toMatchObject({ status: 'completed', value: 'ran' });
       } finally {
         raw.destroy();

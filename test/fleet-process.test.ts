@@ -149,6 +149,9 @@ describe.skipIf(!up)('fleet across two processes', () => {
     expect(await fleetB.turn('s1')).toMatchObject({ turnId: 't1', status: 'interrupted' });
     const next = await fleetB.run('s1', async () => 2);
     expect(next).toMatchObject({ status: 'completed', value: 2, epoch: 2 });
+    // The dead owner's claim on its turn id expired with its lease: another session may take the id.
+    const reused = await until(() => fleetB.run('s2', async () => 3, { turnId: 't1' }).catch((e: unknown) => e), (v) => !(v instanceof Error), 5000, 'the claim to expire');
+    expect(reused).toMatchObject({ status: 'completed', value: 3 });
   });
 
   it('an owner frozen (SIGSTOP) past its lease stops its own turn with `lease.lost` when it wakes; its late write is refused', async () => {

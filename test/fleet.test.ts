@@ -322,7 +322,10 @@ describe.skipIf(!up)('fleet on one Redis', () => {
     expect(await b.fleet.stop('s1')).toMatchObject({ outcome: 'relay_unavailable' });
     expect(timers()).toBeLessThanOrEqual(before);
     const keys = await keysUnder(raw, prefix);
-    expect(keys.sort()).toEqual([`${prefix}:{s1}:finished`, `${prefix}:{s1}:turns`, `${prefix}:{s2}:finished`, `${prefix}:{s2}:turns`, `${prefix}:{s3}:finished`, `${prefix}:{s3}:turns`]);
+    const claims = keys.filter((k) => k.endsWith(':claim')); // each turn id's claim, kept as long as its record (finishedTtlMs)
+    expect(claims).toHaveLength(3);
+    expect(claims).toContain(`${prefix}:{t:t3}:claim`);
+    expect(keys.filter((k) => !claims.includes(k)).sort()).toEqual([`${prefix}:{s1}:finished`, `${prefix}:{s1}:turns`, `${prefix}:{s2}:finished`, `${prefix}:{s2}:turns`, `${prefix}:{s3}:finished`, `${prefix}:{s3}:turns`]);
     for (const key of keys) {
       const ttl = Number(await raw.sendCommand(['PTTL', key]));
       expect(ttl).toBeGreaterThan(0);

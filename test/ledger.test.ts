@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
 import {
-  INTERRUPTED_TOOL_TEXT, Ledger, TERMINAL_STATUSES, TURN_ABORTED_MARKER, abortedToolText, isTerminalStatus,
+  INTERRUPTED_TOOL_TEXT, Ledger, TERMINAL_STATUSES, TURN_ABORTED_MARKER, abortedToolText, isTerminalStatus, turnAbortedMarker,
   type LedgerEntry, type LedgerEntryInput, type TurnStatus,
 } from '../dist/src/index.js';
 import { turnIdsJson } from '../dist/src/ledger/entry.js';
@@ -476,9 +476,10 @@ describe('helpers', () => {
     expect(() => abortedToolText(Number.NaN)).toThrow(RangeError);
   });
 
-  it('the turn_aborted marker says the stop was deliberate, background work may run on, and aborted tools may have partly run', () => {
+  it('the turn_aborted marker says the stop was deliberate, background work may run on (only when some does), and aborted tools may have partly run', () => {
     expect(TURN_ABORTED_MARKER).toMatch(/on purpose/);
-    expect(TURN_ABORTED_MARKER).toMatch(/background processes .* may still be running/i);
+    expect(TURN_ABORTED_MARKER).not.toMatch(/background processes/i);
+    expect(turnAbortedMarker(undefined, { backgroundRunning: true })).toMatch(/background processes .* may still be running/i);
     expect(TURN_ABORTED_MARKER).toMatch(/aborted may have partly executed/);
   });
 

@@ -10,7 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { context, metrics, ROOT_CONTEXT, SpanStatusCode, trace, type HrTime } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan, type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
 import {
   AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type MetricData,
 } from '@opentelemetry/sdk-metrics';
@@ -61,8 +63,6 @@ afterEach(async () => {
 afterAll(() => pool.destroy());
 
 const ms = (t: HrTime) => t[0] * 1e3 + t[1] / 1e6;
-/** Spans end on the turn of the event loop after their event (an exporter must not delay run()): wait for it. */
-const spansEnded = () => new Promise((resolve) => setImmediate(resolve));
 /** `instrument` again, recording error texts. */
 function recordingErrors(): void {
   off();
@@ -117,7 +117,6 @@ describe('a completed turn', () => {
       return (echoed as { value: number }).value;
     }, { turnId: 't-done' });
     expect(outcome).toMatchObject({ status: 'completed', value: 7 });
-    await spansEnded();
 
     const turn = onlyTurnSpan();
     expect(turn.attributes).toEqual({
@@ -165,7 +164,6 @@ describe('a completed turn', () => {
         span.end();
       }, { turnId: 't-ctx' }));
       request.end();
-      await spansEnded();
       const turn = onlyTurnSpan();
       expect(turn.spanContext().traceId).toBe(request.spanContext().traceId);
       expect(parentOf(turn)).toBe(request.spanContext().spanId);
@@ -271,7 +269,6 @@ describe('a stopped turn', () => {
     const outcome = await runner.run('s-early', async (turn) => { ran = true; await turn.tool('never', {}, async () => 1); }, { turnId: 't-early' });
     expect(outcome.status).toBe('cancelled');
     expect(ran).toBe(false);
-    await spansEnded();
     const turn = onlyTurnSpan();
     expect(turn.attributes).toMatchObject({ 'fullstop.turn.id': 't-early', 'fullstop.turn.status': 'cancelled' });
     expect(turn.status.code).toBe(SpanStatusCode.UNSET);
@@ -287,7 +284,6 @@ describe('a failed turn', () => {
     recordingErrors();
     const outcome = await runner.run('s-fail', async () => { throw new RangeError('model refused'); }, { turnId: 't-fail' });
     expect(outcome.status).toBe('failed');
-    await spansEnded();
     const turn = onlyTurnSpan();
     expect(turn.status).toEqual({ code: SpanStatusCode.ERROR, message: 'model refused' });
     expect(turn.attributes).toMatchObject({ 'fullstop.turn.status': 'failed', 'error.type': 'RangeError' });
@@ -298,7 +294,6 @@ describe('a failed turn', () => {
   it('a thrown non-Error is rendered safely and typed _OTHER', async () => {
     recordingErrors();
     await runner.run('s-odd', async () => { throw Object.create(null); }, { turnId: 't-odd' });
-    await spansEnded();
     const turn = onlyTurnSpan();
     expect(turn.status.code).toBe(SpanStatusCode.ERROR);
     expect(turn.status.message).toBe('[object (null prototype)]');
@@ -313,7 +308,6 @@ describe('what the spans record of a turn\'s content', () => {
       await turn.tool('read', {}, async () => { throw new ToolError(`cannot read ${secret}`); }).catch(() => {});
       throw new RangeError(`model refused: ${secret}`);
     }, { turnId: 't-quiet' });
-    await spansEnded();
     const turn = onlyTurnSpan();
     const [tool] = toolSpansOf(turn);
     expect(turn.status).toEqual({ code: SpanStatusCode.ERROR });
@@ -340,7 +334,6 @@ describe('the turn span while the body runs', () => {
         await new Promise((resolve) => setTimeout(resolve, 1));
         await new Promise<void>((resolve) => setTimeout(() => { tracer.startSpan('fetch').end(); resolve(); }, 1));
       }, { turnId: 't-active' });
-      await spansEnded();
       const turn = onlyTurnSpan();
       for (const name of ['model call', 'fetch']) {
         const [span] = spansNamed(name);
@@ -371,19 +364,78 @@ describe('the turn span while the body runs', () => {
   });
 });
 
+describe('await runner.run(...), then forceFlush() (a serverless function, a test)', () => {
+  type Ending = 'completed' | 'failed' | 'cancelled';
+  /** Runs a turn of `session` that ends as `ending` (a stop for `cancelled`), one tool call in it. */
+  async function turnThat(ending: Ending, session: string): Promise<void> {
+    let begun!: () => void;
+    const running = new Promise<void>((resolve) => { begun = resolve; });
+    const outcome$ = runner.run(session, async (turn) => {
+      await turn.tool('t', {}, async () => 1);
+      if (ending === 'failed') throw new RangeError('model refused');
+      if (ending === 'completed') return;
+      begun();
+      await new Promise((resolve) => turn.signal.addEventListener('abort', resolve));
+    }, { turnId: `t-${session}` });
+    if (ending === 'cancelled') {
+      await running;
+      void runner.stop(session);
+    }
+    expect((await outcome$).status).toBe(ending);
+  }
+  const STATUS = { completed: SpanStatusCode.UNSET, failed: SpanStatusCode.ERROR, cancelled: SpanStatusCode.UNSET };
+
+  it.each(['completed', 'failed', 'cancelled'] as const)('exports the %s turn\'s invoke_agent span with its status (a SimpleSpanProcessor)', async (ending) => {
+    await turnThat(ending, `s-flush-${ending}`);
+    await tracerProvider.forceFlush(); // nothing more: no wait for a later turn of the event loop
+    const turn = onlyTurnSpan();
+    expect(turn.attributes['fullstop.turn.status']).toBe(ending);
+    expect(turn.status.code).toBe(STATUS[ending]);
+    if (ending === 'cancelled') expect(turn.events.map((e) => e.name)).toEqual(['fullstop.stop']);
+    expect(toolSpansOf(turn).map((s) => s.name)).toEqual(['execute_tool t']);
+  });
+
+  it.each(['completed', 'failed', 'cancelled'] as const)('exports the %s turn\'s invoke_agent span with its status (a BatchSpanProcessor)', async (ending) => {
+    const batched = new InMemorySpanExporter();
+    // Its timer never comes round during the test: only forceFlush() exports.
+    const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(batched, { scheduledDelayMillis: 3_600_000 })] });
+    off();
+    off = instrument(runner, { tracerProvider: provider, meterProvider });
+    try {
+      await turnThat(ending, `s-batch-${ending}`);
+      await provider.forceFlush();
+      const turns = batched.getFinishedSpans().filter((s) => s.name === 'invoke_agent');
+      expect(turns).toHaveLength(1);
+      expect(turns[0]!.attributes['fullstop.turn.status']).toBe(ending);
+      expect(turns[0]!.status.code).toBe(STATUS[ending]);
+      expect(batched.getFinishedSpans().map((s) => s.name).sort()).toEqual(['execute_tool t', 'invoke_agent']);
+    } finally {
+      off();
+      await provider.shutdown();
+    }
+  });
+});
+
 describe('an exporter that blocks', () => {
-  /** A span processor whose onEnd blocks the thread for `ms` (as a synchronous exporter can). */
-  function blockingProcessor(ms: number) {
+  /** An exporter whose export blocks the thread for `ms` (as a synchronous one can), then keeps the spans. */
+  function blockingExporter(ms: number): SpanExporter & { spans: ReadableSpan[] } {
+    const spans: ReadableSpan[] = [];
     return {
-      onStart() {},
-      onEnd() { const until = performance.now() + ms; while (performance.now() < until); },
-      forceFlush: async () => {},
+      spans,
+      export(batch, done) {
+        const until = performance.now() + ms;
+        while (performance.now() < until);
+        spans.push(...batch);
+        done({ code: 0 });
+      },
       shutdown: async () => {},
     };
   }
 
-  it.each(['completed', 'cancelled'] as const)('does not delay run()\'s settling after its last event (a %s turn)', async (status) => {
-    const slow = new BasicTracerProvider({ spanProcessors: [blockingProcessor(1000)] });
+  it.each(['completed', 'cancelled'] as const)('behind a BatchSpanProcessor, does not delay run()\'s settling after its last event, and forceFlush() then exports the turn (a %s turn)', async (status) => {
+    const exporter = blockingExporter(1000);
+    // Its timer never comes round during the test: only forceFlush() exports.
+    const slow = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 3_600_000 })] });
     off();
     off = instrument(runner, { tracerProvider: slow, meterProvider });
     let emitted = 0;
@@ -404,8 +456,11 @@ describe('an exporter that blocks', () => {
     const outcome = await outcome$;
     const settled = performance.now();
     expect(outcome.status).toBe(status);
-    // Blocking in onEnd before run() settles would make this at least 1000 ms (the turn's span alone).
+    // An export on the way to run()'s settling would make this at least 1000 ms.
     expect(settled - emitted).toBeLessThan(500);
+    expect(exporter.spans).toEqual([]);
+    await slow.forceFlush();
+    expect(exporter.spans.map((s) => [s.name, s.attributes['fullstop.turn.status']])).toContainEqual(['invoke_agent', status]);
     off();
     await slow.shutdown();
   }, 20_000);

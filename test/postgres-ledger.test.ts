@@ -259,7 +259,7 @@ describe('one batch decides as the rows would one by one', () => {
       ]);
       expect(ledger.transactions - before).toBe(1);
       const tail = results.slice(filler + 1).map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as Error).name));
-      expect([results[0]!.status, ...tail]).toEqual(['fulfilled', 'ok', 'Error', 'TurnIdUsedError', 'TurnIdUsedError']);
+      expect([results[0]!.status, ...tail]).toEqual(['fulfilled', 'ok', 'TurnEndedError', 'TurnIdUsedError', 'TurnIdUsedError']);
       expect((await ledger.entries({ turnId: 't' })).map(typeOf)).toEqual(['turn_started', 'status:completed']);
       const all = await ledger.entries();
       expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));

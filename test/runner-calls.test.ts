@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { exec, TurnRunner } from '../dist/src/index.js';
+import { exec, LEDGER_MAX_LINE_BYTES, TurnRunner } from '../dist/src/index.js';
 import { flags, started } from './support/handshake.js';
 import { isGone } from './support/leaks.js';
 import { runnerScene } from './support/runner-scene.js';
@@ -164,4 +164,58 @@ describe('a tool output past maxOutputBytes', () => {
     expect(() => new TurnRunner({ registry, maxOutputBytes: 2 ** 31 })).toThrow(RangeError);
     expect(new TurnRunner({ registry, maxOutputBytes: 4096 }).maxOutputBytes).toBe(4096);
   });
+});
+
+describe('a maxOutputBytes past what a ledger line holds (LEDGER_MAX_LINE_BYTES)', () => {
+  /** The ledger's lines as they are on disk: their sizes, and the tool_output entries. */
+  async function recorded(): Promise<{ longest: number; outputs: Array<{ output: unknown; success: boolean }> }> {
+    const lines = (await readFile(scene.ledger.path, 'utf8')).split('\n').filter(Boolean);
+    const longest = Math.max(...lines.map((l) => Buffer.byteLength(l)));
+    const outputs = lines.filter((l) => l.includes('"type":"tool_output"')).map((l) => JSON.parse(l) as { output: unknown; success: boolean });
+    return { longest, outputs };
+  }
+  /** Bytes of the whole `text` a recorded cut stands for: those kept and those its line says it left out. */
+  function wholeBytesOf(text: string): number {
+    const line = /\n… (\d+) bytes omitted …\n/.exec(text);
+    expect(line).not.toBeNull();
+    return Buffer.byteLength(text.replace(line![0], '')) + Number(line![1]);
+  }
+
+  it('keeps a 150 MB return value under maxOutputBytes 256 MiB: the body gets all of it, the history a cut that fits a line', async () => {
+    const runner = new TurnRunner({ registry: scene.registry, ledger: scene.ledger, maxOutputBytes: 256 * 1024 * 1024 });
+    const size = 150_000_000;
+    const outcome = await runner.run('s', async (turn) => {
+      const big = `FIRST ${'x'.repeat(size - 'FIRST '.length - ' LAST'.length)} LAST`;
+      return (await turn.tool('dump', {}, async () => big)).length;
+    });
+    expect(outcome).toEqual(expect.objectContaining({ status: 'completed', value: size }));
+    expect(outcome).not.toHaveProperty('ledgerError');
+    const { longest, outputs } = await recorded();
+    expect(longest).toBeLessThanOrEqual(LEDGER_MAX_LINE_BYTES);
+    const output = outputs[0]!.output as string;
+    expect(outputs[0]!.success).toBe(true);
+    expect(output.startsWith('FIRST xxx')).toBe(true);
+    expect(output.endsWith('xxx LAST')).toBe(true);
+    expect(wholeBytesOf(output)).toBe(size);
+  }, 120_000);
+
+  it('keeps a value whose JSON escapes outgrow a line (23 MB of control characters, 6 bytes each in JSON) under maxOutputBytes 32 MiB, as a string and in an object', async () => {
+    const runner = new TurnRunner({ registry: scene.registry, ledger: scene.ledger, maxOutputBytes: 32 * 1024 * 1024 });
+    const size = 23_000_000;
+    const control = '\u0001'.repeat(size);
+    const outcome = await runner.run('s', async (turn) => {
+      const text = await turn.tool('raw', {}, async () => control);
+      const object = await turn.tool('obj', {}, async () => ({ out: control }));
+      return [text.length, object.out.length];
+    });
+    expect(outcome).toEqual(expect.objectContaining({ status: 'completed', value: [size, size] }));
+    expect(outcome).not.toHaveProperty('ledgerError');
+    const { longest, outputs } = await recorded();
+    expect(longest).toBeLessThanOrEqual(LEDGER_MAX_LINE_BYTES);
+    expect(outputs.map((o) => o.success)).toEqual([true, true]);
+    expect(wholeBytesOf(outputs[0]!.output as string)).toBe(size);
+    // An object is cut as its JSON text, whose every character is an escape (`\u0001`, 6 bytes).
+    expect((outputs[1]!.output as string).startsWith('{"out":"\\u0001')).toBe(true);
+    expect(wholeBytesOf(outputs[1]!.output as string)).toBe(size * 6 + '{"out":""}'.length);
+  }, 120_000);
 });

@@ -48,7 +48,7 @@ describe('answer() once a stop has begun', () => {
     });
     await asked;
     const stopping = runner.stop('s');
-    expect(runner.answer(questionId, 'yes')).toBe(false);
+    expect(runner.answer(questionId, 'yes')).toEqual({ outcome: 'not_found', questionId });
     await stopping;
     expect((await outcome).status).toBe('cancelled');
     expect(askEnded).toBeInstanceOf(CancelledError);
@@ -59,8 +59,8 @@ describe('answer() once a stop has begun', () => {
     const asked = new Promise<void>((r) => runner.once('question', (p) => { questionId = p.questionId; r(); }));
     const outcome = runner.run('s', (turn) => turn.ask('proceed?'));
     await asked;
-    expect(runner.answer(questionId, 'yes')).toBe(true);
-    expect(runner.answer(questionId, 'again')).toBe(false);
+    expect(runner.answer(questionId, 'yes')).toEqual({ outcome: 'accepted', questionId, node: 'local' });
+    expect(runner.answer(questionId, 'again')).toEqual({ outcome: 'already_answered', questionId });
     expect(await outcome).toMatchObject({ status: 'completed', value: 'yes' });
   });
 });

@@ -146,7 +146,7 @@ describe('a stop of a turn id that has not started', () => {
     await scene.runner.run('s', async () => 1, { turnId: 'done' });
     const pending: unknown[] = [];
     scene.runner.on('stop_pending', (p) => pending.push(p));
-    expect(scene.runner.requestStop('s', { turnId: 'done' })).toEqual({ outcome: 'already_finished', sessionId: 's', turnId: 'done' });
+    expect(scene.runner.requestStop('s', { turnId: 'done' })).toEqual({ outcome: 'already_finished', sessionId: 's', turnId: 'done', status: 'completed' });
     expect(await scene.runner.stop('s', { turnId: 'done' })).toBeNull();
     expect(scene.runner.pendingStopCount).toBe(0);
     expect(pending).toEqual([]);

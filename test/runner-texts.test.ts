@@ -6,9 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import { appendFileSync } from 'node:fs';
 import {
-  abortedToolText, FleetReasons, Ledger, StopReasons, stopCause, TURN_ABORTED_MARKER, turnAbortedMarker,
-  type LedgerEntry,
+  abortedToolText, FleetReasons, Ledger, spawnBackground, StopReasons, stopCause, TURN_ABORTED_MARKER, turnAbortedMarker,
+  type BackgroundProcess, type CancelToken, type LedgerEntry,
 } from '../dist/src/index.js';
+import { isGone } from './support/leaks.js';
 import { runnerScene } from './support/runner-scene.js';
 
 const scene = runnerScene('fullstop-runner-texts-');
@@ -45,9 +46,72 @@ describe('a stop by the user (cancel.user)', () => {
     expect((await outcome).status).toBe('cancelled');
     expect(byType('u', 'tool_aborted').output).toMatch(/^aborted by user after \d+\.\ds$/);
     expect(byType('u', 'turn_aborted')).toMatchObject({ text: TURN_ABORTED_MARKER, reason: 'cancel.user' });
-    expect(TURN_ABORTED_MARKER).toBe('The user stopped this turn on purpose. Background processes started during the turn may still be ' +
-      'running. Tools that were aborted may have partly executed, so check their effects before relying on them.');
+    expect(TURN_ABORTED_MARKER).toBe('The user stopped this turn on purpose. Tools that were aborted may have partly executed, so ' +
+      'check their effects before relying on them.');
     expect(reasons).toEqual(['cancel.user']);
+  });
+});
+
+describe('the marker on background processes', () => {
+  const SENTENCE = 'Background processes started during the turn may still be running.';
+
+  /**
+   * A turn whose tool call runs `inTool`, then waits for the stop; `beforeStop` runs outside the
+   * turn once the call is inside; then the turn is stopped with `reason`. Resolves with its marker.
+   */
+  async function markerAfter(sessionId: string, steps: { inTool?: () => Promise<unknown> | void; beforeStop?: (token: CancelToken) => void; reason?: string }): Promise<string> {
+    let inside!: (token: CancelToken) => void;
+    const entered = new Promise<CancelToken>((r) => { inside = r; });
+    const outcome = scene.runner.run(sessionId, (turn) => turn.tool('serve', {}, async (token) => {
+      await steps.inTool?.();
+      inside(token);
+      await new Promise((r) => token.signal.addEventListener('abort', r));
+      throw token.signal.reason;
+    }));
+    const token = await entered; // not inside `?.()`: a missing beforeStop would skip the await
+    steps.beforeStop?.(token);
+    await scene.runner.stop(sessionId, steps.reason === undefined ? {} : { reason: steps.reason });
+    expect((await outcome).status).toBe('cancelled');
+    return byType(sessionId, 'turn_aborted').text as string;
+  }
+
+  it('says nothing of them when the turn started none (one of no turn is running meanwhile)', async () => {
+    const outside = spawnBackground('sleep', ['60']);
+    try {
+      const text = await markerAfter('none', {});
+      expect(text).not.toContain('Background processes');
+      expect(text).toBe(TURN_ABORTED_MARKER);
+    } finally {
+      await outside.kill();
+    }
+  });
+
+  it.each([undefined, StopReasons.shutdown])('says they may still run when one the turn started is alive at the stop (reason %s)', async (reason) => {
+    let server: BackgroundProcess | undefined;
+    try {
+      // Started in the tool without a token: the turn's (ambient) token says whose it is.
+      const text = await markerAfter('bg', { inTool: () => { server = spawnBackground('sleep', ['60']); }, reason });
+      expect(text).toContain(SENTENCE);
+      expect(text).toBe(turnAbortedMarker(reason, { backgroundRunning: true }));
+      expect(isGone(server!.pid)).toBe(false); // a stop does not reach it
+    } finally {
+      await server?.kill();
+    }
+  });
+
+  it('counts one started with the turn\'s token (outside the turn\'s context) as the turn\'s', async () => {
+    let server: BackgroundProcess | undefined;
+    try {
+      const text = await markerAfter('given', { beforeStop: (token) => { server = spawnBackground('sleep', ['60'], { token }); } });
+      expect(text).toContain(SENTENCE);
+    } finally {
+      await server?.kill();
+    }
+  });
+
+  it('does not count one the turn started that has exited by the stop', async () => {
+    const text = await markerAfter('exited', { inTool: async () => { await spawnBackground('true').exited; } });
+    expect(text).toBe(TURN_ABORTED_MARKER);
   });
 });
 
@@ -66,7 +130,7 @@ describe('a stop for any other reason', () => {
       expect(text).not.toMatch(/by (the )?user|on purpose|user stopped/i);
     }
     expect(marker.text).toMatch(/the user did not ask for the stop/);
-    expect(marker.text).toMatch(/Background processes/);
+    expect(marker.text).not.toMatch(/Background processes/); // the turn started none
     expect(marker.text).toMatch(/partly executed/);
     expect(events.map((e) => [e.reason, e.report.reason])).toEqual([[reason, reason]]);
   });

@@ -222,7 +222,7 @@ describe('abandoned work', () => {
     runner.once('question', (p) => { questionId = p.questionId; });
     const outcome = await runner.run('s', async (turn) => { void turn.ask('ignored?'); return 'done'; });
     expect(outcome.status).toBe('completed');
-    expect(runner.answer(questionId, 'late')).toBe(false);
+    expect(runner.answer(questionId, 'late')).toEqual({ outcome: 'not_found', questionId });
   });
 });
 
@@ -296,8 +296,8 @@ describe('a runner without a ledger', () => {
 describe('questions', () => {
   it('an answer is taken once', async () => {
     runner.once('question', ({ questionId }) => {
-      expect(runner.answer(questionId, 'yes')).toBe(true);
-      expect(runner.answer(questionId, 'again')).toBe(false);
+      expect(runner.answer(questionId, 'yes')).toEqual({ outcome: 'accepted', questionId, node: 'local' });
+      expect(runner.answer(questionId, 'again')).toEqual({ outcome: 'already_answered', questionId });
     });
     const outcome = await runner.run('s', (turn) => turn.ask('continue?'));
     expect(outcome).toMatchObject({ status: 'completed', value: 'yes' });
@@ -316,7 +316,7 @@ describe('questions', () => {
     await outcome$;
     expect(isCancelledError(rejection)).toBe(true);
     expect(report!.hardStopped.questions).toBe(1);
-    expect(runner.answer(id, 'late')).toBe(false);
+    expect(runner.answer(id, 'late')).toEqual({ outcome: 'not_found', questionId: id });
   });
 });
 
@@ -445,7 +445,7 @@ describe('bad input', () => {
       const answerHuge = () => runner.answer(huge, 'yes');
       expect(answerHuge).toThrow(RangeError);
       expect(answerHuge).toThrow(/^questionId/);
-      expect(runner.answer(question!, 'yes')).toBe(true); // the real question is still pending, answerable once
+      expect(runner.answer(question!, 'yes')).toMatchObject({ outcome: 'accepted' }); // the real question is still pending, answerable once
       await asked;
       return refused;
     }, { turnId: 'ids' });

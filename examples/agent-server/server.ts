@@ -277,7 +277,7 @@ export class AgentServer {
   async #answer(questionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJson(req);
     const answer = stringField(body, 'answer', MAX_ANSWER_CHARS, true)!;
-    const { status, body: reply } = await answerQuestion(this.#options.runner, this.#options.fleet, this.nodeId, questionId, answer);
+    const { status, body: reply } = await answerQuestion(this.#options.runner, this.#options.fleet, questionId, answer);
     sendJson(res, status, reply);
   }
 

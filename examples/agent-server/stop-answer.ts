@@ -1,22 +1,13 @@
 /**
- * What a Stop does and answers. With a fleet: the fleet's `StopAnswer` (the stop reaches the
- * instance running the turn). Alone: `runner.requestStop`, answered in the same shapes, so a client
- * reads one kind of answer either way. A stop that could not be kept for a turn that has not
- * started is said (`refused` / `pending_full`, as 429), never answered as if it were in force; and
- * one client's kept stops are bounded (client-stops.ts).
+ * A Stop over HTTP: the answer of `fleet.stop` or, alone, of `runner.requestStop` — the same words
+ * either way — with the HTTP status its outcome calls for: a stop that could not be kept is 429
+ * (never answered as if in force), Redis away is 503. One client's kept stops are bounded
+ * (client-stops.ts).
  */
-import type { StopReport, TurnRunner } from '../../src/index.js';
-import type { Fleet } from '../../src/fleet/index.js';
+import type { StopRequest, TurnRunner } from '../../src/index.js';
+import type { Fleet, StopAnswer } from '../../src/fleet/index.js';
 import { ClientStops, MAX_KEPT_STOPS_PER_CLIENT } from './client-stops.js';
 import { errorText } from './runner-events.js';
-
-/** A stop's answer when there is no fleet. */
-export type LocalStopAnswer =
-  | { outcome: 'stopped'; sessionId: string; turnId: string; node: string; report: StopReport }
-  | { outcome: 'pending'; sessionId: string; turnId: string; expiresAt: number }
-  | { outcome: 'already_finished'; sessionId: string; turnId: string }
-  | { outcome: 'refused'; sessionId: string; turnId: string; why: string; error: string }
-  | { outcome: 'not_found'; sessionId: string };
 
 /** The HTTP answer to a Stop. */
 export interface StopReply {
@@ -33,7 +24,9 @@ export interface StopDeskOptions {
   localTurn(sessionId: string): string | undefined;
 }
 
-/** Takes the Stops of every client; see the file comment. */
+type Options = { reason?: string; turnId?: string };
+
+/** Takes the Stops of every client. */
 export class StopDesk {
   readonly #o: StopDeskOptions;
   readonly #clients: ClientStops;
@@ -50,69 +43,40 @@ export class StopDesk {
   }
 
   /** Stops the session's turn (or `turnId`) for `client` (its remote address). */
-  async stop(client: string, sessionId: string, options: { reason?: string; turnId?: string }): Promise<StopReply> {
+  async stop(client: string, sessionId: string, options: Options): Promise<StopReply> {
     const { turnId } = options;
     if (turnId !== undefined && !this.#clients.hasRoom(client) && !(await this.#runs(sessionId, turnId))) {
-      // A stop for a turn that has not started would be kept: this client has its share kept already.
-      return { status: 429, body: {
-        outcome: 'refused', sessionId, turnId, why: 'client_full',
-        error: `stop: not kept: this client has ${MAX_KEPT_STOPS_PER_CLIENT} stops waiting for turns that have not started; the turn is not stopped`,
-      } };
+      return { status: 429, body: { outcome: 'refused', sessionId, turnId, why: 'client_full',
+        error: `stop: not kept: this client has ${MAX_KEPT_STOPS_PER_CLIENT} stops waiting for turns that have not started; the turn is not stopped` } };
     }
-    const reply = this.#o.fleet === undefined ? await this.#local(sessionId, options) : await this.#fleet(this.#o.fleet, sessionId, options);
-    if (reply.body.outcome === 'pending' && turnId !== undefined) this.#clients.kept(client, sessionId, turnId);
-    return reply;
+    const answer = await this.#answer(sessionId, options);
+    if (answer.outcome === 'pending') this.#clients.kept(client, sessionId, answer.turnId);
+    switch (answer.outcome) {
+      case 'stopping': return { status: 200, body: { outcome: 'stopped', sessionId, turnId: answer.turnId, node: this.#o.nodeId, report: await answer.report } };
+      case 'refused': return { status: 429, body: { ...answer, error: `stop: not kept (${answer.why}): the turn has not started and no more stops can wait for it now; the turn is not stopped` } };
+      case 'relay_unavailable': return { status: 503, body: { ...answer, error: errorText(answer.error) } };
+      default: return { status: 200, body: answer };
+    }
   }
 
-  /** Any instance can stop any turn of the fleet: the answer says where it ran and how it ended. */
-  async #fleet(fleet: Fleet, sessionId: string, options: { reason?: string; turnId?: string }): Promise<StopReply> {
+  /** The fleet's answer; Redis away, a turn running here is still stopped here (a local stop needs no relay). */
+  async #answer(sessionId: string, options: Options): Promise<StopAnswer | StopRequest | Record<string, unknown> & { outcome: 'stopped' }> {
+    const { fleet, runner, nodeId } = this.#o;
+    if (fleet === undefined) return runner.requestStop(sessionId, options);
     const answer = await fleet.stop(sessionId, options);
-    if (answer.outcome === 'pending_full') {
-      return { status: 429, body: { ...answer, error: 'stop: not kept (pending_full): the session has as many stops waiting for turns as it may; the turn is not stopped' } };
-    }
-    if (answer.outcome !== 'relay_unavailable') return { status: 200, body: answer };
-    // Redis is away, but a turn running here can still be stopped here: the local stop needs no
-    // relay (and its owner would stop it anyway once its lease could not be renewed).
-    const report = this.#o.localTurn(sessionId) === undefined ? null : await this.#o.runner.stop(sessionId, options);
-    if (report === null) return { status: 503, body: { ...answer, error: errorText(answer.error) } };
-    return { status: 200, body: { outcome: 'stopped', sessionId, turnId: report.turnId, node: this.#o.nodeId, report, relay: errorText(answer.error) } };
-  }
-
-  async #local(sessionId: string, options: { reason?: string; turnId?: string }): Promise<StopReply> {
-    const answer = await stopAnswer(this.#o.runner, sessionId, options, this.#o.nodeId);
-    return { status: answer.outcome === 'refused' ? 429 : 200, body: answer };
+    if (answer.outcome !== 'relay_unavailable' || this.#o.localTurn(sessionId) === undefined) return answer;
+    const report = await runner.stop(sessionId, options);
+    return report === null ? answer : { outcome: 'stopped', sessionId, turnId: report.turnId, node: nodeId, report, relay: errorText(answer.error) };
   }
 
   /** True when the session's turn `turnId` runs now (here or, with a fleet, anywhere). */
   async #runs(sessionId: string, turnId: string): Promise<boolean> {
     if (this.#o.localTurn(sessionId) === turnId) return true;
-    if (this.#o.fleet === undefined) return false;
     try {
-      const live = await this.#o.fleet.turn(sessionId);
-      return live !== null && live.turnId === turnId && (live.status === 'running' || live.status === 'cancelling');
+      const live = await this.#o.fleet?.turn(sessionId);
+      return live != null && live.turnId === turnId && (live.status === 'running' || live.status === 'cancelling');
     } catch {
       return false;
     }
-  }
-}
-
-/**
- * Stops the session's turn (or `turnId`) through `runner.requestStop` and answers in the fleet's
- * `StopAnswer` shapes: `stopped` with the report; `pending` for a turn id that has not started
- * (kept until `expiresAt`: its run will start cancelled); `refused` when such a stop could not be
- * kept (`why`: the session's or the runner's book is full), so the client knows its Stop is not in
- * force; `already_finished` for a turn that is over; `not_found` when nothing runs to stop.
- */
-export async function stopAnswer(runner: TurnRunner, sessionId: string, options: { reason?: string; turnId?: string }, nodeId: string): Promise<LocalStopAnswer> {
-  const answer = runner.requestStop(sessionId, options);
-  switch (answer.outcome) {
-    case 'stopping': return { outcome: 'stopped', sessionId, turnId: answer.turnId, node: nodeId, report: await answer.report };
-    case 'pending': return { outcome: 'pending', sessionId, turnId: answer.turnId, expiresAt: answer.expiresAt };
-    case 'already_finished': return { outcome: 'already_finished', sessionId, turnId: answer.turnId };
-    case 'refused': return {
-      outcome: 'refused', sessionId, turnId: answer.turnId, why: answer.why,
-      error: `stop: not kept (${answer.why}): the turn has not started and no more stops can wait for turns now; the turn is not stopped`,
-    };
-    default: return { outcome: 'not_found', sessionId };
   }
 }

@@ -4,6 +4,8 @@
  * `killAllBackground()`, or when the host process exits (cleanup.ts).
  */
 
+import { activeToken } from '../token/context.js';
+import { countBackground } from './background-live.js';
 import { Child } from './child.js';
 import { refuseCancelled } from './exec.js';
 import { check, type ExecOptions } from './options.js';
@@ -36,8 +38,10 @@ const running = new Set<Child>();
 
 /**
  * Start `file` with `args` (no shell) as a process group that no turn owns: it survives every turn
- * stop. `options.token` is accepted (so exec options can be passed on unchanged) and ignored: a
- * background process is never bound to a turn. `signal`, `timeoutMs` and `graceMs` apply as in
+ * stop. `options.token` is accepted (so exec options can be passed on unchanged) and not bound: a
+ * background process is never stopped with a turn. That token's turn (else the ambient one) is
+ * only remembered as the one that started it, so a stop of that turn while it is alive tells the
+ * model it may still be running. `signal`, `timeoutMs` and `graceMs` apply as in
  * `exec`. Like any child, it keeps the host's event loop alive until it ends.
  *
  * Throws synchronously: `TypeError`/`RangeError` for bad arguments, `CancelledError` when `signal`
@@ -49,7 +53,8 @@ const running = new Set<Child>();
  * await server.kill();
  */
 export function spawnBackground(file: string, args?: readonly string[], options?: ExecOptions): BackgroundProcess {
-  const o = { ...check(file, args, options), token: undefined };
+  const checked = check(file, args, options);
+  const o = { ...checked, token: undefined };
   refuseCancelled(o);
   const startedAt = performance.now();
   const { subprocess, tree, failure } = spawn(o);
@@ -65,6 +70,8 @@ export function spawnBackground(file: string, args?: readonly string[], options?
     throw e;
   }
   running.add(child);
+  // Not bound to the turn; only remembered as its, so its stop's marker can say it may still run.
+  child.onDone(countBackground(checked.token ?? activeToken()));
   void child.settled.then(() => running.delete(child));
   child.result.catch(() => {}); // a failure nobody awaits must not crash the host
   return {

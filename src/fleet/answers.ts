@@ -1,8 +1,12 @@
 /**
  * What the fleet answers: a session's turn as Redis has it (`FleetTurn`), a stop's answer
- * (`StopAnswer`), a fleet turn's outcome (`FleetOutcome`) and an answer's reply (`AnswerReply`).
+ * (`StopAnswer`) and a fleet turn's outcome (`FleetOutcome`); an answer's reply (`AnswerReply`) is the
+ * runner's, re-exported.
  */
 import type { StopReport, TurnOutcome } from '../turn/report.js';
+import type { TerminalStatus } from '../ledger/entry.js';
+
+export type { AnswerReply } from '../turn/answer-reply.js';
 
 /** Statuses of a fleet turn record; the last four are terminal and never change. */
 export type FleetTurnStatus = 'running' | 'cancelling' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
@@ -30,16 +34,18 @@ export interface FleetTurn {
 }
 
 /**
- * The answer of `Fleet.stop`:
+ * The answer of `Fleet.stop`. The words are `runner.requestStop`'s (`StopRequest`) for the same
+ * situations (DESIGN §11.3): `not_found`, `pending`, `refused` with `why`, `already_finished` with
+ * `status`; `stopped`, `cancelling`, `interrupted` and `relay_unavailable` are the fleet's own.
  * - `stopped`: the owner stopped the turn and sent its `StopReport` (also a stop that joined one under way);
  * - `cancelling`: the stop is recorded in Redis but no acknowledgement came within `timeoutMs`
  *   (or `wait: false`); the owner will still act on it (publish, or its next lease renewal);
  * - `already_finished`: the addressed turn had ended; `status` is its terminal status;
  * - `pending`: no instance has registered `turnId` (or its record expired); the stop is kept
  *   `pendingStopMs` and that turn, run on any instance, starts cancelled. Nothing was published;
- * - `pending_full`: `turnId` is not registered and the session already holds `maxPendingStops`
- *   pending stops (a flood of made-up turn ids): this stop was NOT kept, and that turn, if it
- *   starts, runs. Other sessions' pending stops are never affected;
+ * - `refused` (`why: 'session_full'`): `turnId` is not registered and the session already holds
+ *   `maxPendingStops` pending stops (a flood of made-up turn ids): this stop was NOT kept, and
+ *   that turn, if it starts, runs. Other sessions' pending stops are never affected;
  * - `not_found`: a stop without `turnId` for a session with no fleet turn;
  * - `interrupted`: the owner's lease ran out (it died or lost Redis); the turn is over;
  * - `relay_unavailable`: Redis could not be reached within `timeoutMs`; nothing was recorded
@@ -48,9 +54,9 @@ export interface FleetTurn {
 export type StopAnswer =
   | { outcome: 'stopped'; sessionId: string; turnId: string; epoch: number; node: string; report: StopReport }
   | { outcome: 'cancelling'; sessionId: string; turnId: string; epoch: number; node: string }
-  | { outcome: 'already_finished'; sessionId: string; turnId: string; status: string }
+  | { outcome: 'already_finished'; sessionId: string; turnId: string; status: TerminalStatus }
   | { outcome: 'pending'; sessionId: string; turnId: string }
-  | { outcome: 'pending_full'; sessionId: string; turnId: string; maxPendingStops: number }
+  | { outcome: 'refused'; sessionId: string; turnId: string; reason: string; why: 'session_full' }
   | { outcome: 'not_found'; sessionId: string; turnId?: string }
   | { outcome: 'interrupted'; sessionId: string; turnId: string; epoch: number; node: string }
   | { outcome: 'relay_unavailable'; sessionId: string; error: Error };
@@ -62,22 +68,3 @@ export type FleetOutcome<T> = TurnOutcome<T> & {
   /** The turn's epoch (absent when unregistered). */
   epoch?: number;
 };
-
-/**
- * The answer of `Fleet.answer`:
- * - `accepted`: the question's owner (`node`) gave the answer to its runner, which took it (the
- *   body's `turn.ask` resolved with it);
- * - `already_answered`: another answer claimed the question first (claim-once, fleet-wide: of two
- *   answers sent at once through two instances exactly one is `accepted`);
- * - `not_found`: no open question has this id: never asked in a fleet turn, not registered yet,
- *   withdrawn, or its turn was stopped or has ended (also when the owner's runner refused it);
- * - `relay_unavailable`: Redis could not be reached, or the owner did not take the answer within
- *   `timeoutMs`; nothing was given (the question is open again), except when `error` says the
- *   owner took it but its confirmation did not come, or (Redis gone mid-claim and not back within
- *   `timeoutMs`) that the answer may have been claimed, and is then given by its owner.
- */
-export type AnswerReply =
-  | { outcome: 'accepted'; questionId: string; node: string }
-  | { outcome: 'already_answered'; questionId: string }
-  | { outcome: 'not_found'; questionId: string }
-  | { outcome: 'relay_unavailable'; questionId: string; error: Error };

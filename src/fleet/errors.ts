@@ -13,6 +13,13 @@ export class FleetUnavailableError extends Error {
   readonly code: string = ErrorCodes.fleetUnavailable;
 }
 
+/** `fleet.run` was called after `fleet.close()`: it started nothing. */
+export class FleetClosedError extends Error {
+  override readonly name: string = 'FleetClosedError';
+  /** `'ERR_FULLSTOP_FLEET_CLOSED'` */
+  readonly code: string = ErrorCodes.fleetClosed;
+}
+
 /**
  * A fleet turn could not be registered because its session already has a live fleet turn, on
  * this instance or another (`code` `'ERR_FULLSTOP_SESSION_BUSY'`, as every "busy").

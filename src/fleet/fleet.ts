@@ -7,13 +7,14 @@
 import { randomUUID } from 'node:crypto';
 import { FleetReasons } from '../constants.js';
 import { checkFunction, checkId, SessionBusyError, TurnIdUsedError } from '../errors.js';
-import { isTerminalStatus } from '../ledger/entry.js';
+import { isTerminalStatus, type TerminalStatus } from '../ledger/entry.js';
+import { nameNode } from '../turn/answer-reply.js';
 import type { Turn } from '../turn/active-turn.js';
 import type { StopReport } from '../turn/report.js';
 import type { AnswerReply, FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
 import { Questions } from './questions.js';
 import { duplicateSubscriber, ensureConnecting, type FleetRedisClient } from './client.js';
-import { FleetTurnRefusedError, FleetUnavailableError } from './errors.js';
+import { FleetClosedError, FleetTurnRefusedError, FleetUnavailableError } from './errors.js';
 import { fleetKeys, type FleetKeys } from './keys.js';
 import { Leases, type OwnedTurn } from './leases.js';
 import { parseMessage } from './messages.js';
@@ -23,6 +24,7 @@ import {
 import { TurnRecords, type RecordedStop } from './records.js';
 import { StopRequests } from './requests.js';
 import { Sweep } from './sweep.js';
+import { TurnClaims } from './turn-claims.js';
 import { TurnEnds } from './turn-ends.js';
 
 /**
@@ -43,6 +45,7 @@ export class Fleet {
   readonly #o: ResolvedFleetOptions;
   readonly #keys: FleetKeys;
   readonly #records: TurnRecords;
+  readonly #claims: TurnClaims;
   readonly #sub: FleetRedisClient;
   readonly #leases: Leases;
   readonly #sweep: Sweep;
@@ -68,6 +71,7 @@ export class Fleet {
     this.subscriberName = `fullstop-fleet:${o.nodeId}`;
     this.#keys = fleetKeys(o.prefix);
     this.#records = new TurnRecords({ ...o, keys: this.#keys });
+    this.#claims = new TurnClaims({ ...o, keys: this.#keys });
     const closed = () => this.#closed !== undefined;
     o.redis.on('error', this.#onClientError);
     void ensureConnecting(o.redis, closed);
@@ -75,13 +79,15 @@ export class Fleet {
     this.#sub.on('error', this.#onClientError);
     this.#subscribed = ensureConnecting(this.#sub, closed).then(() => this.#sub.subscribe(this.#keys.nodeChannel(o.nodeId), this.#onMessage));
     this.#subscribed.catch(() => { /* closed before Redis came back */ });
-    this.#leases = new Leases({ ...o, records: this.#records });
+    this.#leases = new Leases({ ...o, records: this.#records, claims: this.#claims });
     this.#sweep = new Sweep({ ...o, keys: this.#keys, records: this.#records });
-    this.#ends = new TurnEnds({ ...o, records: this.#records, release: (owned) => this.#leases.release(owned), closed });
+    this.#ends = new TurnEnds({ ...o, records: this.#records, claims: this.#claims, release: (owned) => this.#leases.release(owned), closed });
     this.#questions = new Questions({ ...o, keys: this.#keys, ownedEpoch: (s, t) => this.#leases.epochOf(s, t) });
     // runner.shutdown() resolves only once the records of the turns it stopped say `cancelled`, so
     // a stop sent to another instance right after answers already_finished, not after a sweep.
     this.#unholdShutdown = o.runner.holdShutdown((reports) => this.#recorded(reports));
+    // The runner's own answers (`runner.answer`) name this node, as the fleet's do.
+    nameNode(o.runner, o.nodeId);
   }
 
   /**
@@ -108,7 +114,9 @@ export class Fleet {
    * `{ sessionId, turnId, epoch, node }` is what any instance's `stop` reaches. Records the
    * terminal status when the turn ends. Rejects with `FleetUnavailableError` when Redis cannot be
    * reached (unless `onUnavailable: 'local'`), `FleetTurnRefusedError` when the session already has
-   * a live fleet turn or the turn id is taken. A turn id some instance's `stop` named before it
+   * a live fleet turn, and `TurnIdUsedError` when the turn id is used: recorded in this session, or
+   * running (or finished within `finishedTtlMs`) in another session of the fleet (its claim,
+   * src/fleet/turn-claims.ts, is taken before the registration: nothing is registered or run). A turn id some instance's `stop` named before it
    * started (answered `pending`) starts nothing of the body and resolves `cancelled`, with that
    * stop's reason and grace. `input` and `signal` are the runner's (`RunOptions`): the user's
    * message, recorded on `turn_started`, and a caller's signal whose abort stops the turn. Every
@@ -118,7 +126,7 @@ export class Fleet {
     checkId('sessionId', sessionId);
     checkFunction('body', body);
     const { turnId: given, runOptions } = resolveRunOptions(options);
-    if (this.#closed !== undefined) throw new Error('Fleet.run: the fleet is closed');
+    if (this.#closed !== undefined) throw new FleetClosedError('Fleet.run: the fleet is closed; it starts no turn');
     const { runner } = this.#o;
     if (runner.registry.currentToken(sessionId) !== undefined) {
       throw new SessionBusyError(`Fleet.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`, sessionId);
@@ -166,8 +174,33 @@ export class Fleet {
   }
 
   async #register(owned: OwnedTurn): Promise<{ epoch: number; stop: RecordedStop | undefined }> {
-    const { redis, leaseMs } = this.#o;
-    if (!redis.isReady) throw new FleetUnavailableError('Fleet.run: Redis is not reachable, so the turn cannot be registered');
+    if (!this.#o.redis.isReady) throw new FleetUnavailableError('Fleet.run: Redis is not reachable, so the turn cannot be registered');
+    await this.#claim(owned);
+    try {
+      return await this.#registerRecord(owned);
+    } catch (error) {
+      // The turn never began: its id is given back (turn-claims.ts, rule 4) before the refusal is.
+      await this.#claims.drop(owned.turnId, owned.holder).catch(() => {});
+      throw error;
+    }
+  }
+
+  /** Takes the turn id's claim, fleet-wide: a `TurnIdUsedError` when another session holds it. */
+  async #claim(owned: OwnedTurn): Promise<void> {
+    let taken: boolean;
+    try {
+      taken = await this.#claims.take(owned.turnId, owned.sessionId, owned.holder);
+    } catch (cause) {
+      throw new FleetUnavailableError(`Fleet.run: claiming the turn id in Redis failed (${cause instanceof Error ? cause.message : String(cause)})`, { cause });
+    }
+    if (!taken) {
+      // Never names the other session: the caller may not be its user.
+      throw new TurnIdUsedError(`Fleet.run: turn ${JSON.stringify(owned.turnId)} is running, or finished within finishedTtlMs, in another session of this fleet; a turn id is used once fleet-wide`, owned.turnId);
+    }
+  }
+
+  async #registerRecord(owned: OwnedTurn): Promise<{ epoch: number; stop: RecordedStop | undefined }> {
+    const { leaseMs } = this.#o;
     const sentAt = performance.now();
     // The lease index entry goes first, on the same connection (on a cluster, maybe another
     // shard's: then it is only as sure as any hint). Its score is this clock's guess of the
@@ -215,8 +248,8 @@ export class Fleet {
     switch (reply.kind) {
       case 'not_found': return turnId === undefined ? { outcome: 'not_found', sessionId } : { outcome: 'not_found', sessionId, turnId };
       case 'pending': return { outcome: 'pending', sessionId, turnId: reply.turnId };
-      case 'full': return { outcome: 'pending_full', sessionId, turnId: reply.turnId, maxPendingStops: this.#o.maxPendingStops };
-      case 'finished': return { outcome: 'already_finished', sessionId, turnId: reply.turnId, status: reply.status };
+      case 'full': return { outcome: 'refused', sessionId, turnId: reply.turnId, reason, why: 'session_full' };
+      case 'finished': return { outcome: 'already_finished', sessionId, turnId: reply.turnId, status: reply.status as TerminalStatus };
       case 'interrupted': return { outcome: 'interrupted', sessionId, turnId: reply.turnId, epoch: reply.epoch, node: reply.node };
     }
     const { turnId: id, epoch, node } = reply;
@@ -229,7 +262,7 @@ export class Fleet {
     if (ended.status === 'cancelled' && ended.report !== undefined) {
       return { outcome: 'stopped', sessionId, turnId: id, epoch, node, report: JSON.parse(ended.report) as StopReport };
     }
-    return { outcome: 'already_finished', sessionId, turnId: id, status: ended.status };
+    return { outcome: 'already_finished', sessionId, turnId: id, status: ended.status as TerminalStatus };
   }
 
   /**
@@ -280,6 +313,7 @@ export class Fleet {
 
   async #close(): Promise<void> {
     this.#unholdShutdown();
+    nameNode(this.#o.runner, undefined, this.nodeId);
     this.#leases.close();
     const swept = this.#sweep.close();
     const questionsClosed = this.#questions.close();

@@ -10,4 +10,4 @@ export type { FleetRedisClient, FleetSingleClient, FleetClusterClient, FleetMess
 export { clusterRootNodes, type ClusterRootNode } from './root-nodes.js';
 export type { FleetTurn, FleetTurnStatus, StopAnswer, FleetOutcome, AnswerReply } from './answers.js';
 export { FleetReasons } from '../constants.js';
-export { FleetUnavailableError, FleetTurnRefusedError } from './errors.js';
+export { FleetUnavailableError, FleetTurnRefusedError, FleetClosedError } from './errors.js';

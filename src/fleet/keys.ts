@@ -4,7 +4,8 @@
  * A session's keys share the hash tag `{sessionId}`, so every script, which touches the keys of
  * one session only, runs unchanged on Redis Cluster (all of its keys hash to one slot). The lease
  * index is the one key outside any session: no script touches it; it is only a hint for the sweep
- * (see docs/fleet.md, "Key schema").
+ * (see docs/fleet.md, "Key schema"). A question and a turn id's claim each have the hash tag of
+ * their own id, and their scripts touch that one key.
  */
 import { toWire } from './wire-id.js';
 
@@ -21,6 +22,11 @@ export interface FleetKeys {
    * owner last renewed it.
    */
   question(questionId: string): string;
+  /**
+   * String of one turn id's claim (its holder), in the hash tag of the turn id itself: a turn id is
+   * used once fleet-wide, in any session (src/fleet/turn-claims.ts).
+   */
+  turnClaim(turnId: string): string;
   /** The three keys of one session, in the scripts' KEYS order. */
   session(sessionId: string): [turns: string, finished: string, pending: string];
   /** Sorted set of running turns (`JSON [sessionId, turnId]`) by lease deadline: the sweep's hint. */
@@ -49,6 +55,7 @@ export function fleetKeys(prefix: string): FleetKeys {
       return [`${prefix}:${t}:turns`, `${prefix}:${t}:finished`, `${prefix}:${t}:pending`];
     },
     question: (questionId) => `${prefix}:${tag(`q:${questionId}`)}:question`,
+    turnClaim: (turnId) => `${prefix}:${tag(`t:${turnId}`)}:claim`,
     leases: `${prefix}:leases`,
     channelPrefix: `${prefix}:node:`,
     nodeChannel: (nodeId) => `${prefix}:node:${nodeId}`,

@@ -13,6 +13,9 @@
  * 2. `confirmedUntil` is when the lease ends by this process's clock, counted from when the last
  *    successful renewal was *sent* (so it is never later than Redis's deadline). Past it, the
  *    node no longer owns the turn and stops it itself with reason `lease.lost`.
+ * 3. A turn's id claim (src/fleet/turn-claims.ts) is renewed in the same round as its lease; a
+ *    renewal that finds the claim another session's is a lost lease (the id is no longer this
+ *    turn's). A claim renewal Redis did not answer changes nothing: the lease decides.
  */
 import { FleetReasons, StopReasons } from '../constants.js';
 import type { TurnRunner } from '../turn/runner.js';
@@ -20,6 +23,7 @@ import type { FleetRedisClient } from './client.js';
 import { leaseMember } from './keys.js';
 import type { StopMessage } from './messages.js';
 import type { RenewReply, TurnRecords } from './records.js';
+import { newHolder, type TurnClaims } from './turn-claims.js';
 
 /** A claim's key (rule 0): the lease index's member, one per (session, turn id). */
 const turnKey = leaseMember;
@@ -27,6 +31,8 @@ const turnKey = leaseMember;
 export interface OwnedTurn {
   readonly sessionId: string;
   readonly turnId: string;
+  /** This run's name as the creator of its turn id's claim (turn-claims.ts, rule 1). */
+  readonly holder: string;
   /** Undefined until the register script has answered. */
   epoch: number | undefined;
   /** performance.now() at which the lease is lost (rule 2). */
@@ -49,7 +55,7 @@ export interface OwnedTurn {
 const letGo = new WeakMap<OwnedTurn, () => void>();
 
 export interface LeaseContext {
-  redis: FleetRedisClient; runner: TurnRunner; records: TurnRecords; leaseMs: number; renewMs: number;
+  redis: FleetRedisClient; runner: TurnRunner; records: TurnRecords; claims: TurnClaims; nodeId: string; leaseMs: number; renewMs: number;
 }
 
 export class Leases {
@@ -78,7 +84,7 @@ export class Leases {
     if (this.#owned.has(key)) return undefined;
     let resolve!: () => void;
     const owned: OwnedTurn = {
-      sessionId, turnId, epoch: undefined, confirmedUntil: Infinity, early: undefined, running: false, fenced: false, ending: false, renewing: false,
+      sessionId, turnId, holder: newHolder(this.#ctx.nodeId), epoch: undefined, confirmedUntil: Infinity, early: undefined, running: false, fenced: false, ending: false, renewing: false,
       released: new Promise<void>((r) => { resolve = r; }),
     };
     letGo.set(owned, resolve);
@@ -155,13 +161,14 @@ export class Leases {
    * Renew every owned lease (one script each, sent in one go); a reply with a pending stop applies
    * it (the lost wake-up path); a `lost` reply fences the turn. A renewal refused by a slot
    * migration, or unanswered (its shard failing over), is waited for until its lease would end
-   * (`runScript`); meanwhile that turn is skipped by the next rounds, the others are not. So each
+   * (`runScript`); meanwhile that turn is skipped by the next rounds, the others are not. Its id
+   * claim is renewed alongside (rule 3). So each
    * turn's reply is applied as it arrives: a turn on a healthy shard is never held up by another
    * shard's renewal of the same round (it would then lose its lease with it). The round's index
    * write waits for all, and skips a turn a later round has renewed since (the index is a hint).
    */
   async renew(): Promise<void> {
-    const { redis, records, leaseMs, renewMs } = this.#ctx;
+    const { redis, records, claims, leaseMs, renewMs } = this.#ctx;
     if (!redis.isReady) return;
     const due = [...this.#owned.values()].filter((o) => o.epoch !== undefined && !o.ending && !o.fenced && !o.renewing);
     if (due.length === 0) return;
@@ -170,8 +177,11 @@ export class Leases {
     await Promise.all(due.map(async (owned) => {
       owned.renewing = true;
       let reply: RenewReply | undefined;
+      const ms = Math.max(renewMs, owned.confirmedUntil - sentAt);
       try {
-        reply = await records.renew(owned.sessionId, owned.turnId, owned.epoch!, Math.max(renewMs, owned.confirmedUntil - sentAt));
+        const claimed = claims.take(owned.turnId, owned.sessionId, owned.holder, ms).catch(() => true); // rule 3: no answer, no verdict
+        reply = await records.renew(owned.sessionId, owned.turnId, owned.epoch!, ms);
+        if (!(await claimed)) reply = { kind: 'lost' };
       } catch {
         // No reply: the lease is not pushed, and the fence stops the turn when it runs out.
       } finally {

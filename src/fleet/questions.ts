@@ -178,7 +178,7 @@ export class Questions {
     const given = this.#given.get(questionId);
     if (given?.claim === claim) return given.accepted;
     let accepted = false;
-    try { accepted = this.#ctx.runner.answer(questionId, JSON.parse(answerJson)); } catch { /* an answer it cannot take is not accepted */ }
+    try { accepted = this.#ctx.runner.answer(questionId, JSON.parse(answerJson)).outcome === 'accepted'; } catch { /* an answer it cannot take is not accepted */ }
     // Kept only while the question's turn is open here: its end (endTurn) drops what is kept.
     if ([...this.#open.values()].some((ids) => ids.has(questionId))) this.#given.set(questionId, { claim, accepted });
     return accepted;

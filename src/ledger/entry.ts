@@ -78,8 +78,8 @@ export interface SayEntry extends LedgerEntryBase { type: 'say'; text: string }
 /** The turn's status changed; `reason` is a reason code such as `'cancel.user'` or `'restart'`. */
 export interface StatusEntry extends LedgerEntryBase { type: 'status'; status: TurnStatus; reason?: string }
 /**
- * The marker that ends a stopped turn's history; `text` is `turnAbortedMarker(reason)` (for
- * `cancel.user`, `TURN_ABORTED_MARKER`).
+ * The marker that ends a stopped turn's history; `text` is `turnAbortedMarker(reason, { backgroundRunning })`
+ * (for `cancel.user` with no background process of the turn alive at the stop, `TURN_ABORTED_MARKER`).
  */
 export interface TurnAbortedEntry extends LedgerEntryBase {
   type: 'turn_aborted'; text: string;
@@ -285,6 +285,8 @@ export function closingEntries(entries: readonly LedgerEntry[], interruptedReaso
     } else {
       const reason = reasonOf(cancelling);
       if (!marked) {
+        // The host that ran the turn is gone, and its background processes with it (exec's cleanup
+        // and reaper): the repaired marker says nothing of them.
         repairs.push({ sessionId, turnId, type: 'turn_aborted', text: turnAbortedMarker(reason), ...(reason === undefined ? {} : { reason }) });
       }
       repairs.push({ sessionId, turnId, type: 'status', status: 'cancelled', ...(reason === undefined ? {} : { reason }) });

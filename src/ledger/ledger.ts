@@ -43,7 +43,7 @@
 
 import { open as openFile, realpath, stat as statPath, type FileHandle } from 'node:fs/promises';
 import { DEFAULT_LEDGER_CLOSE_WAIT_MS, DEFAULT_LEDGER_INTENT_TIMEOUT_MS, DEFAULT_LEDGER_TIMEOUT_MS, LEDGER_MAX_LINE_BYTES } from '../constants.js';
-import { checkId, checkText } from '../errors.js';
+import { checkId, checkText, LedgerClosedError, TurnEndedError, TurnIdUsedError } from '../errors.js';
 import { checkFilter, checkOpenOptions, checkSeq, type LedgerOpenOptions } from './checks.js';
 import { utf8Bytes } from '../base/head-tail.js';
 import { openError, saveCut } from './file.js';
@@ -302,7 +302,7 @@ export class Ledger implements LedgerStore {
    */
   async removeSegments(throughSeq: number): Promise<LedgerSegment[]> {
     checkSeq('Ledger.removeSegments: throughSeq', throughSeq);
-    if (this.#closing !== undefined) throw new Error(`Ledger.removeSegments: the ledger "${this.path}" is closed`);
+    if (this.#closing !== undefined) throw new LedgerClosedError(`Ledger.removeSegments: the ledger "${this.path}" is closed`);
     return this.#files.remove(throughSeq, (firstKeptBase) => this.#index.prune(firstKeptBase ?? this.#files.currentBase(this.#activeBase)));
   }
 
@@ -366,7 +366,7 @@ export class Ledger implements LedgerStore {
   }
 
   #closedError(): Error {
-    return new Error(`Ledger.append: the ledger "${this.path}" is closed`);
+    return new LedgerClosedError(`Ledger.append: the ledger "${this.path}" is closed`);
   }
 
   /** Queue a checked, rendered line under the next seq (invariants 1, 2 and 9); `status`: a status entry's. */
@@ -374,12 +374,12 @@ export class Ledger implements LedgerStore {
     // While `close` waits for the stops under way, only their lines are taken.
     if (this.#closing !== undefined && !this.#stopping.has(turnId)) return Promise.reject(this.#closedError());
     if (type === 'turn_started' && this.#turnIds.has(turnId)) {
-      return Promise.reject(new Error(`Ledger.append: turn ${JSON.stringify(turnId)} is already in "${this.path}"; ` +
-        'a turn id is used once (a second turn under it could never be told apart from the first)'));
+      return Promise.reject(new TurnIdUsedError(`Ledger.append: turn ${JSON.stringify(turnId)} is already in "${this.path}"; ` +
+        'a turn id is used once (a second turn under it could never be told apart from the first)', turnId));
     }
     if (this.#turnIds.get(turnId) === true) {
-      return Promise.reject(new Error(`Ledger.append: turn ${JSON.stringify(turnId)} has ended in "${this.path}" (its terminal status is ` +
-        'recorded); nothing of a turn is appended after its end'));
+      return Promise.reject(new TurnEndedError(`Ledger.append: turn ${JSON.stringify(turnId)} has ended in "${this.path}" (its terminal status is ` +
+        'recorded); nothing of a turn is appended after its end', turnId));
     }
     const bytes = utf8Bytes(line);
     if (bytes > LEDGER_MAX_LINE_BYTES) {

@@ -12,7 +12,8 @@
  *    visible to every reader of the store (fsynced, committed).
  * 3. A turn id is used once: an append of `turn_started` for a turn id the store already holds
  *    rejects with `TurnIdUsedError`, whoever sent the first.
- * 4. Nothing after the end: an append for a turn whose terminal status is recorded rejects.
+ * 4. Nothing after the end: an append for a turn whose terminal status is recorded rejects
+ *    (`TurnEndedError`); after `close()`, with `LedgerClosedError`.
  * 5. No hang: every append, flush and close settles within the store's own bound, even when what
  *    is behind it (a disk, a database) stops answering.
  * 6. Close: `close()` waits (bounded) for the stops under way to write and flush their history,
@@ -48,8 +49,8 @@ export interface LedgerStore {
   /**
    * Appends one entry (the store assigns `seq` and `at`). Resolves once the entry is accepted in
    * order (not yet durable: see `flush`). Rejects with a TypeError for a bad entry (nothing kept),
-   * `TurnIdUsedError` for a used turn id's `turn_started`, and an Error for an ended turn, a closed
-   * store, or a store that failed.
+   * `TurnIdUsedError` for a used turn id's `turn_started`, `TurnEndedError` for an ended turn,
+   * `LedgerClosedError` for a closed store, and an Error for a store that failed.
    */
   append(entry: LedgerEntryInput): Promise<void>;
   /** Resolves once every entry appended before the call is durable and visible to every reader. */

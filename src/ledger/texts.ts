@@ -45,31 +45,60 @@ function isUsersStop(reason: string | undefined): boolean {
   return reason === undefined || reason === StopReasons.user;
 }
 
-const LEFT_BEHIND =
-  'Background processes started during the turn may still be running. Tools that were aborted may have ' +
-  'partly executed, so check their effects before relying on them.';
+/** Said only when a background process the turn started was alive at its stop (`MarkerOptions`). */
+const BACKGROUND = 'Background processes started during the turn may still be running.';
+const PARTLY_EXECUTED = 'Tools that were aborted may have partly executed, so check their effects before relying on them.';
+
+/** What a marker says the turn may have left behind, besides its aborted tools. */
+export interface MarkerOptions {
+  /**
+   * A background process (`spawnBackground`) the turn started — with its token, or inside it —
+   * was alive at the stop: the marker says background processes may still be running.
+   * @default false — the marker says nothing of background processes
+   */
+  backgroundRunning?: boolean;
+}
 
 /**
- * The `turn_aborted` marker of a `cancel.user` stop: tells the model the stop was deliberate and
- * what it may have left behind. `turnAbortedMarker(reason)` gives the marker of any reason.
+ * The `turn_aborted` marker of a `cancel.user` stop of a turn with no background process alive:
+ * tells the model the stop was deliberate and that aborted tools may have partly executed.
+ * `turnAbortedMarker(reason, options)` gives the marker of any reason, and the one that says
+ * background processes may still be running.
  */
-export const TURN_ABORTED_MARKER = `The user stopped this turn on purpose. ${LEFT_BEHIND}`;
+export const TURN_ABORTED_MARKER = `The user stopped this turn on purpose. ${PARTLY_EXECUTED}`;
 
 /**
- * The `turn_aborted` marker for a stop with `reason`: `TURN_ABORTED_MARKER` for `cancel.user` (the
- * default); for any other reason, what stopped the turn (`stopCause`) and that the user did not ask
- * for it, so the work may be resumed; both say what the turn may have left behind.
+ * The `turn_aborted` marker for a stop with `reason`: for `cancel.user` (the default), that the user
+ * stopped the turn on purpose; for any other reason, what stopped the turn (`stopCause`) and that
+ * the user did not ask for it, so the work may be resumed. Then, with `backgroundRunning`, that
+ * background processes started during the turn may still be running; then that aborted tools may
+ * have partly executed. `turnAbortedMarker()` is `TURN_ABORTED_MARKER`.
  *
  * @example
  * turnAbortedMarker('cancel.shutdown')
  * // 'This turn was stopped because the server shut down; the user did not ask for the stop, so the
- * //  work may be resumed. Background processes started during the turn may still be running. …'
+ * //  work may be resumed. Tools that were aborted may have partly executed, …'
+ * turnAbortedMarker(undefined, { backgroundRunning: true })
+ * // 'The user stopped this turn on purpose. Background processes started during the turn may still
+ * //  be running. Tools that were aborted may have partly executed, …'
  */
-export function turnAbortedMarker(reason?: string): string {
+export function turnAbortedMarker(reason?: string, options?: MarkerOptions): string {
   checkReason('turnAbortedMarker', reason);
-  if (isUsersStop(reason)) return TURN_ABORTED_MARKER;
-  return `This turn was stopped because ${stopCause(reason!)}; the user did not ask for the stop, so the work ` +
-    `may be resumed. ${LEFT_BEHIND}`;
+  const background = backgroundRunningOf(options);
+  const cause = isUsersStop(reason)
+    ? 'The user stopped this turn on purpose.'
+    : `This turn was stopped because ${stopCause(reason!)}; the user did not ask for the stop, so the work may be resumed.`;
+  return background ? `${cause} ${BACKGROUND} ${PARTLY_EXECUTED}` : `${cause} ${PARTLY_EXECUTED}`;
+}
+
+function backgroundRunningOf(options: unknown): boolean {
+  if (options === undefined) return false;
+  if (options === null || typeof options !== 'object') throw new TypeError(`turnAbortedMarker: options: expected an object, got ${describe(options)}`);
+  const { backgroundRunning = false } = options as MarkerOptions;
+  if (typeof backgroundRunning !== 'boolean') {
+    throw new TypeError(`turnAbortedMarker: options.backgroundRunning: expected a boolean, got ${describe(backgroundRunning)}`);
+  }
+  return backgroundRunning;
 }
 
 /**

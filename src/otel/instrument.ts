@@ -45,6 +45,10 @@ export interface InstrumentOptions {
  * - Histogram `fullstop.stop.duration` (ms, request → `turn_aborted`, by `fullstop.stop.reason`)
  *   and counter `fullstop.stop.hard` (by `fullstop.hard.kind`: worker | process_group | question).
  *
+ * A turn's span (and its tool spans) has ended before `run()` settles, so `await runner.run(...)`
+ * then `forceFlush()` exports it; a processor's `onEnd` runs on that path (a BatchSpanProcessor's
+ * only queues the span; a SimpleSpanProcessor's exports, and holds `run()` while it does).
+ *
  * `off()` removes every listener `instrument` added and ends the spans still open; a second call
  * does nothing. Throws a TypeError naming the argument for a bad `runner` or provider.
  *

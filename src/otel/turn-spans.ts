@@ -13,9 +13,16 @@
  * 3. Only a `failed` turn (and a failed tool call) gets status ERROR; a stop is not an error.
  * 4. Nothing of a turn's content is recorded unless `recordErrors`: then a failed call's error text
  *    and a failed turn's message and exception (with its stack), which may quote content.
- * 5. A span is ended (`span.end(at)`, at the moment of its event) on the next turn of the event
- *    loop, never inside the runner's event: a span processor's `onEnd` (an exporter) that blocks
- *    must not delay `run()`'s settling. `endAll()` ends what is still waiting at once.
+ * 5. A turn's span ends inside its terminal event (`turn_completed`, `turn_failed`,
+ *    `turn_aborted`), which the runner emits before `run()` settles: `await runner.run(...)` then
+ *    `forceFlush()` exports it, with its status. The spans still waiting (rule 6) end first, so
+ *    every span of the turn has ended by then. A processor's `onEnd` runs there: a
+ *    BatchSpanProcessor's only queues the span (its export runs later, off the turn's path); a
+ *    SimpleSpanProcessor exports in it, so an exporter that blocks holds `run()` by that long —
+ *    the caller's choice (docs/otel.md, "Limits").
+ * 6. A tool span is ended (`span.end(at)`, at the moment of its `tool_output`) on the next turn of
+ *    the event loop, never inside the event: an `onEnd` that blocks does not hold the tool's value
+ *    from the body. `endAll()` ends what is still waiting at once.
  */
 
 import {
@@ -41,7 +48,7 @@ export class TurnSpans {
   readonly #recordErrors: boolean;
   /** Open turns by turn id (a running turn's id is unique within its runner). */
   readonly #turns = new Map<string, OpenTurn>();
-  /** Spans to end on the next turn of the event loop, with their end times (rule 5). */
+  /** Tool spans to end on the next turn of the event loop, with their end times (rule 6). */
   #ending: Array<[Span, number]> = [];
 
   constructor(tracer: Tracer, recordErrors: boolean) {
@@ -119,7 +126,7 @@ export class TurnSpans {
     });
   }
 
-  /** `off()`: end every span waiting to end (rule 5), and every open span as it stands (rule 2); no status is guessed for them. */
+  /** `off()`: end every span waiting to end (rule 6), and every open span as it stands (rule 2); no status is guessed for them. */
   endAll(): void {
     this.#flush();
     for (const turn of this.#turns.values()) {
@@ -129,7 +136,7 @@ export class TurnSpans {
     this.#turns.clear();
   }
 
-  /** End `span` at this moment, on the next turn of the event loop (rule 5). */
+  /** End `span` at this moment, on the next turn of the event loop (rule 6). */
   #endLater(span: Span): void {
     this.#ending.push([span, performance.now()]);
     if (this.#ending.length === 1) setImmediate(() => this.#flush());
@@ -147,7 +154,7 @@ export class TurnSpans {
     }
   }
 
-  /** End a turn's span with its status, and first the spans of its calls still open (rule 2). */
+  /** End a turn's span with its status, now (rule 5), and first the spans of its calls still open (rule 2). */
   #end(turnId: string, status: 'completed' | 'failed' | 'cancelled', mark: (span: Span) => void): void {
     const turn = this.#turns.get(turnId);
     if (turn === undefined) return;
@@ -159,7 +166,13 @@ export class TurnSpans {
     try {
       mark(turn.span);
     } finally {
-      this.#endLater(turn.span); // rule 2, even if a hostile error made recording it throw
+      // Rule 2, even if a hostile error made recording it throw; rule 5: its tool spans first.
+      this.#flush();
+      try {
+        turn.span.end();
+      } catch {
+        // A processor's onEnd that throws is its own fault; the turn still ends.
+      }
     }
   }
 

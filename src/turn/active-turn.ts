@@ -44,6 +44,8 @@ export interface TurnHost {
 
 /** @internal */
 export interface PendingQuestion {
+  /** The turn that asked it. */
+  readonly turnId: string;
   /** Settle the question with `answer`; false (nothing changes) once its turn is stopping or over. */
   resolve(answer: unknown): boolean;
   reject(error: unknown): void;
@@ -325,6 +327,7 @@ export class ActiveTurn implements Turn {
       const settled = new Promise<void>((r) => { settle = r; });
       const done = () => { settle(); dispose(); this.#host.removeQuestion(questionId); };
       const pending: PendingQuestion = {
+        turnId: this.turnId,
         // Once a stop has begun the stop wins: the answer is refused and the hard stop rejects the ask.
         resolve: (answer) => {
           if (this.refusing) return false;
@@ -340,8 +343,8 @@ export class ActiveTurn implements Turn {
         hardStop: () => pending.reject(new CancelledError(`question ${questionId} was cancelled by a stop`, {
           reason: this.token.reason, sessionId: this.sessionId, turnId: this.turnId, hard: true,
         })),
-        // The body ended without waiting for its answer: the question is withdrawn (answer() now
-        // returns false). It is not rejected: nobody may be listening, and an unhandled rejection
+        // The body ended without waiting for its answer: the question is withdrawn (runner.answer now
+        // says not_found). It is not rejected: nobody may be listening, and an unhandled rejection
         // would take the host down.
         onRetire: done,
       });

@@ -30,6 +30,8 @@ export interface TurnRunnerOptions {
    * The most UTF-8 bytes of a tool output (or a cut call's `partial`, or a failed call's message)
    * the history records, 1,024 to 2^31−1. A larger one is recorded as its head and its tail around
    * a `… N bytes omitted …` line; the body and the `tool_output` event still get the whole value.
+   * Whatever the bound, what is recorded fits one ledger line (`LEDGER_MAX_LINE_BYTES`, its JSON
+   * escapes included): past that, it is cut further.
    * @default 1048576 (1 MiB)
    */
   maxOutputBytes?: number;

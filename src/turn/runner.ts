@@ -20,7 +20,7 @@
 
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
-import { MAX_PENDING_STOPS, MAX_PENDING_STOPS_PER_SESSION, StopReasons } from '../constants.js';
+import { MAX_ENDED_TURNS_KEPT, MAX_PENDING_STOPS, MAX_PENDING_STOPS_PER_SESSION, StopReasons } from '../constants.js';
 import {
   cancelledError, checkFunction, checkId, SessionBusyError, ShuttingDownError, TurnIdUsedError,
 } from '../errors.js';
@@ -32,6 +32,8 @@ import { ActiveTurn, type PendingQuestion, type Turn } from './active-turn.js';
 import { describeStore, type LedgerStore } from '../ledger/store.js';
 import type { TurnEntryBody } from '../ledger/entry.js';
 import { PendingStops } from './pending-stops.js';
+import { EndedTurns } from './ended-turns.js';
+import { nodeOf, Questions, type AnswerReply } from './answer-reply.js';
 import { messageOf, renderSafely } from '../base/render.js';
 import { callEach } from './listeners.js';
 import type { StopReport, TurnOutcome } from './report.js';
@@ -45,6 +47,7 @@ import { hardStopLeft, isBodyAbandoned, StopHistory, waitForGrace } from './stop
 
 export type { RunOptions, ShutdownOptions, StopOptions, TurnRunnerOptions } from './runner-options.js';
 export type { StopRequest, StopRefusal } from './stop-request.js';
+export type { AnswerReply } from './answer-reply.js';
 
 export { LISTENER_WARNING } from './listeners.js';
 
@@ -75,8 +78,10 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   readonly #active = new Map<string, ActiveTurn>();
   /** The turn ids of `#active`, so a stop asks "is it running?" in O(1). */
   readonly #runningTurnIds = new Set<string>();
-  readonly #questions = new Map<string, PendingQuestion>();
+  readonly #questions = new Questions(); // open, and answered while their turn runs
   readonly #pendingStops: PendingStops;
+  /** How the turns this runner ended lately ended (`already_finished` says it). */
+  readonly #ended = new EndedTurns(MAX_ENDED_TURNS_KEPT);
   /** `shutdown()`'s promise; `undefined` until it is called (then `run` refuses). */
   #shutdown: Promise<StopReport[]> | undefined;
   /** Work `shutdown()` awaits after its stops (`holdShutdown`), e.g. a fleet recording them. */
@@ -138,6 +143,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
       signal?.removeEventListener('abort', onCallerAbort);
       if (this.#active.get(sessionId) === turn) this.#active.delete(sessionId);
       this.#runningTurnIds.delete(turnId);
+      this.#questions.endTurn(turnId);
       this.registry.endTurn(sessionId, token);
     });
     // `turn_started` is queued first, so a stop that begins right below records its intent after it.
@@ -161,6 +167,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
         return { status: 'cancelled', turnId, report, error: cancelledError(`turn ${turnId} was stopped`, { reason: report.reason, sessionId, turnId }) };
       }
       turn.finishing = true;
+      this.#ended.add(turnId, !ended.ok || turn.fatal !== undefined ? 'failed' : 'completed');
       if (!ended.ok || turn.fatal !== undefined) {
         const error = turn.fatal ?? (ended as { error: unknown }).error;
         const ledgerError = await this.#end(turn, { type: 'status', status: 'failed', reason: messageOf(error) }, 'turn_failed', { error });
@@ -200,7 +207,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
    * Stop as `stop` does, and say what became of it (`StopRequest`): `stopping` (with the report's
    * promise), `pending` (kept for `turnId` until `expiresAt`; `stop_pending` is emitted), `refused`
    * (a pending stop the book could not keep: `session_full`, `book_full` or `disabled`;
-   * `stop_refused` is emitted), `already_finished` or `not_running`. Synchronous: the answer is
+   * `stop_refused` is emitted), `already_finished` (`status`) or `not_found`, as `fleet.stop` says. Synchronous: the answer is
    * known before anything awaits. Bad options: a TypeError or RangeError naming them, nothing kept.
    *
    * @example
@@ -212,13 +219,13 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     const { graceMs = this.graceMs, reason, turnId } = checkStopOptions(options);
     const turn = this.#active.get(sessionId);
     if (turnId === undefined || turn?.turnId === turnId) {
-      if (turn === undefined) return { outcome: 'not_running', sessionId };
-      if (turn.finishing) return { outcome: 'already_finished', sessionId, turnId: turn.turnId };
+      if (turn === undefined) return { outcome: 'not_found', sessionId };
+      if (turn.finishing) return this.#ended.finished(sessionId, turn.turnId);
       return { outcome: 'stopping', sessionId, turnId: turn.turnId, report: this.#beginStop(turn, graceMs, reason) };
     }
     const used = this.#usedBy(turnId);
-    if (used === 'ledger') return { outcome: 'already_finished', sessionId, turnId };
-    if (used === 'running') return { outcome: 'not_running', sessionId, turnId }; // another session's turn
+    if (used === 'running') return { outcome: 'not_found', sessionId, turnId }; // another session's turn
+    if (used === 'ledger' || this.#ended.statusOf(turnId) !== undefined) return this.#ended.finished(sessionId, turnId);
     const added = this.#pendingStops.add(sessionId, turnId, { reason, graceMs });
     if ('refused' in added) {
       this.notify('stop_refused', { sessionId, turnId, reason, why: added.refused });
@@ -249,12 +256,14 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     return this.#shutdown;
   }
 
-  /** Answer a pending question, once: false if it is unknown, answered or withdrawn, or its turn is stopping. */
-  answer(questionId: string, answer: unknown): boolean {
+  /**
+   * Answer a pending question (`turn.ask`), once; says what became of it as `fleet.answer` does
+   * (`AnswerReply`: `accepted` with `node`, its fleet's `nodeId` or `'local'`; `already_answered`
+   * while its turn runs; `not_found`; never `relay_unavailable`). A bad `questionId`: TypeError/RangeError.
+   */
+  answer(questionId: string, answer: unknown): AnswerReply {
     checkId('questionId', questionId);
-    const pending = this.#questions.get(questionId);
-    if (pending === undefined) return false;
-    return pending.resolve(answer);
+    return this.#questions.answer(questionId, answer, nodeOf(this));
   }
 
   /** Pause every `checkpoint()` of the registry's tokens (a stop still wakes them): `registry.pause()`. */
@@ -274,9 +283,9 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   }
 
   /** @internal TurnHost */
-  addQuestion(questionId: string, question: PendingQuestion): void { this.#questions.set(questionId, question); }
+  addQuestion(questionId: string, question: PendingQuestion): void { this.#questions.add(questionId, question); }
   /** @internal TurnHost */
-  removeQuestion(questionId: string): void { this.#questions.delete(questionId); }
+  removeQuestion(questionId: string): void { this.#questions.remove(questionId); }
 
   /**
    * @internal Have `shutdown()` await `hold(reports)` after its stops, within its deadline (a
@@ -383,6 +392,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
       sessionId, turnId, reason, graceMs, settledCooperatively, bodyAbandoned,
       signalledAt, settledAt, hardStopAt, markerAt, flushedAt, emittedAt: since(), hardStopped, ledgerError: history.error,
     };
+    this.#ended.add(turnId, 'cancelled');
     turn.release(); // rule 4
     this.notify('turn_aborted', { sessionId, turnId, reason, report });
     return report;

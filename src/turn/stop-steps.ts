@@ -8,6 +8,7 @@
 import { ownersOf, settlesByItself, type Owner } from '../token/owners.js';
 import type { ActiveTurn } from './active-turn.js';
 import { abortedToolText, turnAbortedMarker } from '../ledger/texts.js';
+import { hasLiveBackground } from '../exec/background-live.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { LedgerTimeoutError } from '../errors.js';
 
@@ -129,7 +130,9 @@ export class StopHistory {
       const partial = turn.partialOf(callId);
       writes.push(turn.write(partial === undefined ? { type: 'tool_aborted', callId, output } : { type: 'tool_aborted', callId, output, partial }));
     }
-    writes.push(turn.write({ type: 'turn_aborted', text: turnAbortedMarker(reason), reason }));
+    // Background processes survive the stop: the marker mentions them only if one of the turn's is alive now.
+    const backgroundRunning = hasLiveBackground(turn.sessionId, turn.turnId);
+    writes.push(turn.write({ type: 'turn_aborted', text: turnAbortedMarker(reason, { backgroundRunning }), reason }));
     writes.push(turn.write({ type: 'status', status: 'cancelled', reason }));
     turn.closed = true;
     // Step 7 begins here, in the same synchronous run, so the flush writes these lines itself

@@ -27,5 +27,12 @@ if (answer.outcome === 'stopping') void answer.report.then((r) => r.flushedAt);
 if (answer.outcome === 'pending') answer.expiresAt.toFixed();
 // @ts-expect-error only a stop under way has a report: narrow on outcome first
 void answer.report;
+if (answer.outcome === 'already_finished') void answer.status?.toUpperCase();
+// @ts-expect-error one vocabulary: nothing to stop is not_found (not_running is gone)
+void (answer.outcome === 'not_running');
+const reply: import('fullstop').AnswerReply = runner.answer('q', 'yes');
+if (reply.outcome === 'accepted') reply.node.toUpperCase();
+// @ts-expect-error runner.answer says what became of the answer; it is not a boolean
+const taken: boolean = runner.answer('q', 'yes');
 declare const turn: import('fullstop').Turn;
 void turn.tool('t', {}, async (_token, call) => { call.progress({ stream: 'stdout', text: 'x' }); return call.callId + call.name; });

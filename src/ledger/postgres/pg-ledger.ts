@@ -17,7 +17,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { FleetReasons } from '../../constants.js';
-import { checkId, TurnIdUsedError } from '../../errors.js';
+import { checkId, LedgerClosedError, TurnEndedError, TurnIdUsedError } from '../../errors.js';
 import { checkFilter } from '../checks.js';
 import type { LedgerEntry, LedgerEntryInput } from '../entry.js';
 import type { LedgerFilter, LedgerStore } from '../store.js';
@@ -207,7 +207,7 @@ export class PgLedger implements LedgerStore {
     checkId('PgLedger.closeAbandonedTurn: sessionId', sessionId);
     checkId('PgLedger.closeAbandonedTurn: turnId', turnId);
     checkId('PgLedger.closeAbandonedTurn: reason', reason);
-    if (this.#closing !== undefined) throw new Error(`PgLedger.closeAbandonedTurn: the ledger (${this.description}) is closed`);
+    if (this.#closing !== undefined) throw new LedgerClosedError(`PgLedger.closeAbandonedTurn: the ledger (${this.description}) is closed`);
     try {
       return await closeTurn(this.#repair, 'PgLedger.closeAbandonedTurn', sessionId, turnId, reason);
     } catch (error) {
@@ -248,7 +248,7 @@ export class PgLedger implements LedgerStore {
   }
 
   #closedError(): Error {
-    return new Error(`PgLedger.append: the ledger (${this.description}) is closed`);
+    return new LedgerClosedError(`PgLedger.append: the ledger (${this.description}) is closed`);
   }
 
   get #repair(): RepairContext {
@@ -274,7 +274,7 @@ export class PgLedger implements LedgerStore {
       return new TurnIdUsedError(`PgLedger.append: turn ${JSON.stringify(row.turnId)} is already in ${this.description}; a turn id is used once`, row.turnId);
     }
     if (verdict !== 'ended') return new Error(`PgLedger.append: the database did not write the entry of turn ${JSON.stringify(row.turnId)} (${verdict})`);
-    return new Error(`PgLedger.append: turn ${JSON.stringify(row.turnId)} has ended (its end is recorded in ${this.description}); nothing of a turn is written after its end`);
+    return new TurnEndedError(`PgLedger.append: turn ${JSON.stringify(row.turnId)} has ended (its end is recorded in ${this.description}); nothing of a turn is written after its end`, row.turnId);
   }
 }
 
