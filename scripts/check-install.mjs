@@ -54,6 +54,8 @@ function run(file, argv, cwd, { node = process.execPath, limitMs = NPM_LIMIT_MS 
     child.stdout.on('data', (c) => { output += c; });
     child.stderr.on('data', (c) => { output += c; });
     const timer = setTimeout(() => { output += `\nkilled after ${limitMs} ms`; child.kill('SIGKILL'); }, limitMs);
+    // A binary that cannot be spawned (a runtime removed under us) is a failed check, not a crash.
+    child.once('error', (error) => { clearTimeout(timer); resolveRun(`${[file, ...argv].join(' ')} could not run: ${error.message}`); });
     child.once('close', (code, signal) => {
       clearTimeout(timer);
       // Stack frames of a failed node script say nothing about the package: its message does.
