@@ -13,7 +13,8 @@
 //   3. LICENSE (and every file the exports map and `bin` name) is in the tarball;
 //   4. every runtime dependency is imported by the packed dist, and everything the packed dist
 //      imports is a Node builtin, a dependency or a peer dependency.
-// Prints one line per check and every failure, exits 1 if any check failed. Run by .ci/run.
+// Prints one line per check and every failure, exits 1 if any check failed. Run by .ci/run (and
+// scripts/check-install.mjs: the package installed from a fresh clone, a tarball and a git URL).
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -60,7 +61,9 @@ if (!args.has('--no-build')) {
   }
 }
 const work = mkdtempSync(join(tmpdir(), 'fullstop-package-'));
-const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+// --ignore-scripts: dist is built above (or by the caller); prepack would build it again. The build
+// that prepack runs from a fresh clone is scripts/check-install.mjs's to check.
+const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
 const tarball = join(work, packed.filename);
 const shipped = new Set(packed.files.map((f) => f.path));
 console.log(`     packed ${packed.filename}: ${packed.entryCount} files, ${(packed.size / 1024).toFixed(0)} kB`);

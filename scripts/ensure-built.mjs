@@ -1,4 +1,5 @@
-// `npm start` on a fresh clone: build once if dist/ is missing or older than the sources.
+// Build once if dist/ is missing or older than the sources: `npm start`/`npm run serve` on a fresh
+// clone, and the package's `prepare` (npm ci in the repo, a git URL install, where npm runs it twice).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';

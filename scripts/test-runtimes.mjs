@@ -65,6 +65,10 @@ function runFile(binary, name, area) {
       if (code !== 0 && results.every((r) => r.ok)) {
         results.push({ area, check: `${area}: the file ran to its end`, ok: false, error: `exit ${code ?? signal}\n${err}${out}` });
       }
+      // An area that reported no check proved nothing (an emptied file, a harness that printed nothing).
+      if (results.length === 0) {
+        results.push({ area, check: `${area}: ran at least one check`, ok: false, error: `test/runtime/${area}.mjs printed no RESULT line (exit ${code ?? signal})\n${err}${out}` });
+      }
       resolve(results);
     });
   });

@@ -22,14 +22,17 @@ describe('the demo (npm start)', () => {
     expect(report.secondTurn).toEqual({ status: 'completed', markerInHistory: true });
     const r = report.report;
     expect(r).toMatchObject({ sessionId: 'demo', turnId: 'turn-1', reason: 'cancel.user', graceMs: 100 });
-    // The report's times against what the demo saw itself (its clock starts a moment before the
-    // stop's own, so its marks may trail the report's by that moment: 5 ms of slack).
+    // The report's times against what the demo saw itself. The demo's clock starts when it calls
+    // runner.stop, the report's a moment later (by `offset` >= 0, unbounded on a loaded machine), so a
+    // demo mark is the report's moment plus `offset`. The demo marks "turn_aborted emitted" after
+    // stop() resolved, at or after the report's emittedAt: that bounds `offset` without a clock slack.
     const seen = (pattern: RegExp) => (report.timeline as { layer: string; ms: number }[]).find((t) => pattern.test(t.layer))!.ms;
-    expect(seen(/token\.signal aborted/)).toBeLessThanOrEqual(r.signalledAt + 5);
+    const offset = seen(/turn_aborted emitted/) - r.emittedAt;
+    expect(offset).toBeGreaterThanOrEqual(0);
+    expect(seen(/token\.signal aborted/)).toBeLessThanOrEqual(r.signalledAt + offset);
     // A pending question is rejected by the hard stop: after the grace, before hardStopAt.
     expect(seen(/question rejected/)).toBeGreaterThanOrEqual(r.settledAt);
-    expect(seen(/question rejected/)).toBeLessThanOrEqual(r.hardStopAt + 5);
-    expect(seen(/turn_aborted emitted/)).toBeGreaterThanOrEqual(r.emittedAt);
+    expect(seen(/question rejected/)).toBeLessThanOrEqual(r.hardStopAt + offset);
     expect(r.ledgerError).toBeUndefined();
     expect(report.timeline.map((t: { layer: string }) => t.layer)).toEqual(expect.arrayContaining([
       expect.stringMatching(/worker saw the stop/), expect.stringMatching(/process tree gone/), expect.stringMatching(/question rejected/),

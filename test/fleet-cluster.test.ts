@@ -1,48 +1,49 @@
 /**
- * The fleet on Redis Cluster 7 (the local six-node cluster of scripts/redis-cluster.sh): turns on
- * every shard stopped from another instance, stop before start, and a failover of the shard that
- * holds a session (its master SIGKILLed, its replica promoted), after which the node is restarted
- * and rejoins so later specs find three masters with a replica each again.
+ * The fleet on Redis Cluster 7 (scripts/redis-cluster.sh): turns on every shard stopped from
+ * another instance, on the shared local cluster when it is up; then, on a cluster of the spec's
+ * own (started on free ports, stopped after: a spec never kills a node it did not start), stops
+ * through a slot migration and through a failover of the shard that holds a session (its master
+ * SIGKILLed, its replica promoted, then restarted and given its role back).
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { uniquePrefix } from './fixtures/fleet/support.js';
-import { eventually, FleetScene, held, type Instance } from './fixtures/fleet/scene.js';
+import { eventually, FleetScene, held } from './fixtures/fleet/scene.js';
 import {
-  beginSlotMigration, CLUSTER_PORT, CLUSTER_PORTS, clusterClient, clusterKeysUnder, clusterLock, clusterReachable, dropClusterKeys, masterOf,
-  noSubscriberOn, pidOf, promoteBack, restartNode, slotOf, topology, tryAgainCount,
+  CLUSTER_PORT, clusterLock, LocalCluster, noSubscriberOn, redisServerInstalled, sharedCluster, tryAgainCount,
 } from './fixtures/fleet/cluster.js';
 
-const up = await clusterReachable();
-if (!up) console.warn(`fleet-cluster tests skipped: no Redis Cluster at 127.0.0.1:${CLUSTER_PORT}-${CLUSTER_PORT + 5} (start one with: scripts/redis-cluster.sh start; CI always has it)`);
+const up = await sharedCluster.reachable();
+if (!up) console.warn(`fleet-cluster shared-cluster tests skipped: no Redis Cluster at 127.0.0.1:${CLUSTER_PORT}-${CLUSTER_PORT + 5} (start one with: bash scripts/redis-cluster.sh start; CI always has it)`);
+const canStart = await redisServerInstalled();
+if (!canStart) console.warn('fleet-cluster failover tests skipped: no redis-server on PATH to start a private cluster with (install Redis 7)');
 
 /** One session id per master, found by asking the cluster where each one's keys live. */
-async function sessionPerShard(prefix: string): Promise<Map<number, string>> {
-  const masters = (await topology()).filter((n) => n.master && !n.failed).map((n) => n.port);
+async function sessionPerShard(cluster: LocalCluster, prefix: string): Promise<Map<number, string>> {
+  const masters = (await cluster.topology()).filter((n) => n.master && !n.failed).map((n) => n.port);
   const picked = new Map<number, string>();
   for (let i = 0; picked.size < masters.length; i++) {
     const id = `s${i}`;
-    const port = await masterOf(`${prefix}:{${id}}:turns`);
+    const port = await cluster.masterOf(`${prefix}:{${id}}:turns`);
     if (!picked.has(port)) picked.set(port, id);
   }
   return picked;
 }
 
-describe.skipIf(!up)('fleet on Redis Cluster', () => {
+describe.skipIf(!up)('fleet on the shared Redis Cluster', () => {
   let scene: FleetScene;
   let release: () => Promise<void>;
 
-  beforeEach(async (context) => {
-    // The failover spec holds the cluster alone; the others share it.
-    release = await clusterLock(/^through a (failover|slot migration)/.test(context.task.name) ? 'exclusive' : 'shared');
-    scene = new FleetScene(uniquePrefix(), () => clusterClient());
+  beforeEach(async () => {
+    release = await clusterLock('shared');
+    scene = new FleetScene(uniquePrefix(), () => sharedCluster.client());
   });
 
   afterEach(async () => {
     try {
       await scene.cleanup();
-      expect((await clusterKeysUnder(scene.prefix)).filter((k) => k.endsWith(':leases'))).toEqual([]);
+      expect((await sharedCluster.keysUnder(scene.prefix)).filter((k) => k.endsWith(':leases'))).toEqual([]);
     } finally {
-      await dropClusterKeys(scene.prefix);
+      await sharedCluster.dropKeys(scene.prefix);
       await release();
     }
   });
@@ -50,7 +51,7 @@ describe.skipIf(!up)('fleet on Redis Cluster', () => {
   it('a turn on each of the three shards is stopped from another instance, with the owner\'s StopReport', async () => {
     const a = await scene.instance('A');
     const b = await scene.instance('B');
-    const sessions = [...(await sessionPerShard(scene.prefix)).values()];
+    const sessions = [...(await sessionPerShard(sharedCluster, scene.prefix)).values()];
     expect(sessions).toHaveLength(3);
     const bodies = sessions.map(() => held());
     const runs = sessions.map((s, i) => a.fleet.run(s, bodies[i]!.body, { turnId: `t-${s}` }));
@@ -64,6 +65,32 @@ describe.skipIf(!up)('fleet on Redis Cluster', () => {
     });
     for (const s of sessions) expect(await b.fleet.turn(s)).toMatchObject({ status: 'cancelled', reason: 'cancel.user', requester: b.fleet.nodeId });
   });
+});
+
+describe.skipIf(!canStart)('fleet on a Redis Cluster of its own, through slot migrations and failovers', () => {
+  let cluster: LocalCluster;
+  let scene: FleetScene;
+
+  beforeAll(async () => {
+    cluster = await LocalCluster.startPrivate();
+  }, 120_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+  }, 60_000);
+
+  beforeEach(() => {
+    scene = new FleetScene(uniquePrefix(), () => cluster.client());
+  });
+
+  afterEach(async () => {
+    try {
+      await scene.cleanup();
+      expect((await cluster.keysUnder(scene.prefix)).filter((k) => k.endsWith(':leases'))).toEqual([]);
+    } finally {
+      await cluster.dropKeys(scene.prefix);
+    }
+  });
 
   it('through a slot migration of a session\'s slot under a running turn: a stop retries through TRYAGAIN and answers stopped; the owner keeps its lease', async () => {
     const opts = { leaseMs: 1500, renewMs: 300, sweepMs: 300 };
@@ -74,11 +101,11 @@ describe.skipIf(!up)('fleet on Redis Cluster', () => {
     const h = held();
     const run = a.fleet.run(session, h.body, { turnId: 't1' });
     const turn = await h.started;
-    const slot = await slotOf(key);
-    const from = await masterOf(key);
-    const to = (await topology()).find((n) => n.master && !n.failed && n.port !== from)!.port;
+    const slot = await cluster.slotOf(key);
+    const from = await cluster.masterOf(key);
+    const to = (await cluster.topology()).find((n) => n.master && !n.failed && n.port !== from)!.port;
     const before = await tryAgainCount(to);
-    const migration = await beginSlotMigration(slot, from, to);
+    const migration = await cluster.beginSlotMigration(slot, from, to);
     try {
       const stop = b.fleet.stop(session, { reason: 'cancel.user', timeoutMs: 10_000 });
       // The stop has been refused at least once; the migration then lasts two renewal periods more
@@ -94,12 +121,12 @@ describe.skipIf(!up)('fleet on Redis Cluster', () => {
       // Stopped by the user's stop, never by a lost lease.
       expect(outcome).toMatchObject({ status: 'cancelled', report: { reason: 'cancel.user' } });
       expect(await b.fleet.turn(session)).toMatchObject({ status: 'cancelled', reason: 'cancel.user', requester: b.fleet.nodeId });
-      expect(await masterOf(key)).toBe(to);
+      expect(await cluster.masterOf(key)).toBe(to);
     } finally {
       // Put the slot back where it was (also from a migration left half done), for the specs after this one.
-      await (await beginSlotMigration(slot, to, from)).finish();
+      await (await cluster.beginSlotMigration(slot, to, from)).finish();
     }
-    expect(await masterOf(key)).toBe(from);
+    expect(await cluster.masterOf(key)).toBe(from);
   }, 60_000);
 
   it('through a failover of a session\'s shard: stops answer definitively, the owner self-fences within its lease, other shards are untouched, and both instances follow the new topology', async () => {
@@ -109,7 +136,7 @@ describe.skipIf(!up)('fleet on Redis Cluster', () => {
     const b = await scene.instance('B', opts);
     // The victim: a shard whose master holds neither instance's subscriber, so killing it cuts
     // stops to that shard only, never the delivery of the others' messages.
-    const shards = [...(await sessionPerShard(scene.prefix)).entries()] as Array<[number, string]>;
+    const shards = [...(await sessionPerShard(cluster, scene.prefix)).entries()] as Array<[number, string]>;
     const free: boolean[] = [];
     for (const [port] of shards) free.push(await noSubscriberOn(port, scene.prefix));
     const v = free.indexOf(true);
@@ -120,9 +147,9 @@ describe.skipIf(!up)('fleet on Redis Cluster', () => {
     let victimEndedAt = Infinity;
     void runs.get(victim)!.finally(() => { victimEndedAt = performance.now(); });
     const turns = new Map(await Promise.all([...bodies].map(async ([s, h]) => [s, await h.started] as const)));
-    const livePort = CLUSTER_PORTS.find((p) => p !== victimPort)!;
+    const livePort = cluster.ports.find((p) => p !== victimPort)!;
 
-    const pid = await pidOf(victimPort);
+    const pid = await cluster.pidOf(victimPort);
     const killedAt = performance.now();
     process.kill(pid, 'SIGKILL');
     try {
@@ -144,7 +171,7 @@ describe.skipIf(!up)('fleet on Redis Cluster', () => {
       expect(endedAfter).toBeLessThan(leaseMs + 2000);
 
       // The replica is promoted; the record answers definitively (the lease had run out: interrupted).
-      await eventually(async () => (await masterOf(`${scene.prefix}:{${victim}}:turns`, livePort).catch(() => victimPort)) !== victimPort, 15_000, 'the replica to be promoted');
+      await eventually(async () => (await cluster.masterOf(`${scene.prefix}:{${victim}}:turns`, livePort).catch(() => victimPort)) !== victimPort, 15_000, 'the replica to be promoted');
       const failoverMs = performance.now() - killedAt;
       let after: Awaited<ReturnType<typeof b.fleet.stop>> | undefined;
       await eventually(async () => (after = await b.fleet.stop(victim, { timeoutMs: 1000 })).outcome !== 'relay_unavailable', 10_000, 'the shard to answer');
@@ -159,9 +186,9 @@ describe.skipIf(!up)('fleet on Redis Cluster', () => {
       expect(await runs.get(third)).toMatchObject({ status: 'cancelled' });
       console.info(`failover: victim turn ended ${Math.round(endedAfter)} ms after the SIGKILL (${victimOutcome.report!.reason}); replica promoted after ${Math.round(failoverMs)} ms`);
     } finally {
-      await restartNode(victimPort);
+      await cluster.restartNode(victimPort);
       // Its old replica was promoted: hand the master role back, so the roles are as before.
-      await promoteBack(victimPort);
+      await cluster.promoteBack(victimPort);
     }
   }, 60_000);
 });

@@ -108,13 +108,15 @@ describe('a stop during a pool task', () => {
     ]);
     const at = (what: string, nth = 0) => log.filter((l) => l.what === what)[nth]!.at - stopAt;
     const r = report!;
-    // Each time of the report lies between the observations around it (stopAt precedes the stop's own t0 by microseconds).
-    expect(at('signal')).toBeLessThanOrEqual(r.signalledAt + 1);
-    expect(at('synced', 0)).toBeLessThanOrEqual(r.signalledAt + 1);
+    // Each time of the report lies between the observations around it. stopAt precedes the stop's own
+    // t0 by `offset` (microseconds, more on a loaded machine); the 'event' seen after emittedAt bounds it.
+    const offset = at('event') - r.emittedAt;
+    expect(at('signal')).toBeLessThanOrEqual(r.signalledAt + offset);
+    expect(at('synced', 0)).toBeLessThanOrEqual(r.signalledAt + offset);
     expect(at('write turn_aborted')).toBeGreaterThanOrEqual(r.hardStopAt - 1);
-    expect(at('write turn_aborted')).toBeLessThanOrEqual(r.markerAt + 1);
+    expect(at('write turn_aborted')).toBeLessThanOrEqual(r.markerAt + offset);
     expect(at('synced', 1)).toBeGreaterThanOrEqual(r.markerAt - 1);
-    expect(at('synced', 1)).toBeLessThanOrEqual(r.flushedAt + 1);
+    expect(at('synced', 1)).toBeLessThanOrEqual(r.flushedAt + offset);
     expect(at('event')).toBeGreaterThanOrEqual(r.emittedAt - 1);
     expect(outcome.status).toBe('cancelled');
     expect(outcome.report).toEqual(report);
