@@ -75,7 +75,7 @@ async function throughput(ctx: SuiteContext): Promise<BenchResult[]> {
   const samples: Record<'one' | 'four', Record<string, number>[]> = { one: [], four: [] };
   // A process a variant, only one running a round at a time (the others' workers sleep in Atomics.wait). Each generation of
   // processes serves `rounds` rounds after two warm-up rounds, then a fresh one takes over: two processes of one build were
-  // measured to read ~5 % apart over a whole row (docs/benchmarks.md, "Figures behind design choices"), so a row averages several.
+  // measured to read ~5 % apart over a whole row, so a row averages several.
   // A round runs two blocks in a random order, one task a worker (raw, token, plain) and four (raw4, token4), each block's
   // variants in a random order: the variants a ratio compares run next to each other, so a change of the machine's speed
   // between two of them moves both, and no variant always runs first.

@@ -224,7 +224,7 @@ export function turnIdsJson(sessionId: string, turnId: string): string {
  * body fullstop's runner built itself (an object literal with `type` first and none of the fields
  * the ledger or the ids own; tool values already made plain JSON at the call). The same checks
  * of the type and its fields, and none of `renderEntry`'s copies: a stop writes its entries on a
- * main thread gone cold, where each copy costs measurably (docs/benchmarks.md, "Figures behind design choices").
+ * main thread gone cold, where each copy costs measurably (the figures are in this function's commit message).
  */
 export function renderTurnEntry(idsJson: string, body: TurnEntryBody, seq: number, at: number): string {
   let e = body as unknown as Record<string, unknown>;
