@@ -20,6 +20,7 @@ import { waitForEmpty, Wake } from './grace.js';
 import type { Checked } from './options.js';
 import { Output } from './output.js';
 import { toResult, type ExecResult, type Outcome, type StopCause } from './result.js';
+import type { Registration } from './reaper.js';
 import type { Subprocess } from './spawn.js';
 import { onTimeout } from './timeout.js';
 import type { Tree } from './tree.js';
@@ -47,6 +48,10 @@ export class Child {
 
   readonly #o: Checked;
   readonly #tree: Tree;
+  /** The child's place with the reaper: released once it has settled. */
+  readonly #registration: Registration;
+  /** Why the call fails though the child ran (the reaper did not start); `undefined`: it does not. */
+  #failure: unknown;
   readonly #outcome: Outcome = { cause: undefined, forced: false };
   /** Run when the child settles: removes every timer and listener of every cause (plain calls, no event dispatch). */
   readonly #teardown: Array<() => void> = [];
@@ -68,10 +73,11 @@ export class Child {
   /** Run when the child settles, before `result` and `settled` resolve (owner disposers). */
   readonly #onDone: Array<() => void> = [];
 
-  constructor(subprocess: Subprocess, tree: Tree, o: Checked, startedAt: number) {
+  constructor(subprocess: Subprocess, tree: Tree, registration: Registration, o: Checked, startedAt: number) {
     this.pid = subprocess.pid!;
     this.#o = o;
     this.#tree = tree;
+    this.#registration = registration;
     this.#stopBegan = new Promise((open) => { this.#openStop = open; });
     const untrack = track(this.#tree);
     let onExit!: (code: number | null, signal: NodeJS.Signals | null) => void;
@@ -110,6 +116,8 @@ export class Child {
       untrack();
       await nextTurn();
       await this.#tree.dispose();
+      // Only now: the reaper removes a cgroup the host dies before removing.
+      this.#registration.release();
       for (const fn of this.#onDone) fn();
     });
     this.settled = this.result.then(() => undefined, () => undefined);
@@ -121,6 +129,21 @@ export class Child {
    */
   onDone(fn: () => void): void {
     this.#onDone.push(fn);
+  }
+
+  /**
+   * Let the command run once the reaper has confirmed that it holds the child's entry (launcher.ts,
+   * invariant 1). Called last, when nothing else of the call can fail; not run if a stop began
+   * first. A reaper that could not start fails the call: the launcher exits without running anything.
+   */
+  begin(start: (run: boolean) => void): void {
+    this.#registration.ready.then(
+      () => start(!this.#done && this.#stopping === undefined),
+      (e: unknown) => {
+        this.#failure ??= e;
+        start(false);
+      },
+    );
   }
 
   /** Begin the stop sequence. Idempotent: the first cause wins; a repeat never restarts the grace. */
@@ -187,6 +210,7 @@ export class Child {
       await this.#stopping;
       await drain(outputs, DRAIN_BOUND_MS);
     }
+    if (this.#failure !== undefined) throw this.#failure;
     // The result is what the caller sees: onOutput has nothing more to tell once it is made.
     for (const output of outputs) output.seal();
     const [stdout, stderr] = outputs.map((output) => output.kept()) as [{ text: string; omittedBytes: number }, { text: string; omittedBytes: number }];

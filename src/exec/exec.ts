@@ -65,17 +65,25 @@ export async function exec(file: string, args?: readonly string[], options?: Exe
     throw e;
   }
   const startedAt = performance.now();
-  const { subprocess, tree, failure } = spawn(o);
+  let spawned: ReturnType<typeof spawn>;
+  try {
+    spawned = spawn(o);
+  } catch (e) {
+    ownToken?.retire(); // the reaper could not be started: nothing was spawned
+    throw e;
+  }
+  const { subprocess, tree, registration, start, failure } = spawned;
   if (failure !== undefined) {
     ownToken?.retire();
     throw await failure;
   }
   // From here nothing may fail with the child left running: whatever throws, its tree dies first.
+  // (Until `begin`, the command has not even started: the launcher waits, launcher.ts.)
   let child: Child;
   try {
-    child = new Child(subprocess, tree, o, startedAt);
+    child = new Child(subprocess, tree, registration, o, startedAt);
   } catch (e) {
-    await killSpawned(subprocess, tree);
+    await killSpawned(subprocess, tree, registration);
     ownToken?.retire();
     throw e;
   }
@@ -88,6 +96,7 @@ export async function exec(file: string, args?: readonly string[], options?: Exe
     throw e;
   }
   if (ownToken !== undefined) child.onDone(() => ownToken.retire());
+  child.begin(start);
   return child.result;
 }
 
