@@ -211,8 +211,8 @@ export class Child {
       await drain(outputs, DRAIN_BOUND_MS);
     }
     if (this.#failure !== undefined) throw this.#failure;
-    // The result is what the caller sees: onOutput has nothing more to tell once it is made.
-    for (const output of outputs) output.seal();
+    // Both streams have closed (allClosed, or drain's destroy): onOutput has nothing more to tell
+    // once the result is made (output.ts, invariant 4).
     const [stdout, stderr] = outputs.map((output) => output.kept()) as [{ text: string; omittedBytes: number }, { text: string; omittedBytes: number }];
     return toResult(this.#outcome, {
       exitCode: exit.code, signal: exit.signal, stdout: stdout.text, stderr: stderr.text, pid: this.pid, wallMs: performance.now() - startedAt,
