@@ -15,8 +15,8 @@
 import { isStopGoverned } from '../token/owners.js';
 import { onAbort } from './abort.js';
 import { track } from './cleanup.js';
-import { allClosed, drain, DRAIN_BOUND_MS } from './drain.js';
-import { waitForEmpty, Wake } from './grace.js';
+import { closedAfterExit, drain, DRAIN_BOUND_MS, PIPES_AFTER_EXIT_MS } from './drain.js';
+import { untilEmptyOrStopped, waitForEmpty, Wake } from './grace.js';
 import type { Checked } from './options.js';
 import { Output } from './output.js';
 import { toResult, type ExecResult, type Outcome, type StopCause } from './result.js';
@@ -34,6 +34,9 @@ const HARD_STOP = 'hard stop';
 /** The next turn of the event loop (after pending I/O callbacks). */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** How often a tree left running after its call settled (`pipesHeldOpen`) is looked at for emptiness. */
+const LEFT_RUNNING_POLL_MS = 100;
+
 interface Exit {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
@@ -43,7 +46,11 @@ export class Child {
   readonly pid: number;
   /** The result. */
   readonly result: Promise<ExecResult>;
-  /** Resolves (never rejects) once the child has exited and its output is drained. */
+  /**
+   * Resolves (never rejects) once the child has exited, its output is drained and its tree is gone
+   * and released. Usually with `result`; later when the result said `pipesHeldOpen` (the tree runs
+   * on until it ends or a stop ends it).
+   */
   readonly settled: Promise<void>;
 
   readonly #o: Checked;
@@ -52,7 +59,7 @@ export class Child {
   readonly #registration: Registration;
   /** Why the call fails though the child ran (the reaper did not start); `undefined`: it does not. */
   #failure: unknown;
-  readonly #outcome: Outcome = { cause: undefined, forced: false };
+  readonly #outcome: Outcome = { cause: undefined, forced: false, pipesHeldOpen: false };
   /** Run when the child settles: removes every timer and listener of every cause (plain calls, no event dispatch). */
   readonly #teardown: Array<() => void> = [];
   /** Aborted when the hard stop begins: ends a grace wait under way. */
@@ -70,7 +77,7 @@ export class Child {
   #governed = false;
   /** The result is settled: nothing may be signalled any more. */
   #done = false;
-  /** Run when the child settles, before `result` and `settled` resolve (owner disposers). */
+  /** Run when the child settles, before `settled` (and `result`, but for `pipesHeldOpen`) resolve (owner disposers). */
   readonly #onDone: Array<() => void> = [];
 
   constructor(subprocess: Subprocess, tree: Tree, registration: Registration, o: Checked, startedAt: number) {
@@ -106,21 +113,41 @@ export class Child {
       untrack();
       throw e;
     }
-    this.result = this.#run(exited, outputs, startedAt).catch((e: unknown) => this.#killThenThrow(e)).finally(async () => {
-      this.#done = true;
-      for (const undo of this.#teardown) undo();
-      // One step a turn: the listeners' removal, the reaper's `del` (a file write)
-      // and the start of the cgroup's removal each hold the event loop (0.06–0.45 ms each on a
-      // 2-core machine), and together they were a stop's longest block.
-      await nextTurn();
-      untrack();
-      await nextTurn();
-      await this.#tree.dispose();
-      // Only now: the reaper removes a cgroup the host dies before removing.
-      this.#registration.release();
-      for (const fn of this.#onDone) fn();
-    });
-    this.settled = this.result.then(() => undefined, () => undefined);
+    const made = this.#run(exited, outputs, startedAt).catch((e: unknown) => this.#killThenThrow(e));
+    // A tree whose pipes were held open runs on, still ours (a stop still ends it), until it is empty.
+    this.settled = made.then((r) => (r.pipesHeldOpen ? this.#leftRunning() : undefined), () => undefined).then(() => this.#finish(untrack));
+    this.result = made.then(
+      async (r) => {
+        if (!r.pipesHeldOpen) await this.settled;
+        return r;
+      },
+      async (e: unknown) => {
+        await this.settled;
+        throw e;
+      },
+    );
+  }
+
+  /** Release everything the child holds, then run the `onDone` functions. */
+  async #finish(untrack: () => void): Promise<void> {
+    this.#done = true;
+    for (const undo of this.#teardown) undo();
+    // One step a turn: the listeners' removal, the reaper's `del` (a file write)
+    // and the start of the cgroup's removal each hold the event loop (0.06–0.45 ms each on a
+    // 2-core machine), and together they were a stop's longest block.
+    await nextTurn();
+    untrack();
+    await nextTurn();
+    await this.#tree.dispose();
+    // Only now: the reaper removes a cgroup the host dies before removing.
+    this.#registration.release();
+    for (const fn of this.#onDone) fn();
+  }
+
+  /** The call has settled with its pipes held open: wait until its tree is empty, or a stop has ended it. */
+  async #leftRunning(): Promise<void> {
+    await untilEmptyOrStopped(this.#tree, () => this.#stopping !== undefined, LEFT_RUNNING_POLL_MS);
+    await this.#stopping;
   }
 
   /**
@@ -202,10 +229,16 @@ export class Child {
 
   async #run(exited: Promise<Exit>, outputs: Output[], startedAt: number): Promise<ExecResult> {
     const exit = await exited;
-    // With no stop, the output is what the caller waits for, as with execa: however long it takes.
-    await Promise.race([allClosed(outputs), this.#stopBegan]);
+    // With no stop, the output is what the caller waits for, as with execa, as long as the pipes
+    // close; held open past PIPES_AFTER_EXIT_MS (a background process of the command holds them),
+    // the call settles with what arrived and leaves that process running (docs/exec.md, "Faults").
+    if (!(await closedAfterExit(outputs, PIPES_AFTER_EXIT_MS, this.#stopBegan)) && this.#stopping === undefined) {
+      this.#outcome.pipesHeldOpen = true;
+      for (const output of outputs) output.destroy();
+      await drain(outputs, 0);
+    }
     await this.#tree.ready();
-    if (this.#stopping === undefined && !this.#tree.isEmpty()) this.stop('leftover');
+    if (this.#stopping === undefined && !this.#outcome.pipesHeldOpen && !this.#tree.isEmpty()) this.stop('leftover');
     if (this.#stopping !== undefined) {
       await this.#stopping;
       await drain(outputs, DRAIN_BOUND_MS);
