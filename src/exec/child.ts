@@ -75,7 +75,7 @@ export class Child {
   #hardStopping: Promise<void> | undefined;
   /** The stop under way is governed by a runner's grace. */
   #governed = false;
-  /** The result is settled: nothing may be signalled any more. */
+  /** The child is finished (its tree gone and released): nothing may be signalled any more. */
   #done = false;
   /** Run when the child settles, before `settled` (and `result`, but for `pipesHeldOpen`) resolve (owner disposers). */
   readonly #onDone: Array<() => void> = [];

@@ -63,8 +63,11 @@ for (const containment of modes) {
     };
     const error = await exec('sh', [fixture('exec/ignores-term.sh'), file], { signal, containment: option }).then(() => undefined, (e) => e);
     assert.equal(error, injected);
-    assert.equal(spawned.length, 1, `spawned: ${spawned}`);
-    assert.ok(allGone(spawned), `alive when the error surfaced: ${spawned.filter((p) => !isGone(p))}`);
+    assert.ok(spawned.length >= 1, 'nothing spawned');
+    // Bun may return from a spawn before the child has exec'd: the reaper, just started, could not
+    // be told by its command line then. It can now (or it is gone).
+    const alive = spawned.filter((pid) => !isGone(pid) && !isReaper(pid));
+    assert.deepEqual(alive, [], `alive when the error surfaced: ${alive}`);
     assert.ok(!isReady(file), 'the command ran');
   });
 
@@ -96,7 +99,7 @@ for (const containment of modes) {
     const ready = /^ready (.*)$/m.exec(out);
     assert.ok(ready, `the host did not get ready: ${out}`);
     const pids = ready[1].split(' ').map(Number);
-    assert.equal(pids.length, 1, `spawned: ${pids}`);
+    assert.ok(pids.length >= 1, 'nothing spawned'); // the reaper too on Bun, if it had not exec'd yet
     await eventually(() => allGone(pids), 2000, `every child gone within 2 s of the host (alive: ${pids.filter((p) => !isGone(p))})`);
     assert.ok(!isReady(file), 'the command ran');
   });
