@@ -88,6 +88,15 @@ describe('exec onOutput: the output as it arrives', () => {
     expect(r.heldMiB).toBeLessThan(16);
   }, 60_000);
 
+  it('an onOutput returning a promise that never settles keeps no chunk: 200 MB printed, the heap back within 30 MB once the exec settled', async () => {
+    // In a process of its own, with --expose-gc: a full GC before the exec and after it settled.
+    const bytes = 200_000_000;
+    const { stdout } = await run(process.execPath, ['--expose-gc', fixture('pending-on-output.mjs'), String(bytes)], { timeout: 120_000 });
+    const r = JSON.parse(stdout) as Record<string, any>;
+    expect(r).toMatchObject({ exitCode: 0, seenBytes: bytes, pendingKept: true });
+    expect(r.afterMiB - r.beforeMiB).toBeLessThan(30);
+  }, 120_000);
+
   it('a stop mid-output: onOutput is not called after the result, which holds exactly what it saw; no process is left', async () => {
     const token = turnOf(scene);
     let settled = false;

@@ -1,16 +1,18 @@
 /**
- * `exec` never leaks what it spawned: when something fails after the spawn, the child's whole tree
- * is dead by the time the error surfaces. The faults are injected on Node, where they are real
- * failures of the host's own code: a throwing 'newListener' listener (the host's, or a library's)
- * fails the 'exit' hook `exec` installs with its first child, and a pipe without `unref` is what
- * Bun hands out (docs/runtimes.md).
+ * `exec` never leaks what it spawned: when something fails after the spawn, what was spawned is
+ * dead by the time the error surfaces, and the command never ran: the child is spawned as the
+ * launcher, which waits, and is let run only once everything else of the call has succeeded
+ * (src/exec/launcher.ts). The faults are injected on Node, where they are real failures of the
+ * host's own code: a throwing 'newListener' listener (the host's, or a library's) fails the 'exit'
+ * hook `exec` installs with its first child, and a pipe without `unref` is what Bun hands out
+ * (docs/runtimes.md).
  */
 import { existsSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { exec, spawnBackground, TurnRegistry } from '../dist/src/index.js';
-import { eventually } from './support/leaks.js';
+import { eventually, isGone, toolTree } from './support/leaks.js';
 import { allGone, closeScene, fixture, LIVENESS_MS, MODES, openScene, treeOfFive, turnOf, type Scene } from './fixtures/exec/support.js';
 
 let scene: Scene;
@@ -18,59 +20,51 @@ let registry: TurnRegistry;
 beforeEach(() => { registry = new TurnRegistry(); scene = openScene(registry); });
 afterEach(() => closeScene(scene));
 
-/** Block this thread until `path` exists (the fault runs inside a synchronous listener). */
-function waitSyncFor(path: string): void {
-  const nap = new Int32Array(new SharedArrayBuffer(4));
-  const deadline = Date.now() + LIVENESS_MS;
-  while (!existsSync(path)) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${path}`);
-    Atomics.wait(nap, 0, 0, 10);
-  }
-}
-
 /**
- * Arm a fault: the next listener added for the process's 'exit' event throws, once the fixture's
- * tree is up (its handshake files exist), so the whole tree is there to be leaked.
+ * Arm a fault: the next listener added for the process's 'exit' event throws. `spawned` is what
+ * this process had started when it threw (the reaper aside): the child, still waiting to run.
  */
-function failNextExitHook(pidfile: string): { error: Error; disarm: () => void } {
+function failNextExitHook(): { error: Error; spawned: number[]; disarm: () => void } {
   const error = new Error('injected: a newListener listener threw');
+  const spawned: number[] = [];
   const onNew = (event: string | symbol) => {
     if (event !== 'exit') return;
     process.removeListener('newListener', onNew);
-    waitSyncFor(`${pidfile}.nested`);
-    waitSyncFor(pidfile);
+    spawned.push(...toolTree());
     throw error;
   };
   process.on('newListener', onNew);
-  return { error, disarm: () => process.removeListener('newListener', onNew) };
+  return { error, spawned, disarm: () => process.removeListener('newListener', onNew) };
 }
 
 for (const mode of MODES) {
   describe(`a failure after the spawn (${mode.name})`, () => {
-    it('exec rejects with the failure only once every process of the tree is gone', async () => {
+    it('exec rejects with the failure once what it spawned is gone, and the command never ran', async () => {
       const pidfile = join(scene.dir, 'tree');
-      const fault = failNextExitHook(pidfile);
+      const fault = failNextExitHook();
       try {
-        // SIGTERM-ignoring: only the rollback's SIGKILL ends it.
+        // SIGTERM-ignoring: were it running, only the rollback's SIGKILL would end it.
         const running = exec('sh', [fixture('ignores-term.sh'), pidfile], { token: turnOf(scene), containment: mode.option });
         await expect(running).rejects.toBe(fault.error);
       } finally {
         fault.disarm();
       }
-      const pids = await treeOfFive(pidfile);
-      expect(allGone(pids)).toBe(true); // at once: not eventually
+      expect(fault.spawned).toHaveLength(1);
+      expect(fault.spawned.filter((pid) => !isGone(pid))).toEqual([]); // at once: not eventually
+      expect(existsSync(pidfile)).toBe(false);
     });
 
-    it('spawnBackground throws the failure and its tree dies', async () => {
+    it('spawnBackground throws the failure, what it spawned dies, and the command never ran', async () => {
       const pidfile = join(scene.dir, 'tree');
-      const fault = failNextExitHook(pidfile);
+      const fault = failNextExitHook();
       try {
         expect(() => spawnBackground('sh', [fixture('ignores-term.sh'), pidfile], { containment: mode.option })).toThrow(fault.error);
       } finally {
         fault.disarm();
       }
-      const pids = await treeOfFive(pidfile);
-      await eventually(() => allGone(pids), LIVENESS_MS, 'the background tree to die');
+      expect(fault.spawned).toHaveLength(1);
+      await eventually(() => fault.spawned.every(isGone), LIVENESS_MS, 'what was spawned to die');
+      expect(existsSync(pidfile)).toBe(false);
     });
   });
 }

@@ -57,16 +57,16 @@ export function spawnBackground(file: string, args?: readonly string[], options?
   const o = { ...checked, token: undefined };
   refuseCancelled(o);
   const startedAt = performance.now();
-  const { subprocess, tree, failure } = spawn(o);
+  const { subprocess, tree, registration, start, failure } = spawn(o);
   if (failure !== undefined) {
     void failure.catch(() => {}); // the real errno arrives a tick later; the probe gives it now
     throw failedToSpawn(o, probeSpawnError(o));
   }
   let child: Child;
   try {
-    child = new Child(subprocess, tree, o, startedAt);
+    child = new Child(subprocess, tree, registration, o, startedAt);
   } catch (e) {
-    void killSpawned(subprocess, tree); // its SIGKILL is sent now, before the throw
+    void killSpawned(subprocess, tree, registration); // its SIGKILL is sent now, before the throw
     throw e;
   }
   running.add(child);
@@ -74,6 +74,7 @@ export function spawnBackground(file: string, args?: readonly string[], options?
   child.onDone(countBackground(checked.token ?? activeToken()));
   void child.settled.then(() => running.delete(child));
   child.result.catch(() => {}); // a failure nobody awaits must not crash the host
+  child.begin(start);
   return {
     pid: child.pid,
     containment: tree.mode,

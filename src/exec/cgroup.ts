@@ -10,10 +10,10 @@
  * `KillMode=control-group` contains a service.
  *
  * Joining: Node cannot move a child into a cgroup between fork and exec, so the child starts as
- * `/bin/sh -c 'echo $$ > <cgroup>/cgroup.procs && exec "$0" "$@"' file args...`: the shell joins
- * (a builtin, no fork), then execs the command in the same process, so the pid, argv[0], exit code
- * and signal are the command's own (and so is the environment: see `joinArgv` in hierarchy.ts). Node also writes the pid right after the spawn returns, so the
- * child is a member before any stop can run.
+ * the launcher (launcher.ts): `/bin/sh`, which joins (a builtin, no fork), waits for the host's go,
+ * then execs the command in the same process, so the pid, argv[0], exit code and signal are the
+ * command's own (and so is the environment). Node also writes the pid right after the spawn
+ * returns, so the child is a member before any stop can run.
  */
 
 import { closeSync, constants, openSync, readFileSync, readSync, watch, writeSync } from 'node:fs';

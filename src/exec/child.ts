@@ -15,11 +15,12 @@
 import { isStopGoverned } from '../token/owners.js';
 import { onAbort } from './abort.js';
 import { track } from './cleanup.js';
-import { allClosed, drain, DRAIN_BOUND_MS } from './drain.js';
-import { waitForEmpty, Wake } from './grace.js';
+import { closedAfterExit, drain, DRAIN_BOUND_MS, PIPES_AFTER_EXIT_MS } from './drain.js';
+import { untilEmptyOrStopped, waitForEmpty, Wake } from './grace.js';
 import type { Checked } from './options.js';
 import { Output } from './output.js';
 import { toResult, type ExecResult, type Outcome, type StopCause } from './result.js';
+import type { Registration } from './reaper.js';
 import type { Subprocess } from './spawn.js';
 import { onTimeout } from './timeout.js';
 import type { Tree } from './tree.js';
@@ -33,6 +34,9 @@ const HARD_STOP = 'hard stop';
 /** The next turn of the event loop (after pending I/O callbacks). */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** How often a tree left running after its call settled (`pipesHeldOpen`) is looked at for emptiness. */
+const LEFT_RUNNING_POLL_MS = 100;
+
 interface Exit {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
@@ -42,12 +46,20 @@ export class Child {
   readonly pid: number;
   /** The result. */
   readonly result: Promise<ExecResult>;
-  /** Resolves (never rejects) once the child has exited and its output is drained. */
+  /**
+   * Resolves (never rejects) once the child has exited, its output is drained and its tree is gone
+   * and released. Usually with `result`; later when the result said `pipesHeldOpen` (the tree runs
+   * on until it ends or a stop ends it).
+   */
   readonly settled: Promise<void>;
 
   readonly #o: Checked;
   readonly #tree: Tree;
-  readonly #outcome: Outcome = { cause: undefined, forced: false };
+  /** The child's place with the reaper: released once it has settled. */
+  readonly #registration: Registration;
+  /** Why the call fails though the child ran (the reaper did not start); `undefined`: it does not. */
+  #failure: unknown;
+  readonly #outcome: Outcome = { cause: undefined, forced: false, pipesHeldOpen: false };
   /** Run when the child settles: removes every timer and listener of every cause (plain calls, no event dispatch). */
   readonly #teardown: Array<() => void> = [];
   /** Aborted when the hard stop begins: ends a grace wait under way. */
@@ -63,15 +75,16 @@ export class Child {
   #hardStopping: Promise<void> | undefined;
   /** The stop under way is governed by a runner's grace. */
   #governed = false;
-  /** The result is settled: nothing may be signalled any more. */
+  /** The child is finished (its tree gone and released): nothing may be signalled any more. */
   #done = false;
-  /** Run when the child settles, before `result` and `settled` resolve (owner disposers). */
+  /** Run when the child settles, before `settled` (and `result`, but for `pipesHeldOpen`) resolve (owner disposers). */
   readonly #onDone: Array<() => void> = [];
 
-  constructor(subprocess: Subprocess, tree: Tree, o: Checked, startedAt: number) {
+  constructor(subprocess: Subprocess, tree: Tree, registration: Registration, o: Checked, startedAt: number) {
     this.pid = subprocess.pid!;
     this.#o = o;
     this.#tree = tree;
+    this.#registration = registration;
     this.#stopBegan = new Promise((open) => { this.#openStop = open; });
     const untrack = track(this.#tree);
     let onExit!: (code: number | null, signal: NodeJS.Signals | null) => void;
@@ -100,19 +113,41 @@ export class Child {
       untrack();
       throw e;
     }
-    this.result = this.#run(exited, outputs, startedAt).catch((e: unknown) => this.#killThenThrow(e)).finally(async () => {
-      this.#done = true;
-      for (const undo of this.#teardown) undo();
-      // One step a turn: the listeners' removal, the reaper's `del` (a file write)
-      // and the start of the cgroup's removal each hold the event loop (0.06–0.45 ms each on a
-      // 2-core machine), and together they were a stop's longest block.
-      await nextTurn();
-      untrack();
-      await nextTurn();
-      await this.#tree.dispose();
-      for (const fn of this.#onDone) fn();
-    });
-    this.settled = this.result.then(() => undefined, () => undefined);
+    const made = this.#run(exited, outputs, startedAt).catch((e: unknown) => this.#killThenThrow(e));
+    // A tree whose pipes were held open runs on, still ours (a stop still ends it), until it is empty.
+    this.settled = made.then((r) => (r.pipesHeldOpen ? this.#leftRunning() : undefined), () => undefined).then(() => this.#finish(untrack));
+    this.result = made.then(
+      async (r) => {
+        if (!r.pipesHeldOpen) await this.settled;
+        return r;
+      },
+      async (e: unknown) => {
+        await this.settled;
+        throw e;
+      },
+    );
+  }
+
+  /** Release everything the child holds, then run the `onDone` functions. */
+  async #finish(untrack: () => void): Promise<void> {
+    this.#done = true;
+    for (const undo of this.#teardown) undo();
+    // One step a turn: the listeners' removal, the reaper's `del` (a file write)
+    // and the start of the cgroup's removal each hold the event loop (0.06–0.45 ms each on a
+    // 2-core machine), and together they were a stop's longest block.
+    await nextTurn();
+    untrack();
+    await nextTurn();
+    await this.#tree.dispose();
+    // Only now: the reaper removes a cgroup the host dies before removing.
+    this.#registration.release();
+    for (const fn of this.#onDone) fn();
+  }
+
+  /** The call has settled with its pipes held open: wait until its tree is empty, or a stop has ended it. */
+  async #leftRunning(): Promise<void> {
+    await untilEmptyOrStopped(this.#tree, () => this.#stopping !== undefined, LEFT_RUNNING_POLL_MS);
+    await this.#stopping;
   }
 
   /**
@@ -121,6 +156,21 @@ export class Child {
    */
   onDone(fn: () => void): void {
     this.#onDone.push(fn);
+  }
+
+  /**
+   * Let the command run once the reaper has confirmed that it holds the child's entry (launcher.ts,
+   * invariant 1). Called last, when nothing else of the call can fail; not run if a stop began
+   * first. A reaper that could not start fails the call: the launcher exits without running anything.
+   */
+  begin(start: (run: boolean) => void): void {
+    this.#registration.ready.then(
+      () => start(!this.#done && this.#stopping === undefined),
+      (e: unknown) => {
+        this.#failure ??= e;
+        start(false);
+      },
+    );
   }
 
   /** Begin the stop sequence. Idempotent: the first cause wins; a repeat never restarts the grace. */
@@ -179,16 +229,23 @@ export class Child {
 
   async #run(exited: Promise<Exit>, outputs: Output[], startedAt: number): Promise<ExecResult> {
     const exit = await exited;
-    // With no stop, the output is what the caller waits for, as with execa: however long it takes.
-    await Promise.race([allClosed(outputs), this.#stopBegan]);
+    // With no stop, the output is what the caller waits for, as with execa, as long as the pipes
+    // close; held open past PIPES_AFTER_EXIT_MS (a background process of the command holds them),
+    // the call settles with what arrived and leaves that process running (docs/exec.md, "Faults").
+    if (!(await closedAfterExit(outputs, PIPES_AFTER_EXIT_MS, this.#stopBegan)) && this.#stopping === undefined) {
+      this.#outcome.pipesHeldOpen = true;
+      for (const output of outputs) output.destroy();
+      await drain(outputs, 0);
+    }
     await this.#tree.ready();
-    if (this.#stopping === undefined && !this.#tree.isEmpty()) this.stop('leftover');
+    if (this.#stopping === undefined && !this.#outcome.pipesHeldOpen && !this.#tree.isEmpty()) this.stop('leftover');
     if (this.#stopping !== undefined) {
       await this.#stopping;
       await drain(outputs, DRAIN_BOUND_MS);
     }
-    // The result is what the caller sees: onOutput has nothing more to tell once it is made.
-    for (const output of outputs) output.seal();
+    if (this.#failure !== undefined) throw this.#failure;
+    // Both streams have closed (allClosed, or drain's destroy): onOutput has nothing more to tell
+    // once the result is made (output.ts, invariant 4).
     const [stdout, stderr] = outputs.map((output) => output.kept()) as [{ text: string; omittedBytes: number }, { text: string; omittedBytes: number }];
     return toResult(this.#outcome, {
       exitCode: exit.code, signal: exit.signal, stdout: stdout.text, stderr: stderr.text, pid: this.pid, wallMs: performance.now() - startedAt,

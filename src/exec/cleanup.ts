@@ -12,20 +12,17 @@
  * The 'exit' listener is installed with the first live child and removed with the last one.
  */
 
-import { register } from './reaper.js';
 import type { Tree } from './tree.js';
 
 /** Trees of children that have not settled yet. */
 const live = new Set<Tree>();
 let installed = false;
 
-/** Track `tree` until the returned function is called. */
+/** Track `tree` until the returned function is called (its reaper entry is made at the spawn: spawn.ts). */
 export function track(tree: Tree): () => void {
-  const unregister = register(tree.reaperEntry);
   live.add(tree);
   const untrack = () => {
     if (!live.delete(tree)) return;
-    unregister();
     if (live.size === 0 && installed) {
       installed = false;
       process.removeListener('exit', onExit);

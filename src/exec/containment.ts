@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { isRefused, warnRefused } from '../base/refused.js';
 import { cgroupBase, cgroupsWork } from './hierarchy.js';
+import { reserve } from './reaper.js';
 import type { Containment } from './tree.js';
 
 export type { Containment };
@@ -43,7 +44,17 @@ function probe(): { mode: Containment; base?: string } {
   if (forced === 'tree-kill' || process.platform !== 'linux' || !procReadable()) return { mode: 'tree-kill' };
   if (forced === 'process-group') return { mode: 'process-group' };
   const base = cgroupBase();
-  return base !== undefined && cgroupsWork(base) ? { mode: 'cgroup', base } : { mode: 'process-group' };
+  return base !== undefined && probeCgroups(base) ? { mode: 'cgroup', base } : { mode: 'process-group' };
+}
+
+/** `cgroupsWork`, its cgroup known to the reaper from before it exists: a host killed meanwhile leaves none. */
+function probeCgroups(base: string): boolean {
+  const place = reserve();
+  try {
+    return cgroupsWork(base, (path) => place.add(`cg ${path}`));
+  } finally {
+    place.release();
+  }
 }
 
 /** /proc is there and this runtime lets us read it (Deno without --allow-all does not: said once). */

@@ -14,9 +14,37 @@ import type { Output } from './output.js';
 /** How long the pipes may stay open once a stop has ended the tree. */
 export const DRAIN_BOUND_MS = 200;
 
+/**
+ * How long the pipes are read after the child exited, when no stop began: a background process
+ * the command started (`sleep 30 &`) may hold them open for as long as it runs. Past it the call
+ * settles with what arrived, `pipesHeldOpen: true` (docs/exec.md, "Faults").
+ */
+export const PIPES_AFTER_EXIT_MS = 200;
+
 /** Both streams closed, however long it takes (no stop: the output is what the caller waits for). */
 export function allClosed(outputs: readonly Output[]): Promise<void> {
   return Promise.all(outputs.map((o) => o.closed)).then(() => undefined);
+}
+
+/**
+ * After the child's exit: true once both streams have closed; false if they are still open
+ * `boundMs` later, with the I/O already arrived by then read first (the timer can fire in the same
+ * loop turn as the reads it should wait for, after a long block of the event loop), or once `stop`
+ * resolves (the stop's drain bounds the rest).
+ */
+export async function closedAfterExit(outputs: readonly Output[], boundMs: number, stop: Promise<void>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<false>((resolve) => { timer = setTimeout(() => void afterPendingReads().then(() => resolve(false)), boundMs); });
+  try {
+    return await Promise.race([allClosed(outputs).then(() => true), bound, stop.then(() => false)]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Two turns of the loop: the poll phase between them reads what the pipes hold, and their end. */
+function afterPendingReads(): Promise<void> {
+  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
 }
 
 /** Wait up to `boundMs` for the streams to close, then destroy the ones still open. */

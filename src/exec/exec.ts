@@ -29,6 +29,11 @@ import { spawn } from './spawn.js';
  *   So does a retired token (its turn has ended; a child started now would belong to no turn).
  * - Processes the child leaves behind once it has exited and closed its output are stopped the same
  *   way: a foreground child does not outlive its call. Use `spawnBackground` for those that should.
+ *   One that still holds the output open 200 ms after the child's exit (`sleep 30 &`) does not
+ *   hold the call: it settles with what arrived, `pipesHeldOpen: true`, and that process stays in
+ *   the call's tree, which the turn's end or stop still ends (docs/exec.md, "Faults").
+ * - The command runs only once the reaper knows it and nothing else of the call can fail: a host
+ *   killed at any instant leaves no process and no cgroup behind (launcher.ts).
  *
  * Containment (`result.containment`, `execContainment()`): a cgroup of its own where the host allows
  * it, which a stop empties whatever its processes did; else the process group plus the descendants
@@ -65,17 +70,25 @@ export async function exec(file: string, args?: readonly string[], options?: Exe
     throw e;
   }
   const startedAt = performance.now();
-  const { subprocess, tree, failure } = spawn(o);
+  let spawned: ReturnType<typeof spawn>;
+  try {
+    spawned = spawn(o);
+  } catch (e) {
+    ownToken?.retire(); // the reaper could not be started: nothing was spawned
+    throw e;
+  }
+  const { subprocess, tree, registration, start, failure } = spawned;
   if (failure !== undefined) {
     ownToken?.retire();
     throw await failure;
   }
   // From here nothing may fail with the child left running: whatever throws, its tree dies first.
+  // (Until `begin`, the command has not even started: the launcher waits, launcher.ts.)
   let child: Child;
   try {
-    child = new Child(subprocess, tree, o, startedAt);
+    child = new Child(subprocess, tree, registration, o, startedAt);
   } catch (e) {
-    await killSpawned(subprocess, tree);
+    await killSpawned(subprocess, tree, registration);
     ownToken?.retire();
     throw e;
   }
@@ -88,6 +101,7 @@ export async function exec(file: string, args?: readonly string[], options?: Exe
     throw e;
   }
   if (ownToken !== undefined) child.onDone(() => ownToken.retire());
+  child.begin(start);
   return child.result;
 }
 

@@ -51,6 +51,18 @@ export class Wake {
 }
 
 /**
+ * Resolves once the tree is empty or `stopped()` says a stop began (its own sequence then ends the
+ * tree), looking every `everyMs`. The timer is unref'd: a tree left to run on after its call
+ * settled (docs/exec.md, "Faults") never keeps the host alive, and the host's exit kills it
+ * (cleanup.ts).
+ */
+export async function untilEmptyOrStopped(tree: Pick<Tree, 'isEmpty'>, stopped: () => boolean, everyMs: number): Promise<void> {
+  while (!stopped() && !tree.isEmpty()) {
+    await new Promise<void>((resolve) => { setTimeout(resolve, everyMs).unref(); });
+  }
+}
+
+/**
  * True as soon as the tree is empty; false when `ms` (Infinity: no bound, for a stop whose grace a
  * runner governs) ran out or `abort` fired (the hard stop began; its start must nudge `wake`).
  *

@@ -1,7 +1,7 @@
 /**
  * The cgroup v2 hierarchy, for cgroup.ts: where this process may create cgroups, whether it can,
  * making and removing the cgroup of one child, and the shell line that joins a child to its cgroup
- * before it runs the command.
+ * before it runs the command (launcher.ts).
  */
 
 import { spawnSync } from 'node:child_process';
@@ -9,31 +9,11 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from 'nod
 import { readdir, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
-/** Names a POSIX shell passes on to what it execs; dash drops every other one from the environment. */
-const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-/** Sets the variables the shell would drop, then execs the command. */
-const ENV = '/usr/bin/env';
-
 /**
- * The argv of `/bin/sh` that joins `cgroup`, then becomes `file args...` (`exec "$0" "$@"`). A join
- * that fails (it passed the probe, so it should not) exits 125 with a message rather than run the
- * command uncontained. Variables whose names are not shell identifiers (`spring.profiles.active`,
- * `FOO-BAR`), which the shell would drop, are handed to `env` as `NAME=VALUE` arguments instead: it
- * sets them back and execs the command, so the command sees the environment it would see uncontained.
- * `undefined` when that cannot be exact: `env` would take a command containing `=` for one more
- * variable (or there is no `/usr/bin/env`).
+ * The shell line that joins the shell running it (`$$`) to `cgroup`; a join that fails (it passed
+ * the probe, so it should not) exits 125 with a message rather than run the command uncontained.
  */
-export function joinArgv(cgroup: string, file: string, args: readonly string[], env: NodeJS.ProcessEnv): string[] | undefined {
-  const dropped: string[] = [];
-  for (const [name, value] of Object.entries(env)) {
-    if (value !== undefined && !SHELL_NAME.test(name)) dropped.push(`${name}=${value}`);
-  }
-  if (dropped.length === 0) return ['-c', `${joinLine(cgroup)}; exec "$0" "$@"`, file, ...args];
-  if (file.includes('=') || !existsSync(ENV)) return undefined;
-  return ['-c', `${joinLine(cgroup)}; exec ${ENV} "$@"`, 'sh', ...dropped, file, ...args];
-}
-
-function joinLine(cgroup: string): string {
+export function joinLine(cgroup: string): string {
   const procs = shellQuote(join(cgroup, 'cgroup.procs'));
   return `echo $$ 2>/dev/null > ${procs} || { echo "fullstop: cannot join the cgroup of this child" >&2; exit 125; }`;
 }
@@ -76,10 +56,15 @@ function unescapeMount(text: string): string {
 
 let sequence = 0;
 
-/** Create a fresh cgroup for one child; throws when it cannot. */
-export function createCgroup(base: string): string {
+/**
+ * Create a fresh cgroup for one child; throws when it cannot. `before(path)` runs before each
+ * mkdir (the reaper's entry is written there, so a host killed right after the mkdir leaves no
+ * cgroup nobody removes: reaper.ts).
+ */
+export function createCgroup(base: string, before?: (path: string) => void): string {
   for (;;) {
     const path = join(base, `fullstop-${process.pid}-${++sequence}`);
+    before?.(path);
     try {
       mkdirSync(path);
       return path;
@@ -92,12 +77,12 @@ export function createCgroup(base: string): string {
 /**
  * Whether children can be contained in cgroups under `base`: a cgroup can be made there, it has
  * `cgroup.kill` (Linux 5.14+) and `cgroup.events`, and a process can join it. Costs one short
- * `sh` run, once per process (containment.ts caches the answer).
+ * `sh` run, once per process (containment.ts caches the answer). `before` as for `createCgroup`.
  */
-export function cgroupsWork(base: string): boolean {
+export function cgroupsWork(base: string, before?: (path: string) => void): boolean {
   let path: string;
   try {
-    path = createCgroup(base);
+    path = createCgroup(base, before);
   } catch {
     return false;
   }

@@ -6,8 +6,9 @@
  *
  * Files, one concern each: tree.ts (what a stop needs of a containment), containment.ts (which
  * one), cgroup.ts, group.ts and tree-kill.ts (the three, and every signal each sends), hierarchy.ts
- * (making, joining and removing a child's cgroup), sweep.ts (the process-group hard stop), grace.ts, output.ts (the output kept and `onOutput`), drain.ts, cleanup.ts (host exit) and reaper.ts (host death),
- * abort.ts and timeout.ts (causes), child.ts (the stop sequence), spawn.ts (node:child_process),
+ * (making, joining and removing a child's cgroup), sweep.ts (the process-group hard stop), grace.ts, output.ts (the output kept and `onOutput`), drain.ts (and the read after the exit), cleanup.ts (host exit) and reaper.ts (host death),
+ * launcher.ts (no command runs unknown to the reaper), abort.ts and timeout.ts (causes), child.ts
+ * (the stop sequence), spawn.ts (node:child_process),
  * exec.ts and background.ts (the public calls). The /proc reads and the descriptor kept for them
  * when the process has none left are ../base/proc.ts and ../base/fd-reserve.ts (the ledger's lock reads
  * /proc too).

@@ -17,9 +17,13 @@
  *    once, as rope strings (`+`), never flattened here: characters and bytes are counted per piece
  *    as it arrives (a flat string), and the tail's bytes piece by piece once the output is cut
  *    (reading a rope's characters would flatten, that is copy, all of it).
- * 4. `onOutput` is never called once the stream is `sealed` (the exec has settled), and a throw
- *    (or a rejected promise) from it is reported once per stream as a warning, never thrown here:
- *    it runs inside a stream callback, where a throw would kill the host and leak the child.
+ * 4. `onOutput` is never called once the result is made: by then the stream has closed (child.ts
+ *    awaits it, or destroys it after a bounded read, drain.ts), and nothing comes after 'close'. A
+ *    throw (or a rejected promise) from it is reported once per stream as a warning, never thrown
+ *    here: it runs inside a stream callback, where a throw would kill the host and leak the child.
+ * 5. Nothing of a chunk outlives its `onOutput` call here: what a promise `onOutput` returns keeps
+ *    (its rejection handler, `#onError`) is made once per stream. Memory is the head, the tail and
+ *    one read, whether or not that promise ever settles.
  */
 
 import { constants } from 'node:buffer';
@@ -73,10 +77,14 @@ export class Output {
   #cut = false;
   /** UTF-8 bytes of the text decoded so far (the bytes read, for UTF-8 output; invariant 2). */
   #bytes = 0;
-  /** True once the exec settled: nothing more is handed to `onOutput`. */
-  #sealed = false;
   /** True once a throw of `onOutput` was reported (one warning a stream). */
   #warned = false;
+  /**
+   * The handler of `onOutput`'s throws and rejections, made once: a closure made per call would
+   * share its scope with the chunk, and a promise `onOutput` returns that stays pending would keep
+   * every chunk through it (invariant 5).
+   */
+  readonly #onError = (error: unknown): void => this.#warn(error);
 
   constructor(stream: Readable, name: 'stdout' | 'stderr', maxBuffer: number, onOutput: OnOutput | undefined) {
     this.#stream = stream;
@@ -122,11 +130,6 @@ export class Output {
     return { text: `${this.#head}\n${omittedLine(omittedBytes)}\n${tail}`, omittedBytes };
   }
 
-  /** No `onOutput` call after this (the exec has settled). */
-  seal(): void {
-    this.#sealed = true;
-  }
-
   destroy(): void {
     this.#stream.destroy();
   }
@@ -137,7 +140,7 @@ export class Output {
     // head and tail are counted on their replacement characters, and so must the whole be.
     this.#bytes += utf8Bytes(part);
     this.#keep(part);
-    if (this.#onOutput !== undefined && !this.#sealed) this.#emit(part);
+    if (this.#onOutput !== undefined) this.#emit(part);
   }
 
   #keep(part: string): void {
@@ -180,7 +183,7 @@ export class Output {
   }
 
   #emit(text: string): void {
-    callGuarded(() => this.#onOutput!({ stream: this.#name, text }), (error) => this.#warn(error));
+    callGuarded(() => this.#onOutput!({ stream: this.#name, text }), this.#onError);
   }
 
   #warn(error: unknown): void {

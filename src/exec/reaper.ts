@@ -11,6 +11,11 @@
  * the reaper has it open (its fd 3): nothing is left on disk. When the pipe closes, the reaper
  * reads the file, kills what is still registered and exits.
  *
+ * Nothing spawned is ever unknown to it (launcher.ts): a place is reserved (`reserve`, starting the
+ * reaper) before each spawn; a cgroup's entry is written before the mkdir, a process group's right
+ * after the spawn, while the child still waits; and the child runs its command only once the
+ * reaper has said "ready" on its stdout (`Registration.ready`, the handshake).
+ *
  * At scale (1,500 live children, or 1,000 live after 1,000 that ended) it kills within its 2 s:
  * - O(1) a registration, and a fast read: `awk` keeps the entries in an associative array and reads
  *   the file in blocks, so a long history costs little when the host dies (dash's `read` takes one
@@ -42,11 +47,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import { readStat } from '../base/proc.js';
+import { ToolError } from '../errors.js';
 
 const SCRIPT = `
 trap '' HUP INT QUIT PIPE
 nl='
 '
+# 0. The handshake: the host lets no command run before it has read this line.
+echo ready
+exec >/dev/null
 # 1. Wait until the host's end of the pipe closes (it writes nothing to it); then read its
 #    registrations from fd 3, in order: the entries still registered, one a line.
 while read -r _; do :; done
@@ -150,7 +159,19 @@ for entry; do
   esac
 done
 set -f; IFS=$nl
-[ -n "$dirs" ] && rmdir $dirs
+[ -n "$dirs" ] && rmdir $dirs 2>/dev/null
+# 4. A child's launcher that joined its cgroup after the kill (the host died between the spawn and
+#    the join) keeps it busy until it reads the closed pipe and exits: kill, then remove, again.
+left=$dirs
+while [ -n "$left" ] && [ $tries -lt 200 ]; do
+  again=''
+  for dir in $left; do [ -d "$dir" ] && again="$again$nl$dir"; done
+  left=$again
+  [ -n "$left" ] || break
+  for dir in $left; do echo 1 > "$dir/cgroup.kill"; done 2>/dev/null
+  sleep 0.01; tries=$((tries + 1))
+  rmdir $left 2>/dev/null
+done
 `;
 
 /** The reaper's `$0`: the last word of its command line. */
@@ -162,9 +183,27 @@ interface Reaper {
   readonly pipe: Socket;
   /** The registrations file, written synchronously (already unlinked; the reaper reads it as fd 3). */
   readonly file: number;
+  /** Resolves once the reaper has said "ready" (its script runs); rejects if it exited or failed first. */
+  readonly ready: Promise<void>;
 }
 
-/** The running reaper; `undefined` while no child is registered. */
+/**
+ * One place in the reaper's registrations, taken before the spawn it covers (the reaper starts
+ * then, if none runs): see `reserve`.
+ */
+export interface Registration {
+  /**
+   * Resolves once the reaper holding this place has confirmed that it runs (its handshake); rejects
+   * with a `ToolError` if it could not start or died first. Nothing may run before (spawn.ts).
+   */
+  readonly ready: Promise<void>;
+  /** Record what to kill if the host dies (a `Tree.reaperEntry`), written synchronously; a second call replaces it. */
+  add(entry: string): void;
+  /** Drop the entry (idempotent); the last place released stops the reaper. */
+  release(): void;
+}
+
+/** The running reaper; `undefined` while no place is reserved. */
 let reaper: Reaper | undefined;
 let registered = 0;
 /** The highest id handed out to the running reaper. */
@@ -175,28 +214,32 @@ let maxId = 0;
  */
 let freeIds: number[] = [];
 
-/** Register `entry` (a `Tree.reaperEntry`) with the reaper, starting one if needed; returns the disposer. */
-export function register(entry: string): () => void {
+/**
+ * Reserve a place with the reaper, starting one if none runs: call it before spawning what the
+ * entry will name, so that nothing spawned is ever unknown to a reaper already started.
+ */
+export function reserve(): Registration {
   const r = (reaper ??= start());
   const id = freeIds.pop() ?? ++maxId;
-  try {
-    writeSync(r.file, `add ${id} ${entry}\n`);
-  } catch (e) {
-    // Not registered, so not run (the caller kills what it spawned).
-    freeIds.push(id);
-    if (registered === 0) release(r);
-    throw e;
-  }
   registered++;
+  let added = false;
   let done = false;
-  return () => {
-    if (done) return;
-    done = true;
-    // Read in order: this `del` comes before any `add` that reuses the id. Should it fail, the
-    // entry stays; at the host's death the reaper finds its process gone or not the one recorded.
-    try { writeSync(r.file, `del ${id}\n`); } catch { /* see above */ }
-    freeIds.push(id);
-    if (--registered === 0) release(r);
+  return {
+    ready: r.ready,
+    add: (entry) => {
+      if (done) throw new Error(`reaper entry ${id}: already released`);
+      writeSync(r.file, `add ${id} ${entry}\n`);
+      added = true;
+    },
+    release: () => {
+      if (done) return;
+      done = true;
+      // Read in order: this `del` comes before any `add` that reuses the id. Should it fail, the
+      // entry stays; at the host's death the reaper finds its process gone or not the one recorded.
+      if (added) try { writeSync(r.file, `del ${id}\n`); } catch { /* see above */ }
+      freeIds.push(id);
+      if (--registered === 0) release(r);
+    },
   };
 }
 
@@ -241,7 +284,7 @@ function start(): Reaper {
     const readEnd = openSync(path, 'r');
     try {
       // `$0` names it, so `ps` (and a test counting a tool's processes) can tell it from the tool's tree.
-      child = spawn('/bin/sh', ['-c', SCRIPT, REAPER_NAME], { detached: true, stdio: ['pipe', 'ignore', 'ignore', readEnd] });
+      child = spawn('/bin/sh', ['-c', SCRIPT, REAPER_NAME], { detached: true, stdio: ['pipe', 'pipe', 'ignore', readEnd] });
     } finally {
       closeSync(readEnd);
     }
@@ -252,10 +295,12 @@ function start(): Reaper {
     unlinkSync(path);
   }
   const pipe = child.stdin as Socket;
+  let ready!: Promise<void>;
   try {
     // A reaper that failed to start or died early must not crash the host on its pipe's EPIPE.
     child.on('error', () => {});
     pipe.on('error', () => {});
+    ready = handshake(child);
     child.unref();
     // Bun's pipe has no `unref` (docs/runtimes.md): there it stays referenced, which changes nothing
     // a user sees, since the pipe is open only while a child lives, and a live child keeps the host
@@ -264,9 +309,31 @@ function start(): Reaper {
   } catch (e) {
     closeSync(file);
     pipe.destroy(); // the reaper exits when its pipe closes with nothing registered
+    child.stdout?.destroy();
     throw e;
   }
-  return { child, pipe, file };
+  return { child, pipe, file, ready };
+}
+
+/**
+ * The reaper's "ready" line, read off its stdout (which it then closes): proof that its script
+ * runs, set to kill what is registered once the pipe closes. Its 'error' (a failed spawn) or exit
+ * before the line rejects. Handled here, so that a rejection nobody awaits is not unhandled.
+ */
+function handshake(child: ChildProcess): Promise<void> {
+  const out = child.stdout!;
+  const ready = new Promise<void>((resolve, reject) => {
+    const fail = (why: string) => () => reject(new ToolError(`the reaper (which kills children if the host dies) did not start: ${why}; nothing was run`));
+    out.once('data', () => resolve());
+    out.once('end', fail('it exited before its handshake'));
+    out.once('error', fail('its output failed'));
+    child.once('error', (e) => reject(new ToolError(`the reaper (which kills children if the host dies) could not be spawned: ${(e as NodeJS.ErrnoException).code ?? e.message}; nothing was run`, { cause: e })));
+  });
+  // Its stdout is read only for the handshake; unref'd, it never holds the host (Bun has no unref: there it ends with the line).
+  if (typeof (out as Socket).unref === 'function') (out as Socket).unref();
+  out.on('error', () => {});
+  ready.catch(() => {});
+  return ready;
 }
 
 /**
@@ -277,4 +344,5 @@ function start(): Reaper {
 function stop(r: Reaper): void {
   closeSync(r.file);
   r.pipe.destroy();
+  r.child.stdout?.destroy(); // before its handshake, if it has not come yet
 }

@@ -39,6 +39,13 @@ export interface ExecResult {
   timedOut: boolean;
   /** SIGKILL was needed: something of the tree was still alive when the grace window ended. */
   forced: boolean;
+  /**
+   * The child exited, but its stdout or stderr was still open 200 ms later (a background process
+   * it started holds them, `sleep 30 &`): the call settled with the output that had arrived, and
+   * stopped reading. That process is not stopped for it: it stays in the call's tree, which the
+   * turn's end or stop (or `signal`, `timeoutMs`, the host's exit) still ends. False otherwise.
+   */
+  pipesHeldOpen: boolean;
   /** Pid of the child, which is also its process group id. */
   pid: number;
   /**
@@ -62,6 +69,8 @@ export interface Outcome {
   cause: StopCause | undefined;
   /** Set by the hard stop when it found something alive. */
   forced: boolean;
+  /** Set when the call settled with its pipes still held open after the child's exit. */
+  pipesHeldOpen: boolean;
 }
 
 export interface Facts {
@@ -81,5 +90,6 @@ export function toResult(outcome: Outcome, facts: Facts): ExecResult {
     cancelled: outcome.cause === 'cancel',
     timedOut: outcome.cause === 'timeout',
     forced: outcome.forced,
+    pipesHeldOpen: outcome.pipesHeldOpen,
   };
 }

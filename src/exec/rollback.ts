@@ -7,15 +7,17 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChildProcess as Subprocess } from 'node:child_process';
+import type { Registration } from './reaper.js';
 import type { Tree } from './tree.js';
 
 /**
- * SIGKILL `tree` now, then wait until its leader has exited and the rest is gone, and release it.
+ * SIGKILL `tree` now, then wait until its leader has exited and the rest is gone, and release it
+ * and its place with the reaper.
  * Call it in the same synchronous run as the spawn (so before Node can have reaped the leader, the
  * rule that makes a group signal safe, group.ts) and with no 'exit' listener of a `Child` left on
  * `subprocess`. Never rejects.
  */
-export async function killSpawned(subprocess: Subprocess, tree: Tree): Promise<void> {
+export async function killSpawned(subprocess: Subprocess, tree: Tree, registration: Registration): Promise<void> {
   try {
     tree.killNow();
   } catch { /* the sweep below tries again */ }
@@ -27,6 +29,7 @@ export async function killSpawned(subprocess: Subprocess, tree: Tree): Promise<v
     try { tree.killNow(); } catch { /* nothing left to try */ }
   }
   await tree.dispose().catch(() => {});
+  registration.release();
 }
 
 /**

@@ -1,11 +1,16 @@
 /**
  * Spawning with node:child_process: each child detached (leader of its own group and session), no
  * shell of the caller's, output read by us (drain.ts), and no termination feature of anyone else's,
- * because the stop sequence here is the only one. In cgroup mode the child first joins its own
- * cgroup (cgroup.ts). The containment is the host's (containment.ts) unless `options.containment`
- * names one. (Plain `spawn` rather than execa: with every execa feature off, what is left
- * of it is the bookkeeping of its own result promise at the child's exit, which is on the path of a
- * stop, and the env merge and `input`, done below.)
+ * because the stop sequence here is the only one. The containment is the host's (containment.ts)
+ * unless `options.containment` names one. (Plain `spawn` rather than execa: with every execa feature
+ * off, what is left of it is the bookkeeping of its own result promise at the child's exit, which
+ * is on the path of a stop, and the env merge and `input`, done below.)
+ *
+ * Order (launcher.ts): a place with the reaper is reserved first (starting the reaper), then, in
+ * cgroup mode, the cgroup is made and its entry written; the child is spawned as the launcher,
+ * which waits; in process-group mode its entry (pid and start time) is written right after the
+ * spawn. The command runs only when the caller calls `start(true)`, after the reaper's handshake. In tree-kill mode (no /proc: the reaper cannot tell our processes from strangers') the
+ * command is spawned directly, as is one whose environment the launcher cannot pass on exactly.
  */
 
 import { spawn as spawnChild, type ChildProcess, type SpawnOptions } from 'node:child_process';
@@ -14,8 +19,10 @@ import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { ToolError } from '../errors.js';
 import { CgroupTree } from './cgroup.js';
 import { cgroupDirectory, execContainment } from './containment.js';
-import { createCgroup, joinArgv, removeCgroup } from './hierarchy.js';
+import { createCgroup, removeCgroup } from './hierarchy.js';
 import { ProcessGroupTree } from './group.js';
+import { launcherArgv, letRun } from './launcher.js';
+import { reserve, type Registration } from './reaper.js';
 import { killLeader } from './rollback.js';
 import type { Checked } from './options.js';
 import type { Tree } from './tree.js';
@@ -23,67 +30,127 @@ import { TreeKillTree } from './tree-kill.js';
 
 export type Subprocess = ChildProcess;
 
-/** The spawned subprocess and its tree, or the `ToolError` of a spawn that failed (ENOENT, EACCES, ...). */
-export type Spawned = { subprocess: Subprocess; tree: Tree; failure?: undefined }
-  | { subprocess?: undefined; tree?: undefined; failure: Promise<ToolError> };
+/** The spawned subprocess, its tree and its place with the reaper, or the `ToolError` of a spawn that failed (ENOENT, EACCES, ...). */
+export type Spawned = {
+  subprocess: Subprocess;
+  tree: Tree;
+  registration: Registration;
+  /**
+   * Let the command run (`true`), or never (`false`): call it once, after `registration.ready` and
+   * when nothing else can fail (launcher.ts, invariant 1).
+   */
+  start: (run: boolean) => void;
+  failure?: undefined;
+} | { subprocess?: undefined; tree?: undefined; registration?: undefined; start?: undefined; failure: Promise<ToolError> };
+
+/** How one child is spawned: directly (its own file), or through the launcher, joining `cgroup` first if given. */
+type Launch = { mode: 'process-group' | 'tree-kill'; argv?: undefined; cgroup?: undefined } | { mode: 'process-group' | 'cgroup'; argv: string[]; cgroup?: string };
 
 export function spawn(o: Checked): Spawned {
-  const mode = o.containment === 'auto' ? execContainment() : o.containment;
-  if (mode !== 'cgroup') return spawnIn(o, mode);
-  const base = cgroupDirectory()!;
-  // The command runs through `sh`, whose own "not found" would be an exit code: find out first,
-  // so a missing or non-executable command is the same ToolError in both modes.
-  const problem = executableProblem(o);
-  if (problem !== undefined) return { failure: Promise.resolve(failedToSpawn(o, problem)) };
-  let cgroup: string;
+  const registration = reserve(); // the reaper is started before anything is spawned (or probed)
   try {
-    cgroup = createCgroup(base);
-  } catch {
-    return spawnIn(o, 'process-group'); // the hierarchy went away since the probe: contain as we can
+    const mode = o.containment === 'auto' ? execContainment() : o.containment;
+    if (mode === 'tree-kill') return spawnIn(o, { mode }, registration);
+    // The command runs through `sh`, whose own "not found" would be an exit code: find out first,
+    // so a missing or non-executable command is the same ToolError in every mode.
+    const problem = executableProblem(o);
+    if (problem !== undefined) {
+      registration.release();
+      return { failure: Promise.resolve(failedToSpawn(o, problem)) };
+    }
+    return spawnIn(o, launch(o, mode, registration), registration);
+  } catch (e) {
+    registration.release();
+    throw e;
   }
-  const argv = joinArgv(cgroup, o.file, o.args, childEnv(o));
-  if (argv === undefined) {
-    // The join cannot pass this environment on exactly (joinArgv): contain this one as a process group.
-    removeCgroup(cgroup);
-    return spawnIn(o, 'process-group');
-  }
-  const spawned = spawnIn(o, { cgroup, argv });
-  if (spawned.failure !== undefined) void spawned.failure.then(() => removeCgroup(cgroup));
-  return spawned;
 }
 
-/** Spawn in `mode`; for a cgroup, the cgroup made for the child and the argv of the shell that joins it. */
-function spawnIn(o: Checked, mode: 'process-group' | 'tree-kill' | { cgroup: string; argv: string[] }): Spawned {
+/** For a cgroup, the cgroup made for the child, its entry already written to the reaper. */
+function launch(o: Checked, mode: 'process-group' | 'cgroup', registration: Registration): Launch {
+  const withInput = o.input !== undefined;
+  if (mode === 'process-group') {
+    const argv = launcherArgv(undefined, o.file, o.args, childEnv(o), withInput);
+    return argv === undefined ? { mode } : { mode, argv };
+  }
+  let cgroup: string;
+  try {
+    // Known to the reaper before it exists: a host killed right after the mkdir leaves none.
+    cgroup = createCgroup(cgroupDirectory()!, (path) => registration.add(`cg ${path}`));
+  } catch {
+    return launch(o, 'process-group', registration); // the hierarchy went away since the probe: contain as we can
+  }
+  const argv = launcherArgv(cgroup, o.file, o.args, childEnv(o), withInput);
+  if (argv === undefined) {
+    // The launcher cannot pass this environment on exactly: contain this one as a process group.
+    removeCgroup(cgroup);
+    return { mode: 'process-group' };
+  }
+  return { mode, argv, cgroup };
+}
+
+function spawnIn(o: Checked, how: Launch, registration: Registration): Spawned {
   let subprocess: Subprocess;
   try {
-    subprocess = typeof mode === 'string' ? spawnChild(o.file, o.args, spawnOptions(o)) : spawnChild('/bin/sh', mode.argv, spawnOptions(o));
+    subprocess = how.argv === undefined ? spawnChild(o.file, o.args, spawnOptions(o, how)) : spawnChild('/bin/sh', how.argv, spawnOptions(o, how));
   } catch (e) {
-    return { failure: Promise.resolve(spawnError(o, e)) };
+    return failed(how, registration, Promise.resolve(spawnError(o, e)));
   }
   // A failed spawn has no pid and reports its errno in an 'error' event, a tick later.
-  if (subprocess.pid === undefined) return { failure: new Promise<unknown>((r) => subprocess.once('error', r)).then((e) => spawnError(o, e)) };
+  if (subprocess.pid === undefined) return failed(how, registration, new Promise<unknown>((r) => subprocess.once('error', r)).then((e) => spawnError(o, e)));
   try {
     subprocess.on('error', () => {}); // a later kill() of ours that fails is not the host's crash
     subprocess.stdin?.on('error', () => {}); // EPIPE: the child exited before reading `input`
-    if (o.input !== undefined) subprocess.stdin!.end(o.input);
-    if (mode === 'process-group') return { subprocess, tree: new ProcessGroupTree(subprocess.pid) };
-    if (mode === 'tree-kill') return { subprocess, tree: new TreeKillTree(subprocess.pid) };
-    // The child joins by itself before it execs the command; joining it from here as well makes it a
-    // member before any stop can run, even if its shell has not been scheduled yet.
-    try { writeFileSync(join(mode.cgroup, 'cgroup.procs'), String(subprocess.pid)); } catch { /* exited already */ }
-    return { subprocess, tree: new CgroupTree(subprocess.pid, mode.cgroup) };
+    const tree = treeOf(subprocess.pid, how);
+    if (how.cgroup === undefined) registration.add(tree.reaperEntry); // a cgroup's entry is written already
+    return { subprocess, tree, registration, start: starter(subprocess, o, how) };
   } catch (e) {
     // Spawned, but not ready to be run: it dies before the failure surfaces (rollback.ts).
-    return { failure: killLeader(subprocess, typeof mode === 'string' ? undefined : mode.cgroup).then(() => spawnError(o, e)) };
+    return failed(how, registration, killLeader(subprocess, how.cgroup).then(() => spawnError(o, e)));
   }
 }
 
-function spawnOptions(o: Checked): SpawnOptions {
+function treeOf(pid: number, how: Launch): Tree {
+  if (how.cgroup !== undefined) {
+    // The launcher joins by itself before it waits; joining it from here as well makes it a member
+    // before any stop can run, even if its shell has not been scheduled yet.
+    try { writeFileSync(join(how.cgroup, 'cgroup.procs'), String(pid)); } catch { /* exited already */ }
+    return new CgroupTree(pid, how.cgroup);
+  }
+  return how.mode === 'tree-kill' ? new TreeKillTree(pid) : new ProcessGroupTree(pid);
+}
+
+/** Release the reaper's place once `failure` is known (the cgroup, if any, removed first). */
+function failed(how: Launch, registration: Registration, failure: Promise<ToolError>): Spawned {
+  return {
+    failure: failure.finally(() => {
+      if (how.cgroup !== undefined) removeCgroup(how.cgroup);
+      registration.release();
+    }),
+  };
+}
+
+/**
+ * Spawned directly, the command runs already: only `input` is left to hand over. Through the
+ * launcher: its go line (launcher.ts). Once.
+ */
+function starter(subprocess: Subprocess, o: Checked, how: Launch): (run: boolean) => void {
+  let started = false;
+  return (run) => {
+    if (started) return;
+    started = true;
+    if (how.argv !== undefined) letRun(subprocess, run, o.input);
+    else if (run && o.input !== undefined) subprocess.stdin!.end(o.input);
+    else subprocess.stdin?.destroy();
+  };
+}
+
+function spawnOptions(o: Checked, how: Launch): SpawnOptions {
   return {
     detached: true,
     shell: false,
     windowsHide: true,
-    stdio: [o.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    // The launcher's stdin carries its go line (launcher.ts), then `input`.
+    stdio: [o.input === undefined && how.argv === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     env: childEnv(o),
     ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
   };

@@ -3,15 +3,19 @@
 // spawn kills the tree before it surfaces; children die with the host however it dies; the rule
 // process-group mode stands on holds (the leader is never reaped before its 'exit' reaches us).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exec, execContainment, TurnRegistry } from '../../dist/src/index.js';
+import { isReaper } from '../../dist/src/exec/reaper.js';
+import { cgroupDirectory } from '../../dist/src/exec/containment.js';
 import { assert, check, done, eventually, fixture, isGone, LIVENESS_MS, noLeaks, sameRuntime, treeOfFive } from './harness.mjs';
 
 const registry = new TurnRegistry();
 const dir = mkdtempSync(join(tmpdir(), 'fullstop-runtime-exec-'));
 const modes = [...new Set([execContainment(), 'process-group'])];
+/** Host deaths a check of the spawn window makes (each costs a runtime's start-up). */
+const RANDOM_KILLS = 10;
 let n = 0;
 const pidfile = () => join(dir, `tree-${++n}`);
 const allGone = (pids) => pids.every(isGone);
@@ -45,24 +49,26 @@ for (const containment of modes) {
     assert.ok(allGone(pids), `alive: ${pids.filter((p) => !isGone(p))}`);
   });
 
-  check(`exec (${containment}): a failure after the spawn surfaces only once the tree is dead`, async () => {
+  check(`exec (${containment}): a failure after the spawn surfaces only once what was spawned is dead, the command never run`, async () => {
     const file = pidfile();
     const injected = new Error('injected after the spawn');
-    const nap = new Int32Array(new SharedArrayBuffer(4));
-    // A fault in registering a listener, once the tree is up: exec adds its abort listener to the
-    // signal after the spawn. (Bun reports a throwing 'newListener' listener instead of throwing it.)
+    let spawned = [];
+    // A fault in registering a listener, once the child is spawned (waiting to run: src/exec/launcher.ts):
+    // exec adds its abort listener to the signal after the spawn. (Bun reports a throwing
+    // 'newListener' listener instead of throwing it.)
     const signal = new AbortController().signal;
     signal.addEventListener = () => {
-      const deadline = Date.now() + LIVENESS_MS;
-      for (const f of [file, `${file}.nested`]) {
-        while (!isReady(f) && Date.now() < deadline) Atomics.wait(nap, 0, 0, 10);
-      }
+      spawned = ownChildren();
       throw injected;
     };
     const error = await exec('sh', [fixture('exec/ignores-term.sh'), file], { signal, containment: option }).then(() => undefined, (e) => e);
     assert.equal(error, injected);
-    const pids = await treeOfFive(file);
-    assert.ok(allGone(pids), `alive when the error surfaced: ${pids.filter((p) => !isGone(p))}`);
+    assert.ok(spawned.length >= 1, 'nothing spawned');
+    // Bun may return from a spawn before the child has exec'd: the reaper, just started, could not
+    // be told by its command line then. It can now (or it is gone).
+    const alive = spawned.filter((pid) => !isGone(pid) && !isReaper(pid));
+    assert.deepEqual(alive, [], `alive when the error surfaced: ${alive}`);
+    assert.ok(!isReady(file), 'the command ran');
   });
 
   for (const how of ['exit', 'SIGKILL']) {
@@ -93,7 +99,35 @@ for (const containment of modes) {
     const ready = /^ready (.*)$/m.exec(out);
     assert.ok(ready, `the host did not get ready: ${out}`);
     const pids = ready[1].split(' ').map(Number);
+    assert.ok(pids.length >= 1, 'nothing spawned'); // the reaper too on Bun, if it had not exec'd yet
     await eventually(() => allGone(pids), 2000, `every child gone within 2 s of the host (alive: ${pids.filter((p) => !isGone(p))})`);
+    assert.ok(!isReady(file), 'the command ran');
+  });
+}
+
+for (const containment of modes) {
+  const option = containment === 'cgroup' ? 'auto' : containment;
+  check(`exec (${containment}): the host SIGKILLed at a random 0–60 ms into a spawn-and-stop loop, ${RANDOM_KILLS} times: no survivor, no cgroup left`, async () => {
+    const survivors = [];
+    for (let i = 0; i < RANDOM_KILLS; i++) {
+      const tag = `${process.pid}-${containment}-${i}`;
+      const [command, args] = sameRuntime(fixture('exec/host-dies-spawning.mjs'), 'loop', option, tag);
+      const host = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+      const exited = new Promise((resolve) => host.once('exit', resolve));
+      let out = '';
+      host.stdout.on('data', (chunk) => { out += chunk; });
+      await eventually(() => /^go$/m.test(out), LIVENESS_MS, `the host to start (${out})`);
+      await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 61)));
+      host.kill('SIGKILL');
+      await exited;
+      try {
+        await eventually(() => tagged(tag).length === 0 && cgroupsOf(host.pid).length === 0, 5000, 'nothing of the host left');
+      } catch {
+        survivors.push(`${tag}: processes ${tagged(tag)}, cgroups ${cgroupsOf(host.pid)}`);
+        for (const pid of tagged(tag)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+      }
+    }
+    assert.deepEqual(survivors, []);
   });
 }
 
@@ -138,6 +172,27 @@ check('exec: no leaks (no child, no cgroup, no token left)', async () => {
 
 function isReady(path) {
   try { readFileSync(path); return true; } catch { return false; }
+}
+
+/** Live processes whose environment carries `tag` (host-dies-spawning.mjs tags every command). */
+function tagged(tag) {
+  const needle = `FULLSTOP_SURVIVOR_TAG=${tag}\0`;
+  return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).filter((name) => {
+    try { return readFileSync(`/proc/${name}/environ`, 'latin1').includes(needle); } catch { return false; }
+  }).map(Number);
+}
+
+/** The cgroups host `pid` made that nobody removed. */
+function cgroupsOf(pid) {
+  const base = cgroupDirectory();
+  return base === undefined ? [] : readdirSync(base).filter((name) => name.startsWith(`fullstop-${pid}-`));
+}
+
+/** This process's live children but the reaper (a child of an earlier check may be a zombie yet). */
+function ownChildren() {
+  return readdirSync('/proc/self/task')
+    .flatMap((task) => readFileSync(`/proc/self/task/${task}/children`, 'utf8').trim().split(' '))
+    .filter(Boolean).map(Number).filter((pid) => !isReaper(pid) && !isGone(pid));
 }
 
 function procExists(pid) {
