@@ -19,7 +19,8 @@ export interface ExecOptions {
    * The turn's token (or a child of it). Its cancel stops the tree; the child is registered as an
    * owner of the token, so a `TurnRunner` stop awaits it and, after the stop's grace, hard-stops it.
    * A token that is already cancelled or retired spawns nothing: `exec` rejects with `CancelledError`.
-   * Ignored by `spawnBackground` (a background process is not bound to a turn).
+   * `spawnBackground` does not bind to it (a background process is not bound to a turn: its stop
+   * leaves it running); it only records the turn that started it, so the stop's marker can say one runs.
    * @default activeToken() when no `signal` is given (the turn's token inside a TurnRunner body)
    */
   token?: CancelToken;
