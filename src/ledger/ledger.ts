@@ -33,8 +33,9 @@
  *    while no write has failed (after one, `entries` reads the whole file instead). Offsets run
  *    across segments (segments.ts): the sealing of a segment is decided as a line is queued, so
  *    the next line's offset is known then.
- * 10. A read sees the files standing still: a sealing (rename) or a removal of segments waits for
- *    the reads under way, and a read waits for a sealing under way (files.ts).
+ * 10. A read sees the files standing still, and never holds an append: a read waits for a sealing
+ *    or a removal under way; a sealing never waits for a read (the read keeps the handle of the
+ *    file it began with, renamed under it), a removal does (files.ts, rules 1-3).
  * 11. Nothing after the end: an append for a turn whose terminal status is written is refused.
  *
  * Not guaranteed: the lock is advisory, and two hard links to one file (two real paths) in two
@@ -157,13 +158,11 @@ export class Ledger implements LedgerStore {
   #closing: Promise<void> | undefined;
   /** Set once `close` stopped waiting for stops: every append is refused. */
   #closed = false;
-  /** Set as the handle closes, so `entries` reads the path instead. */
-  #handleClosed = false;
   private constructor(path: string, real: string, fileKey: string, lock: LedgerLock, loaded: Awaited<ReturnType<typeof loadLedger>>,
     handle: FileHandle, options: LedgerOpenOptions, repair: LedgerRepair) {
     this.path = path;
     this.repair = repair;
-    this.#files = new LedgerFiles(path, real, fileKey, loaded.segments, (oldKey, newKey) => {
+    this.#files = new LedgerFiles(path, real, fileKey, handle, loaded.segments, (oldKey, newKey) => {
       openFiles.delete(oldKey);
       openFiles.add(newKey);
     });
@@ -441,21 +440,21 @@ export class Ledger implements LedgerStore {
     const { sessionId, turnId, afterSeq = 0, limit = Infinity } = checkFilter(filter);
     const ranges = sessionId === undefined ? undefined : this.#index.snapshot(sessionId);
     await this.#writer.lastWrite;
-    return this.#files.reading(async () => {
+    return this.#files.reading(async (handle) => {
       const out: LedgerEntry[] = [];
       const visit = (e: LedgerEntry): boolean => {
         if (e.seq > afterSeq && (turnId === undefined || e.turnId === turnId) && (sessionId === undefined || e.sessionId === sessionId)) out.push(e);
         return out.length < limit;
       };
-      if (sessionId !== undefined && !this.#handleClosed && this.#writer.failure === undefined) {
+      if (sessionId !== undefined && handle !== undefined && this.#writer.failure === undefined) {
         if (ranges === undefined) return [];
         const currentBase = this.#files.currentBase(this.#activeBase);
         const from = this.#files.segments.find((s) => s.lastSeq > afterSeq)?.base ?? currentBase;
-        await readSession(this.#files.reader(this.#writer.handle, currentBase, from), 'Ledger.entries', this.path, sessionId, ranges, visit);
+        await readSession(this.#files.reader(handle, currentBase, from), 'Ledger.entries', this.path, sessionId, ranges, visit);
         return out;
       }
       // Every file (a torn tail can only follow a failed write, invariant 4: it is skipped).
-      await this.#files.scan(afterSeq, this.#handleClosed ? undefined : this.#writer.handle, visit);
+      await this.#files.scan(afterSeq, handle, visit);
       return out;
     });
   }
@@ -492,7 +491,7 @@ export class Ledger implements LedgerStore {
       // when that sync returns (nothing more is written through it).
       const handle = this.#writer.handle;
       const drained = await this.#writer.drain(this.timeoutMs);
-      this.#handleClosed = true;
+      this.#files.closed();
       openFiles.delete(this.#files.fileKey);
       if (drained) await handle.close();
       else void this.#writer.drain().then(() => handle.close()).catch(() => {});
