@@ -22,8 +22,9 @@
  *    sealed segment, by `removeSegments` (retention: the caller's decision).
  *
  * 6. One writer per file: two `Ledger`s in one process on the same file are refused (by device and
- *    inode), and across processes the lock file of lock.ts names the holder. The lock is
- *    taken on the real file (symlinks resolved), so a path through a symlink meets the same lock.
+ *    inode), and across processes and hosts the lock file of lock.ts names the holder, who keeps
+ *    it fresh; a ledger whose lock was taken over writes no more. The lock is taken on the real
+ *    file (symlinks resolved), so a path through a symlink meets the same lock.
  * 7. A turn id is used once: a `turn_started` of a turn the file already holds is refused.
  * 8. Every seq is a safe integer: an append that would pass `Number.MAX_SAFE_INTEGER` is refused
  *    rather than written as a line the reader would then refuse.
@@ -43,7 +44,9 @@
  */
 
 import { open as openFile, realpath, stat as statPath, type FileHandle } from 'node:fs/promises';
-import { DEFAULT_LEDGER_CLOSE_WAIT_MS, DEFAULT_LEDGER_INTENT_TIMEOUT_MS, DEFAULT_LEDGER_TIMEOUT_MS, LEDGER_MAX_LINE_BYTES } from '../constants.js';
+import {
+  DEFAULT_LEDGER_CLOSE_WAIT_MS, DEFAULT_LEDGER_INTENT_TIMEOUT_MS, DEFAULT_LEDGER_LOCK_STALE_MS, DEFAULT_LEDGER_TIMEOUT_MS, LEDGER_MAX_LINE_BYTES,
+} from '../constants.js';
 import { checkId, checkText } from '../errors.js';
 import { checkFilter, checkOpenOptions, checkSeq, type LedgerOpenOptions } from './checks.js';
 import { utf8Bytes } from '../base/head-tail.js';
@@ -219,7 +222,11 @@ export class Ledger implements LedgerStore {
       openFiles.add(fileKey);
       const real = await realFileOf(path, fileKey);
       try {
-        lock = await lockLedger(real, path);
+        lock = await lockLedger(real, path, {
+          staleMs: options.lockStaleMs ?? DEFAULT_LEDGER_LOCK_STALE_MS,
+          // Another writer may now write the file: this one writes no more (invariant 6).
+          onLost: (error) => { if (ledger !== undefined) ledger.#lockLost(error); },
+        });
       } catch (cause) {
         if ((cause as NodeJS.ErrnoException).code === undefined) throw cause;
         throw await openError(path, `cannot write the lock file of "${path}"`, cause);
@@ -263,6 +270,12 @@ export class Ledger implements LedgerStore {
       await handle.close().catch(() => {});
       throw error;
     }
+  }
+
+  /** The lock was taken over (lock.ts, rule 5): every later append and flush rejects, and a warning says why. */
+  #lockLost(error: Error): void {
+    const failure = this.#writer.breakOn(`lost the lock of "${this.path}"`, error);
+    process.emitWarning(failure.message, { code: 'FULLSTOP_LEDGER_LOCK_LOST' });
   }
 
   /** `"<path>"`, for messages (`LedgerStore.description`). */
