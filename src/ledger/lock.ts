@@ -23,9 +23,12 @@
  *    (b) otherwise, its lock's mtime is older than the `staleMs` it names (by this host's clock).
  *    A live process on this machine is never gone, however old its lock; a lock whose liveness
  *    cannot be read and that is not stale counts as alive.
- * 4. A stale lock is taken over by renaming it to a private name; only if what was moved is that
- *    very lock (same content, inode and mtime) is it deleted, else it is put back. The taker then
- *    links its own lock as in rule 1.
+ * 4. A stale lock is taken over by one opener at a time: the one that creates `<lock>.takeover`
+ *    (as in rule 1; a dead taker's is cleared after `TAKEOVER_STALE_MS`) looks again, and if the
+ *    lock is still the very one it judged (same content, inode and mtime) renames it to a private
+ *    name; only if what was moved is still that lock is it deleted, else it is put back. The
+ *    others wait and look again. The taker then links its own lock as in rule 1, so of several
+ *    takers exactly one wins, and a lock another opener linked meanwhile is never moved.
  * 5. A holder that finds another lock in its place has lost it (it was taken over after the
  *    holder went unrefreshed for its stale time: a process stopped or frozen that long): `onLost`
  *    is told once, and the refreshes stop. One it finds missing it links again (rule 1).
@@ -33,9 +36,9 @@
  * Not guaranteed: the lock is advisory (a writer that does not use `Ledger` is not stopped); on
  * systems without /proc a holder on this machine is only known gone when its pid no longer exists;
  * hosts sharing a volume must agree on the time within the stale time less its third; a holder
- * frozen past its stale time writes until its next refresh finds the lock lost; and a takeover
- * that finds the lock refreshed between its look and its rename puts it back, and if a third
- * opener linked in that instant, the holder learns it has lost the lock at its next refresh.
+ * frozen past its stale time writes until its next refresh finds the lock lost; and when such a
+ * holder refreshes its lock between a taker's look and rename, the taker puts it back, but if a
+ * new opener linked in that instant, the holder learns it has lost the lock at its next refresh.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -44,6 +47,12 @@ import { link, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { readStat } from '../base/proc.js';
+
+/** A takeover's `<lock>.takeover` older than this is a dead taker's, and is cleared (rule 4), in ms. */
+const TAKEOVER_STALE_MS = 10_000;
+/** How long `lockLedger` goes on looking while takeovers are under way, in ms, and how long it waits between looks. */
+const LOCK_WAIT_MS = 5_000;
+const LOCK_POLL_MS = 20;
 
 /** Who holds a ledger. */
 interface LockHolder {
@@ -178,7 +187,7 @@ export async function lockLedger(ledgerPath: string, openedAs: string, options: 
   const lockPath = `${ledgerPath}.lock`;
   const shown = resolve(openedAs) === ledgerPath ? `"${ledgerPath}"` : `"${openedAs}" (the file "${ledgerPath}")`;
   const mine = `${JSON.stringify({ ...self(options.staleMs), nonce: randomBytes(8).toString('hex') })}`;
-  for (let attempt = 0; attempt < 5; attempt++) {
+  for (const deadline = Date.now() + LOCK_WAIT_MS; Date.now() < deadline;) {
     if (await linkNew(lockPath, mine)) return new HeldLock(lockPath, mine, options);
     const seen = await look(lockPath);
     if (seen === undefined) continue; // released meanwhile: try again
@@ -192,24 +201,41 @@ export async function lockLedger(ledgerPath: string, openedAs: string, options: 
       throw new Error(`Ledger.open: ${shown} is already open for writing by ${describeHolder(holder)}, ${alive} ` +
         `(lock file "${lockPath}"); one writer per ledger file, so close it there first`);
     }
-    await takeOver(lockPath, seen);
+    if (!(await takeOver(lockPath, seen))) await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
   }
   throw new Error(`Ledger.open: could not lock ${shown}: its lock file "${lockPath}" kept changing; try again`);
 }
 
-/** Rule 4: remove a stale lock, unless it changed meanwhile (then it is put back). */
-async function takeOver(lockPath: string, stale: Seen): Promise<void> {
-  const moved = `${lockPath}.stale.${process.pid}.${randomBytes(6).toString('hex')}`;
+function same(a: Seen | undefined, b: Seen): boolean {
+  return a !== undefined && a.text === b.text && a.ino === b.ino && a.mtimeMs === b.mtimeMs;
+}
+
+/**
+ * Rule 4: remove the stale lock `stale`, unless it changed meanwhile (then it stays, or is put
+ * back). False when another takeover is under way: the caller waits, then looks again.
+ */
+async function takeOver(lockPath: string, stale: Seen): Promise<boolean> {
+  const mutex = `${lockPath}.takeover`;
+  if (!(await linkNew(mutex, JSON.stringify({ pid: process.pid, host: hostname() })))) {
+    const info = await stat(mutex).catch(() => undefined);
+    if (info !== undefined && Date.now() - info.mtimeMs > TAKEOVER_STALE_MS) await unlink(mutex).catch(() => {});
+    return false;
+  }
   try {
-    await rename(lockPath, moved);
-  } catch {
-    return; // gone already: the next attempt sees what is there now
+    // Under the mutex no other taker moves it: only a fresh lock linked since, or a refresh, changes it.
+    if (!same(await look(lockPath), stale)) return true;
+    const moved = `${lockPath}.stale.${process.pid}.${randomBytes(6).toString('hex')}`;
+    try {
+      await rename(lockPath, moved);
+    } catch {
+      return true; // gone already: the next look sees what is there now
+    }
+    if (!same(await look(moved).catch(() => undefined), stale)) await link(moved, lockPath).catch(() => {}); // refreshed: put it back
+    await unlink(moved).catch(() => {});
+    return true;
+  } finally {
+    await unlink(mutex).catch(() => {});
   }
-  const now = await look(moved).catch(() => undefined);
-  if (now === undefined || now.text !== stale.text || now.ino !== stale.ino || now.mtimeMs !== stale.mtimeMs) {
-    await link(moved, lockPath).catch(() => {}); // a live lock: put it back
-  }
-  await unlink(moved).catch(() => {});
 }
 
 /** A lock this process holds, kept fresh until released (rules 2 and 5). */
