@@ -124,10 +124,11 @@ export class LedgerFiles {
 
   /**
    * Removes the sealed segments whose entries all have `seq <= throughSeq`, oldest first;
-   * `removed(firstKept)` then prunes the index. On a failure, the ones removed before it are gone
+   * `removed(firstKeptBase, lastSeq)` (the first kept segment's base, the last removed one's last
+   * seq) then prunes the index and the turn ids. On a failure, the ones removed before it are gone
    * (and pruned) and the others stay listed.
    */
-  remove(throughSeq: number, removed: (firstKeptBase: number | undefined) => void): Promise<LedgerSegment[]> {
+  remove(throughSeq: number, removed: (firstKeptBase: number | undefined, lastSeq: number) => void): Promise<LedgerSegment[]> {
     return this.#alone(async () => {
       while (this.#sealUnderWay !== undefined) await this.#sealUnderWay;
       const gone: LedgerSegment[] = [];
@@ -140,7 +141,7 @@ export class LedgerFiles {
           gone.push({ path, firstSeq, lastSeq, bytes });
         }
       } finally {
-        if (gone.length > 0) removed(this.#segments[0]?.base);
+        if (gone.length > 0) removed(this.#segments[0]?.base, gone.at(-1)!.lastSeq);
       }
       if (gone.length > 0) await syncDirectory(dirname(this.real));
       return gone;

@@ -25,7 +25,9 @@
  *    inode), and across processes and hosts the lock file of lock.ts names the holder, who keeps
  *    it fresh; a ledger whose lock was taken over writes no more. The lock is taken on the real
  *    file (symlinks resolved), so a path through a symlink meets the same lock.
- * 7. A turn id is used once: a `turn_started` of a turn the file already holds is refused.
+ * 7. A turn id is used once: a `turn_started` of a turn the files hold is refused. Once the
+ *    segments holding an ended turn are removed, its id is forgotten (turn-ids.ts), as it would
+ *    be by the next open.
  * 8. Every seq is a safe integer: an append that would pass `Number.MAX_SAFE_INTEGER` is refused
  *    rather than written as a line the reader would then refuse.
  *
@@ -61,6 +63,7 @@ import { sealedPath, type LedgerSegment, type PlacedSegment } from './segments.j
 import { readSession, type SessionIndex } from './session-index.js';
 import { LedgerWriter, type Rotate } from './writer.js';
 import { StopsUnderWay } from './stops-under-way.js';
+import type { TurnIds } from './turn-ids.js';
 import type { LedgerFilter, LedgerStore } from './store.js';
 
 export {
@@ -110,8 +113,8 @@ export interface LedgerRepair {
  * - A failed write does not raise an unhandled rejection for an un-awaited append; it breaks the
  *   ledger, and every later `append`, `flush` and `close` rejects with it. (A bad entry is the
  *   caller's bug: its append rejects at once with a TypeError and the ledger stays usable.)
- * - `Ledger.open` streams the files (memory grows with sessions, open turns and turn ids, not with
- *   bytes) and repairs what a crash leaves behind: it cuts a torn last line, or a hole of zeros a
+ * - `Ledger.open` streams the files (it keeps a few bytes per run of a session's consecutive lines,
+ *   every turn id and the open turns, never the entries: docs/ledger.md, "Memory") and repairs what a crash leaves behind: it cuts a torn last line, or a hole of zeros a
  *   power loss left and what follows it (kept aside in `<path>.cut-<byte>`, reported in `repair`
  *   and as a process warning), gives every `tool_call` of an unfinished turn that has no output a
  *   `tool_aborted`, and marks every turn that has no terminal status `interrupted` (or
@@ -145,7 +148,7 @@ export class Ledger implements LedgerStore {
   readonly #segmentBytes: number | undefined;
   readonly #closeWaitMs: number;
   /** Every turn id in the file (invariant 7), true once the turn has ended (invariant 11). */
-  readonly #turnIds: Map<string, boolean>;
+  readonly #turnIds: TurnIds;
   /** The turns whose `cancelling` is written and whose terminal status is not: their lines are urgent, and `close` waits for them. */
   readonly #stopping = new StopsUnderWay();
   /** Where each session's lines are (invariant 9). */
@@ -306,16 +309,20 @@ export class Ledger implements LedgerStore {
 
   /**
    * Removes every sealed segment whose entries all have `seq <= throughSeq` (retention: call it
-   * with the last seq you no longer need, e.g. from a nightly job). Their entries leave `entries`;
-   * their turn ids stay refused until the ledger is closed (after the next open, a removed turn id
-   * is no longer known). Resolves with the segments removed. RangeError/TypeError for a bad
+   * with the last seq you no longer need, e.g. from a nightly job). Their entries leave `entries`,
+   * and the ids of the turns that ended in them are forgotten (`hasTurn` false, and a `turn_started`
+   * under one is taken again), as the next `Ledger.open` would not know them either; a turn not
+   * ended keeps its id. Resolves with the segments removed. RangeError/TypeError for a bad
    * `throughSeq`; rejects once the ledger is closed, and with the cause when a segment cannot be
    * removed (those older than it are, it and the newer stay listed).
    */
   async removeSegments(throughSeq: number): Promise<LedgerSegment[]> {
     checkSeq('Ledger.removeSegments: throughSeq', throughSeq);
     if (this.#closing !== undefined) throw new Error(`Ledger.removeSegments: the ledger "${this.path}" is closed`);
-    return this.#files.remove(throughSeq, (firstKeptBase) => this.#index.prune(firstKeptBase ?? this.#files.currentBase(this.#activeBase)));
+    return this.#files.remove(throughSeq, (firstKeptBase, removedThroughSeq) => {
+      this.#index.prune(firstKeptBase ?? this.#files.currentBase(this.#activeBase));
+      this.#turnIds.forgetEnded(removedThroughSeq);
+    });
   }
 
   /**
@@ -389,7 +396,7 @@ export class Ledger implements LedgerStore {
       return Promise.reject(new Error(`Ledger.append: turn ${JSON.stringify(turnId)} is already in "${this.path}"; ` +
         'a turn id is used once (a second turn under it could never be told apart from the first)'));
     }
-    if (this.#turnIds.get(turnId) === true) {
+    if (this.#turnIds.ended(turnId)) {
       return Promise.reject(new Error(`Ledger.append: turn ${JSON.stringify(turnId)} has ended in "${this.path}" (its terminal status is ` +
         'recorded); nothing of a turn is appended after its end'));
     }
@@ -398,8 +405,8 @@ export class Ledger implements LedgerStore {
       return Promise.reject(new RangeError(`Ledger.append: the entry's line is ${bytes} bytes, over the ${LEDGER_MAX_LINE_BYTES} ` +
         'a ledger line may hold (LEDGER_MAX_LINE_BYTES); record a large output as a file and its path'));
     }
-    this.#turnIds.set(turnId, isTerminalStatus(status));
     this.#seq += 1;
+    this.#turnIds.note(turnId, this.#seq, isTerminalStatus(status));
     const rotate = this.#segmentBytes !== undefined && this.#end - this.#activeBase >= this.#segmentBytes ? this.#sealAt(this.#seq) : undefined;
     const start = this.#end;
     this.#end += bytes;
