@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { Ledger } from '../dist/src/index.js';
+import { DEFAULT_LEDGER_LOCK_STALE_MS, Ledger } from '../dist/src/index.js';
 import { file, openLedger, useLedgerScratch } from './support/ledger-scratch.js';
 
 useLedgerScratch('fullstop-ledger-lock-');
@@ -106,6 +106,17 @@ describe('racing takeovers', () => {
         else child.once('exit', resolve);
       })));
     }
+  });
+});
+
+describe('lockStaleMs', () => {
+  it('is written into the lock (30 s unless told), and a bad value is refused naming the option', async () => {
+    const ledger = await openLedger();
+    expect(JSON.parse(readFileSync(`${file}.lock`, 'utf8'))).toMatchObject({ staleMs: DEFAULT_LEDGER_LOCK_STALE_MS });
+    expect(DEFAULT_LEDGER_LOCK_STALE_MS).toBe(30_000);
+    await ledger.close();
+    await expect(Ledger.open(file, { lockStaleMs: 2 })).rejects.toThrow(/options\.lockStaleMs: expected at least 3 ms/);
+    await expect(Ledger.open(file, { lockStaleMs: '1' as never })).rejects.toThrow(TypeError);
   });
 });
 
