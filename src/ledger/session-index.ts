@@ -2,135 +2,21 @@
  * The ledger's index by session: where each session's lines are in the file, as byte ranges, so
  * `Ledger.entries({ sessionId })` reads and parses that session's lines and no other's.
  *
- * Invariants:
- * 1. A session's ranges are in file order (lines are added in file order), which is seq order, and
- *    never touch: a line that starts where the session's last range ends extends it.
- * 2. Encoded bytes never change: a range is encoded once it can grow no more (the session's next
- *    line starts elsewhere); until then it is kept as two numbers. A snapshot (the bytes, how many
- *    are used, the open range) so stays what it was while lines are added, at no copy; a prune
- *    builds new bytes.
- *
- * Memory: per session its id, an object and a byte array (about 150 bytes), plus per run of
- * consecutive lines of that session two unsigned LEB128 varints, the gap from the previous run's
- * end and the run's length: 3 to 6 bytes a run for lines under 16 KiB and runs less than 2 MiB
- * apart; the array grows by doubling, and `Ledger.open` trims it once the files are read. Never
- * the entries themselves. So
- * memory grows with the runs: when many sessions write at once, with the lines (one run a line).
+ * Memory: per session its id and its ranges (session-ranges.ts: a run of consecutive lines of the
+ * session is one range, of 16 bytes while the session has few, 3 to 6 bytes once it has many),
+ * never the entries themselves. So memory grows with the runs: when many sessions write at once,
+ * with the lines (one run a line).
  */
 
 import type { LedgerEntry } from './entry.js';
+import { RangeCursor, SessionRanges, type RangesSnapshot } from './session-ranges.js';
+
+export type { RangesSnapshot } from './session-ranges.js';
 
 /** Ranges closer than this are read with one `pread` (the bytes between are read, not parsed). */
 const READ_GAP = 16 * 1024;
 /** A single `pread` never reads more than this, unless one range alone is longer. */
 const READ_SPAN = 1024 * 1024;
-
-/** A session's ranges as they stood at one moment (invariant 2). */
-export interface RangesSnapshot {
-  /** The encoded ranges: `used` bytes of `bytes`. */
-  readonly bytes: Uint8Array;
-  readonly used: number;
-  /** The last range, not encoded yet. */
-  readonly lastStart: number;
-  readonly lastEnd: number;
-}
-
-/** One session's ranges (invariants 1 and 2). */
-class SessionRanges {
-  bytes = new Uint8Array(16);
-  used = 0;
-  /** The end of the last encoded range (the next one's gap is counted from it). */
-  encodedEnd = 0;
-  lastStart: number;
-  lastEnd: number;
-
-  constructor(start: number, end: number) {
-    this.lastStart = start;
-    this.lastEnd = end;
-  }
-
-  add(start: number, end: number): void {
-    if (start === this.lastEnd) {
-      this.lastEnd = end;
-      return;
-    }
-    this.#put(this.lastStart - this.encodedEnd);
-    this.#put(this.lastEnd - this.lastStart);
-    this.encodedEnd = this.lastEnd;
-    this.lastStart = start;
-    this.lastEnd = end;
-  }
-
-  snapshot(): RangesSnapshot {
-    return { bytes: this.bytes, used: this.used, lastStart: this.lastStart, lastEnd: this.lastEnd };
-  }
-
-  /** Drop the room the doubling left (a new array: invariant 2). */
-  trim(): void {
-    if (this.bytes.length > this.used + 8) this.bytes = this.bytes.slice(0, this.used + 8);
-  }
-
-  /** Append `value` as an unsigned LEB128 varint (arithmetic, not bit operations: offsets pass 2^32). */
-  #put(value: number): void {
-    if (this.used + 8 > this.bytes.length) {
-      // A new array (invariant 2): a snapshot keeps reading the old one.
-      const grown = new Uint8Array(this.bytes.length * 2);
-      grown.set(this.bytes.subarray(0, this.used));
-      this.bytes = grown;
-    }
-    while (value >= 0x80) {
-      this.bytes[this.used++] = (value % 0x80) + 0x80;
-      value = Math.floor(value / 0x80);
-    }
-    this.bytes[this.used++] = value;
-  }
-}
-
-/** Reads a snapshot's ranges in order: `peek` the next one, `next` to take it. */
-class RangeCursor {
-  readonly #snapshot: RangesSnapshot;
-  #position = 0;
-  #encodedEnd = 0;
-  #lastTaken = false;
-  #peeked: [number, number] | undefined;
-
-  constructor(snapshot: RangesSnapshot) {
-    this.#snapshot = snapshot;
-  }
-
-  peek(): [number, number] | undefined {
-    this.#peeked ??= this.#decode();
-    return this.#peeked;
-  }
-
-  next(): [number, number] | undefined {
-    const range = this.peek();
-    this.#peeked = undefined;
-    return range;
-  }
-
-  #decode(): [number, number] | undefined {
-    const { bytes, used, lastStart, lastEnd } = this.#snapshot;
-    if (this.#position < used) {
-      const start = this.#encodedEnd + this.#get(bytes);
-      const end = start + this.#get(bytes);
-      this.#encodedEnd = end;
-      return [start, end];
-    }
-    if (this.#lastTaken) return undefined;
-    this.#lastTaken = true;
-    return [lastStart, lastEnd];
-  }
-
-  #get(bytes: Uint8Array): number {
-    let value = 0;
-    for (let scale = 1; ; scale *= 0x80) {
-      const byte = bytes[this.#position++]!;
-      value += (byte % 0x80) * scale;
-      if (byte < 0x80) return value;
-    }
-  }
-}
 
 /** Byte ranges of every session's lines. */
 export class SessionIndex {
