@@ -114,9 +114,10 @@ export interface LedgerRepair {
  *   ledger, and every later `append`, `flush` and `close` rejects with it. (A bad entry is the
  *   caller's bug: its append rejects at once with a TypeError and the ledger stays usable.)
  * - `Ledger.open` streams the files (it keeps a few bytes per run of a session's consecutive lines,
- *   every turn id and the open turns, never the entries: docs/ledger.md, "Memory") and repairs what a crash leaves behind: it cuts a torn last line, or a hole of zeros a
- *   power loss left and what follows it (kept aside in `<path>.cut-<byte>`, reported in `repair`
- *   and as a process warning), gives every `tool_call` of an unfinished turn that has no output a
+ *   every turn id and the open turns, never the entries: docs/ledger.md, "Memory") and repairs
+ *   what a crash leaves behind: it cuts a torn last line, or a hole of zeros a power loss left
+ *   and what follows it (kept aside in `<path>.cut-<byte>`, reported in `repair` and as a
+ *   process warning), gives every `tool_call` of an unfinished turn that has no output a
  *   `tool_aborted`, and marks every turn that has no terminal status `interrupted` (or
  *   `cancelled`, after the `turn_aborted` marker, where `cancelling` was recorded).
  * - `close()` first waits (at most `closeWaitMs`) for the stops under way to write their history.
@@ -147,7 +148,7 @@ export class Ledger implements LedgerStore {
   readonly #writer: LedgerWriter;
   readonly #segmentBytes: number | undefined;
   readonly #closeWaitMs: number;
-  /** Every turn id in the file (invariant 7), true once the turn has ended (invariant 11). */
+  /** Every turn id the files hold (invariant 7), and which have ended (invariant 11). */
   readonly #turnIds: TurnIds;
   /** The turns whose `cancelling` is written and whose terminal status is not: their lines are urgent, and `close` waits for them. */
   readonly #stopping = new StopsUnderWay();
