@@ -38,7 +38,9 @@
  * hosts sharing a volume must agree on the time within the stale time less its third; a holder
  * frozen past its stale time writes until its next refresh finds the lock lost; and when such a
  * holder refreshes its lock between a taker's look and rename, the taker puts it back, but if a
- * new opener linked in that instant, the holder learns it has lost the lock at its next refresh.
+ * new opener linked in that instant, the holder learns it has lost the lock at its next refresh;
+ * a taker killed mid-takeover leaves `<lock>.takeover`, which holds other openers up to
+ * `TAKEOVER_STALE_MS`, and two openers clearing it at once may both take over.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -49,7 +51,7 @@ import { resolve } from 'node:path';
 import { readStat } from '../base/proc.js';
 
 /** A takeover's `<lock>.takeover` older than this is a dead taker's, and is cleared (rule 4), in ms. */
-const TAKEOVER_STALE_MS = 10_000;
+const TAKEOVER_STALE_MS = 2_000;
 /** How long `lockLedger` goes on looking while takeovers are under way, in ms, and how long it waits between looks. */
 const LOCK_WAIT_MS = 5_000;
 const LOCK_POLL_MS = 20;
@@ -252,7 +254,8 @@ class HeldLock implements LedgerLock {
     this.path = path;
     this.#mine = mine;
     this.#onLost = options.onLost;
-    this.#timer = setInterval(() => { this.#refreshing ??= this.#refresh().finally(() => { this.#refreshing = undefined; }); },
+    // A refresh that fails is retried by the next one; it never becomes an unhandled rejection.
+    this.#timer = setInterval(() => { this.#refreshing ??= this.#refresh().catch(() => {}).finally(() => { this.#refreshing = undefined; }); },
       Math.max(1, Math.floor(options.staleMs / 3)));
     // The lock never keeps a process alive: an open ledger that nothing else uses lets it exit.
     this.#timer.unref();
