@@ -4,7 +4,8 @@
  * restarted container has a new hostname), a lock its live holder keeps fresh is refused, and of
  * several processes taking over one stale lock at once exactly one wins. Runs against dist/.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -121,6 +122,13 @@ describe('lockStaleMs', () => {
 });
 
 describe('the holder', () => {
+  it('never keeps its process alive: a process with a ledger open and nothing else to do exits', async () => {
+    const ledgerModule = new URL('../dist/src/ledger/ledger.js', import.meta.url).href;
+    const script = `const { Ledger } = await import(${JSON.stringify(ledgerModule)}); await Ledger.open(${JSON.stringify(file)}, { lockStaleMs: 300 }); console.log('open');`;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { timeout: 20_000 });
+    expect(stdout).toBe('open\n');
+  });
+
   it('keeps its lock fresh while open, and removes it at close', async () => {
     const ledger = await openLedger(file, { lockStaleMs: 300 });
     await refreshed(2);
