@@ -87,13 +87,16 @@ function startTimeOf(pid: number): number | undefined {
   return readStat(pid)?.start;
 }
 
-/** This machine as a lock names it: boot id and pid namespace ('' where /proc cannot say). */
+/** This machine as a lock names it: boot id and pid namespace ('' where /proc cannot say). Neither changes while the process lives. */
+let machine: string | undefined;
 function thisMachine(): string {
+  if (machine !== undefined) return machine;
   try {
-    return `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()} ${readlinkSync('/proc/self/ns/pid')}`;
+    machine = `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()} ${readlinkSync('/proc/self/ns/pid')}`;
   } catch {
-    return '';
+    machine = '';
   }
+  return machine;
 }
 
 function self(staleMs: number): LockHolder {
@@ -103,8 +106,8 @@ function self(staleMs: number): LockHolder {
 /** Rule 3 (a): the holder ran on this machine, so its pid says whether it lives. */
 function onThisMachine(holder: LockHolder): boolean {
   if (holder.host !== hostname()) return false;
-  const machine = thisMachine();
-  return holder.machine === undefined || holder.machine === '' || machine === '' || holder.machine === machine;
+  const mine = thisMachine();
+  return holder.machine === undefined || holder.machine === '' || mine === '' || holder.machine === mine;
 }
 
 /** Rule 3 (a): true when the process is certainly gone, false when alive, undefined when it cannot say. */
