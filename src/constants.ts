@@ -114,6 +114,12 @@ export const DEFAULT_LEDGER_INTENT_TIMEOUT_MS = 5_000;
 export const DEFAULT_LEDGER_TIMEOUT_MS = 10_000;
 
 /**
+ * The file `Ledger`: how long its lock file may go unrefreshed before another host may take it
+ * over, in ms (`Ledger.open`'s `lockStaleMs`); the holder refreshes it every third of that.
+ */
+export const DEFAULT_LEDGER_LOCK_STALE_MS = 30_000;
+
+/**
  * Reason codes by intent, for `runner.stop(sessionId, { reason })` and the ledger's `status`
  * entries. A reason is any non-empty string; these are the ones fullstop itself gives.
  *

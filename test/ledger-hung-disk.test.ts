@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
-import { CancelledError, Ledger, LedgerTimeoutError, TurnRunner } from '../dist/src/index.js';
+import { CancelledError, DEFAULT_LEDGER_INTENT_TIMEOUT_MS, Ledger, LedgerTimeoutError, TurnRunner } from '../dist/src/index.js';
 import { file, useLedgerScratch } from './support/ledger-scratch.js';
 
 useLedgerScratch('fullstop-ledger-hung-disk-');
@@ -66,5 +66,17 @@ describe('a disk whose syncs never return', () => {
     await expect(Ledger.open(file, { intentTimeoutMs: -1 })).rejects.toThrow(/options\.intentTimeoutMs/);
     await expect(Ledger.open(file, { timeoutMs: 0 })).rejects.toThrow(RangeError);
     await expect(Ledger.open(file, { timeoutMs: '5' as never })).rejects.toThrow(/options\.timeoutMs/);
+  });
+});
+
+describe('the bound of a stop\'s wait for its intent', () => {
+  it('is set on every file Ledger (LedgerStore.intentTimeoutMs): 5,000 ms unless told', async () => {
+    const ledger = await Ledger.open(file);
+    expect(ledger.intentTimeoutMs).toBe(DEFAULT_LEDGER_INTENT_TIMEOUT_MS);
+    expect(DEFAULT_LEDGER_INTENT_TIMEOUT_MS).toBe(5000);
+    await ledger.close();
+    const told = await Ledger.open(file, { intentTimeoutMs: 250 });
+    expect(told.intentTimeoutMs).toBe(250);
+    await told.close();
   });
 });

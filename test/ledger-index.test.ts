@@ -82,36 +82,45 @@ describe('entries({ sessionId }) through the index', () => {
     expect((await ledger.entries({ sessionId: 's' })).map((e) => e.turnId)).toEqual(['t']);
   });
 
-  it('equals a full scan filtered by session, for random ledgers with reopens (property)', async () => {
+  it('equals a full scan filtered by session, for random ledgers with segments, retention and reopens (property)', async () => {
     const sessionIds = fc.constantFrom('a', 'b', 'c', 'ü-😀', 'd e', '"q"');
     const step = fc.oneof(
       fc.record({ kind: fc.constant('append' as const), sessionId: sessionIds, text: fc.string({ maxLength: 40 }), awaited: fc.boolean() }),
+      // A long line now and then: ranges far apart, or too long to read together.
+      fc.record({ kind: fc.constant('append' as const), sessionId: sessionIds, text: fc.constantFrom('20000', '600000'), awaited: fc.boolean() }),
       fc.record({ kind: fc.constant('reopen' as const) }),
+      fc.record({ kind: fc.constant('retain' as const), fraction: fc.double({ min: 0, max: 1, noNaN: true }) }),
       fc.record({ kind: fc.constant('read' as const), sessionId: sessionIds }),
     );
     let run = 0;
-    await fc.assert(fc.asyncProperty(fc.array(step, { maxLength: 40 }), async (steps) => {
+    await fc.assert(fc.asyncProperty(fc.array(step, { maxLength: 40 }), fc.constantFrom(undefined, 300, 2000, 50_000), async (steps, segmentBytes) => {
       const path = join(dir, `property-${run++}.jsonl`);
-      let ledger = await Ledger.open(path);
+      const options = segmentBytes === undefined ? {} : { segmentBytes };
+      let ledger = await Ledger.open(path, options);
       try {
         let turns = 0;
         const check = async (sessionId: string) => {
           const full = await ledger.entries();
           const mine = await ledger.entries({ sessionId });
           expect(mine).toEqual(full.filter((e: LedgerEntry) => e.sessionId === sessionId));
+          const after = full[Math.floor(full.length / 2)]?.seq ?? 0;
+          expect(await ledger.entries({ sessionId, afterSeq: after })).toEqual(mine.filter((e: LedgerEntry) => e.seq > after));
         };
         for (const s of steps) {
           if (s.kind === 'append') {
             const entry: LedgerEntryInput = turns % 3 === 0
               ? { sessionId: s.sessionId, turnId: `t${turns}`, type: 'turn_started' }
-              : { sessionId: s.sessionId, turnId: `t${turns - 1}`, type: 'say', text: s.text };
+              : { sessionId: s.sessionId, turnId: `t${turns - 1}`, type: 'say', text: /^\d+$/.test(s.text) ? 'x'.repeat(Number(s.text)) : s.text };
             turns += 1;
             const written = ledger.append(entry);
             if (s.awaited) await written;
           } else if (s.kind === 'reopen') {
             await ledger.close();
-            ledger = await Ledger.open(path); // the index is rebuilt from the file (and the repair appended)
+            ledger = await Ledger.open(path, options); // the index is rebuilt from the files (and the repair appended)
             turns = Math.ceil(turns / 3) * 3; // the repair ended every open turn: nothing more of them is appended
+          } else if (s.kind === 'retain') {
+            const segments = ledger.segments();
+            if (segments.length > 0) await ledger.removeSegments(segments[Math.floor(s.fraction * segments.length)]!.lastSeq);
           } else {
             await check(s.sessionId);
           }

@@ -38,14 +38,23 @@ export interface LedgerOpenOptions {
    * await Ledger.open('history.jsonl', { intentTimeoutMs: 1000, timeoutMs: 5000 });
    */
   timeoutMs?: number;
+  /**
+   * How long the lock file `<path>.lock` may go unrefreshed before another process, on any host,
+   * takes it over, in ms; the holder refreshes it every third of that. The lock says it, so an
+   * opener judges a lock by its holder's value. At least 3 (a refresh every ms).
+   * @default 30_000 (DEFAULT_LEDGER_LOCK_STALE_MS)
+   * @example
+   * await Ledger.open('/shared/history.jsonl', { lockStaleMs: 60_000 });
+   */
+  lockStaleMs?: number;
 }
 
-/** `Ledger.open`'s options: `segmentBytes` a positive integer, `closeWaitMs` and `intentTimeoutMs` a timer's ms, `timeoutMs` one more than 0. */
+/** `Ledger.open`'s options: `segmentBytes` a positive integer, `closeWaitMs` and `intentTimeoutMs` a timer's ms, `timeoutMs` one more than 0, `lockStaleMs` at least 3. */
 export function checkOpenOptions(options: unknown): asserts options is LedgerOpenOptions {
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`Ledger.open: options: expected an object, got ${describe(options)}`);
   }
-  const { segmentBytes, closeWaitMs, intentTimeoutMs, timeoutMs } = options as Record<string, unknown>;
+  const { segmentBytes, closeWaitMs, intentTimeoutMs, timeoutMs, lockStaleMs } = options as Record<string, unknown>;
   if (segmentBytes !== undefined) {
     if (typeof segmentBytes !== 'number') throw new TypeError(`Ledger.open: options.segmentBytes: expected a number of bytes, got ${describe(segmentBytes)}`);
     if (!Number.isSafeInteger(segmentBytes) || segmentBytes < 1) {
@@ -56,6 +65,10 @@ export function checkOpenOptions(options: unknown): asserts options is LedgerOpe
   checkMs('Ledger.open: options.intentTimeoutMs', intentTimeoutMs);
   checkMs('Ledger.open: options.timeoutMs', timeoutMs);
   if (timeoutMs === 0) throw new RangeError('Ledger.open: options.timeoutMs: expected more than 0 ms, got 0');
+  checkMs('Ledger.open: options.lockStaleMs', lockStaleMs);
+  if (lockStaleMs !== undefined && lockStaleMs < 3) {
+    throw new RangeError(`Ledger.open: options.lockStaleMs: expected at least 3 ms (the lock is refreshed every third of it), got ${describe(lockStaleMs)}`);
+  }
 }
 
 /** A seq argument: a non-negative safe integer. */

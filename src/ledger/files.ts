@@ -1,8 +1,17 @@
 /**
  * The files of one ledger: the one being written, at its path, and the sealed segments beside it
- * (segments.ts), with where each sits in the session index's offsets; and the rule that keeps a
- * read consistent: a change of the files (a sealing, a removal) waits for the reads under way, and
- * a read waits for a change under way, so every read sees the files standing still.
+ * (segments.ts), with where each sits in the session index's offsets; and the rules that keep a
+ * read consistent without ever holding an append:
+ *
+ * 1. A read sees the files standing still: it starts once no sealing and no removal is under way,
+ *    and takes then the list of segments and the handle of the file being written.
+ * 2. A sealing never waits for a read: a read reads the file being written through its handle,
+ *    which a sealing renames (the handle follows the file) and does not close while a read holds
+ *    it (the last read closes it); the segments the read listed are never renamed. So the append
+ *    that crosses `segmentBytes` (another session's stop intent, say) is written and flushed while
+ *    a long `entries()` runs, and that read returns what the files held when it began.
+ * 3. A removal of segments waits for the reads under way (a read opens a segment by path: an
+ *    unlinked one is gone), and for a sealing under way. Retention is not on a stop's path.
  */
 
 import { open as openFile, rename, unlink, type FileHandle } from 'node:fs/promises';
@@ -26,16 +35,26 @@ export class LedgerFiles {
   readonly #sealing: PlacedSegment[] = [];
   /** False once a sealing failed after its rename: every line written is in the segments, and no file is being written. */
   #current = true;
-  /** A change of the files under way; settles when it ends and never rejects (its caller gets the failure). */
+  /** A removal of segments under way (rule 3); settles when it ends and never rejects (its caller gets the failure). */
   #change: Promise<void> | undefined;
-  /** Reads under way, and the changes waiting for them to end. */
+  /** A sealing under way (rule 2: reads wait for it, it waits for no read); settles when it ends, never rejects. */
+  #sealUnderWay: Promise<void> | undefined;
+  /** Reads under way, and the removals waiting for them to end. */
   #reads = 0;
   #readsDone: (() => void)[] = [];
+  /** The handle reads use for the file being written; `undefined` while a sealing has none open, or once closed. */
+  #handle: FileHandle | undefined;
+  /** How many reads under way hold each handle (rule 2). */
+  readonly #holds = new Map<FileHandle, number>();
+  /** Handles of sealed files still held by a read: the last one closes it. */
+  readonly #retired = new Set<FileHandle>();
   /** Told when the file being written is replaced by a new one (its `dev:ino` changes). */
   readonly #onReplaced: (oldKey: string, newKey: string) => void;
 
-  constructor(path: string, real: string, fileKey: string, segments: PlacedSegment[], onReplaced: (oldKey: string, newKey: string) => void) {
+  constructor(path: string, real: string, fileKey: string, handle: FileHandle, segments: PlacedSegment[],
+    onReplaced: (oldKey: string, newKey: string) => void) {
     this.path = path;
+    this.#handle = handle;
     this.real = real;
     this.#fileKey = fileKey;
     this.#segments = segments;
@@ -56,38 +75,62 @@ export class LedgerFiles {
   /** Queues the sealing of the file being written as `segment`; returns what the writer calls when it gets there. */
   seal(segment: PlacedSegment): Rotate {
     this.#sealing.push(segment);
-    return (old) => this.#alone(async () => {
-      await rename(this.real, segment.path);
-      this.#sealing.shift();
-      this.#segments.push(segment);
-      // Until the next file is open, the segment holds every line: a failure from here leaves no file being written.
-      this.#current = false;
-      await old.close();
-      const handle = await openFile(this.real, 'a+');
-      let key: string;
-      try {
-        const stat = await handle.stat();
-        await syncDirectory(dirname(this.real));
-        key = `${stat.dev}:${stat.ino}`;
-      } catch (error) {
-        // The writer keeps no handle it was not given: this one is closed here, or never.
-        await handle.close().catch(() => {});
-        throw error;
-      }
-      this.#onReplaced(this.#fileKey, key);
-      this.#fileKey = key;
-      this.#current = true;
-      return handle;
-    });
+    return (old) => {
+      // Rule 2: no wait for the reads (nor for a removal, which waits for them).
+      const run = this.#sealNow(segment, old);
+      const settled: Promise<void> = run.then(noop, noop).then(() => { if (this.#sealUnderWay === settled) this.#sealUnderWay = undefined; });
+      this.#sealUnderWay = settled;
+      return run;
+    };
+  }
+
+  /** Rename the file being written as `segment`, open the next one, and return its handle. */
+  async #sealNow(segment: PlacedSegment, old: FileHandle): Promise<FileHandle> {
+    await rename(this.real, segment.path);
+    this.#sealing.shift();
+    this.#segments.push(segment);
+    // Until the next file is open, the segment holds every line: a failure from here leaves no file being written.
+    this.#current = false;
+    this.#handle = undefined;
+    await this.#retire(old);
+    const handle = await openFile(this.real, 'a+');
+    let key: string;
+    try {
+      const stat = await handle.stat();
+      await syncDirectory(dirname(this.real));
+      key = `${stat.dev}:${stat.ino}`;
+    } catch (error) {
+      // The writer keeps no handle it was not given: this one is closed here, or never.
+      await handle.close().catch(() => {});
+      throw error;
+    }
+    this.#onReplaced(this.#fileKey, key);
+    this.#fileKey = key;
+    this.#current = true;
+    this.#handle = handle;
+    return handle;
+  }
+
+  /** The handle of a sealed file: closed now when no read holds it, else by the last read that does (rule 2). */
+  async #retire(handle: FileHandle): Promise<void> {
+    if ((this.#holds.get(handle) ?? 0) === 0) await handle.close();
+    else this.#retired.add(handle);
+  }
+
+  /** The file being written is closed (the ledger closed): later reads read it by path. */
+  closed(): void {
+    this.#handle = undefined;
   }
 
   /**
    * Removes the sealed segments whose entries all have `seq <= throughSeq`, oldest first;
-   * `removed(firstKept)` then prunes the index. On a failure, the ones removed before it are gone
+   * `removed(firstKeptBase, lastSeq)` (the first kept segment's base, the last removed one's last
+   * seq) then prunes the index and the turn ids. On a failure, the ones removed before it are gone
    * (and pruned) and the others stay listed.
    */
-  remove(throughSeq: number, removed: (firstKeptBase: number | undefined) => void): Promise<LedgerSegment[]> {
+  remove(throughSeq: number, removed: (firstKeptBase: number | undefined, lastSeq: number) => void): Promise<LedgerSegment[]> {
     return this.#alone(async () => {
+      while (this.#sealUnderWay !== undefined) await this.#sealUnderWay;
       const gone: LedgerSegment[] = [];
       try {
         // Oldest first, and a segment leaves the list only once its file is gone: a failure keeps the rest as they were.
@@ -98,23 +141,40 @@ export class LedgerFiles {
           gone.push({ path, firstSeq, lastSeq, bytes });
         }
       } finally {
-        if (gone.length > 0) removed(this.#segments[0]?.base);
+        if (gone.length > 0) removed(this.#segments[0]?.base, gone.at(-1)!.lastSeq);
       }
       if (gone.length > 0) await syncDirectory(dirname(this.real));
       return gone;
     });
   }
 
-  /** Runs `read` with the files standing still (see the header). */
-  async reading<T>(read: () => Promise<T>): Promise<T> {
-    while (this.#change !== undefined) await this.#change;
+  /**
+   * Runs `read` with the files standing still (rule 1), given the handle of the file being written
+   * (`undefined` when none is open: read it by path), which stays open until `read` ends (rule 2).
+   */
+  async reading<T>(read: (handle: FileHandle | undefined) => Promise<T>): Promise<T> {
+    while (this.#change !== undefined || this.#sealUnderWay !== undefined) await (this.#change ?? this.#sealUnderWay);
     this.#reads += 1;
+    const handle = this.#handle;
+    if (handle !== undefined) this.#holds.set(handle, (this.#holds.get(handle) ?? 0) + 1);
     try {
-      return await read();
+      return await read(handle);
     } finally {
       this.#reads -= 1;
+      if (handle !== undefined) this.#letGo(handle);
       if (this.#reads === 0) for (const done of this.#readsDone.splice(0)) done();
     }
+  }
+
+  /** A read is done with `handle`: the last read of a sealed file's handle closes it. */
+  #letGo(handle: FileHandle): void {
+    const holds = this.#holds.get(handle)! - 1;
+    if (holds > 0) {
+      this.#holds.set(handle, holds);
+      return;
+    }
+    this.#holds.delete(handle);
+    if (this.#retired.delete(handle)) void handle.close().catch(noop);
   }
 
   /**
@@ -151,6 +211,8 @@ export class LedgerFiles {
    */
   async scan(afterSeq: number, handle: FileHandle | undefined, visit: (entry: LedgerEntry) => boolean): Promise<void> {
     let previousSeq = 0;
+    // As the read began (rule 1): a sealing during the scan leaves `handle` reading the same file.
+    const current = this.#current;
     for (const segment of this.#segments.slice()) {
       if (segment.lastSeq <= afterSeq) continue;
       const scanned = await withFile(segment.path, (file, size) =>
@@ -158,14 +220,14 @@ export class LedgerFiles {
       if (scanned.stopped) return;
       previousSeq = scanned.lastSeq;
     }
-    if (!this.#current) return;
+    if (!current) return;
     const scan = (file: FileHandle, size: number) =>
       scanFile(file, size, { where: 'Ledger.entries', path: this.path, previousSeq, tail: true, onEntry: visit });
     if (handle !== undefined) await scan(handle, (await handle.stat()).size);
     else await withFile(this.path, scan, this.#fileKey);
   }
 
-  /** Runs `change` once no read and no other change is under way; reads and changes that come meanwhile wait for it. */
+  /** Runs `change` (a removal) once no read and no other removal is under way; reads and removals that come meanwhile wait for it. */
   async #alone<T>(change: () => Promise<T>): Promise<T> {
     while (this.#change !== undefined) await this.#change;
     const run = (async () => {

@@ -22,9 +22,12 @@
  *    sealed segment, by `removeSegments` (retention: the caller's decision).
  *
  * 6. One writer per file: two `Ledger`s in one process on the same file are refused (by device and
- *    inode), and across processes the lock file of lock.ts names the holder. The lock is
- *    taken on the real file (symlinks resolved), so a path through a symlink meets the same lock.
- * 7. A turn id is used once: a `turn_started` of a turn the file already holds is refused.
+ *    inode), and across processes and hosts the lock file of lock.ts names the holder, who keeps
+ *    it fresh; a ledger whose lock was taken over writes no more. The lock is taken on the real
+ *    file (symlinks resolved), so a path through a symlink meets the same lock.
+ * 7. A turn id is used once: a `turn_started` of a turn the files hold is refused. Once the
+ *    segments holding an ended turn are removed, its id is forgotten (turn-ids.ts), as it would
+ *    be by the next open.
  * 8. Every seq is a safe integer: an append that would pass `Number.MAX_SAFE_INTEGER` is refused
  *    rather than written as a line the reader would then refuse.
  *
@@ -33,8 +36,9 @@
  *    while no write has failed (after one, `entries` reads the whole file instead). Offsets run
  *    across segments (segments.ts): the sealing of a segment is decided as a line is queued, so
  *    the next line's offset is known then.
- * 10. A read sees the files standing still: a sealing (rename) or a removal of segments waits for
- *    the reads under way, and a read waits for a sealing under way (files.ts).
+ * 10. A read sees the files standing still, and never holds an append: a read waits for a sealing
+ *    or a removal under way; a sealing never waits for a read (the read keeps the handle of the
+ *    file it began with, renamed under it), a removal does (files.ts, rules 1-3).
  * 11. Nothing after the end: an append for a turn whose terminal status is written is refused.
  *
  * Not guaranteed: the lock is advisory, and two hard links to one file (two real paths) in two
@@ -42,7 +46,9 @@
  */
 
 import { open as openFile, realpath, stat as statPath, type FileHandle } from 'node:fs/promises';
-import { DEFAULT_LEDGER_CLOSE_WAIT_MS, DEFAULT_LEDGER_INTENT_TIMEOUT_MS, DEFAULT_LEDGER_TIMEOUT_MS, LEDGER_MAX_LINE_BYTES } from '../constants.js';
+import {
+  DEFAULT_LEDGER_CLOSE_WAIT_MS, DEFAULT_LEDGER_INTENT_TIMEOUT_MS, DEFAULT_LEDGER_LOCK_STALE_MS, DEFAULT_LEDGER_TIMEOUT_MS, LEDGER_MAX_LINE_BYTES,
+} from '../constants.js';
 import { checkId, checkText, LedgerClosedError, TurnEndedError, TurnIdUsedError } from '../errors.js';
 import { checkFilter, checkOpenOptions, checkSeq, type LedgerOpenOptions } from './checks.js';
 import { utf8Bytes } from '../base/head-tail.js';
@@ -57,6 +63,7 @@ import { sealedPath, type LedgerSegment, type PlacedSegment } from './segments.j
 import { readSession, type SessionIndex } from './session-index.js';
 import { LedgerWriter, type Rotate } from './writer.js';
 import { StopsUnderWay } from './stops-under-way.js';
+import type { TurnIds } from './turn-ids.js';
 import type { LedgerFilter, LedgerStore } from './store.js';
 
 export {
@@ -106,10 +113,11 @@ export interface LedgerRepair {
  * - A failed write does not raise an unhandled rejection for an un-awaited append; it breaks the
  *   ledger, and every later `append`, `flush` and `close` rejects with it. (A bad entry is the
  *   caller's bug: its append rejects at once with a TypeError and the ledger stays usable.)
- * - `Ledger.open` streams the files (memory grows with sessions, open turns and turn ids, not with
- *   bytes) and repairs what a crash leaves behind: it cuts a torn last line, or a hole of zeros a
- *   power loss left and what follows it (kept aside in `<path>.cut-<byte>`, reported in `repair`
- *   and as a process warning), gives every `tool_call` of an unfinished turn that has no output a
+ * - `Ledger.open` streams the files (it keeps a few bytes per run of a session's consecutive lines,
+ *   every turn id and the open turns, never the entries: docs/ledger.md, "Memory") and repairs
+ *   what a crash leaves behind: it cuts a torn last line, or a hole of zeros a power loss left
+ *   and what follows it (kept aside in `<path>.cut-<byte>`, reported in `repair` and as a
+ *   process warning), gives every `tool_call` of an unfinished turn that has no output a
  *   `tool_aborted`, and marks every turn that has no terminal status `interrupted` (or
  *   `cancelled`, after the `turn_aborted` marker, where `cancelling` was recorded).
  * - `close()` first waits (at most `closeWaitMs`) for the stops under way to write their history.
@@ -140,8 +148,8 @@ export class Ledger implements LedgerStore {
   readonly #writer: LedgerWriter;
   readonly #segmentBytes: number | undefined;
   readonly #closeWaitMs: number;
-  /** Every turn id in the file (invariant 7), true once the turn has ended (invariant 11). */
-  readonly #turnIds: Map<string, boolean>;
+  /** Every turn id the files hold (invariant 7), and which have ended (invariant 11). */
+  readonly #turnIds: TurnIds;
   /** The turns whose `cancelling` is written and whose terminal status is not: their lines are urgent, and `close` waits for them. */
   readonly #stopping = new StopsUnderWay();
   /** Where each session's lines are (invariant 9). */
@@ -157,13 +165,11 @@ export class Ledger implements LedgerStore {
   #closing: Promise<void> | undefined;
   /** Set once `close` stopped waiting for stops: every append is refused. */
   #closed = false;
-  /** Set as the handle closes, so `entries` reads the path instead. */
-  #handleClosed = false;
   private constructor(path: string, real: string, fileKey: string, lock: LedgerLock, loaded: Awaited<ReturnType<typeof loadLedger>>,
     handle: FileHandle, options: LedgerOpenOptions, repair: LedgerRepair) {
     this.path = path;
     this.repair = repair;
-    this.#files = new LedgerFiles(path, real, fileKey, loaded.segments, (oldKey, newKey) => {
+    this.#files = new LedgerFiles(path, real, fileKey, handle, loaded.segments, (oldKey, newKey) => {
       openFiles.delete(oldKey);
       openFiles.add(newKey);
     });
@@ -220,7 +226,11 @@ export class Ledger implements LedgerStore {
       openFiles.add(fileKey);
       const real = await realFileOf(path, fileKey);
       try {
-        lock = await lockLedger(real, path);
+        lock = await lockLedger(real, path, {
+          staleMs: options.lockStaleMs ?? DEFAULT_LEDGER_LOCK_STALE_MS,
+          // Another writer may now write the file: this one writes no more (invariant 6).
+          onLost: (error) => { if (ledger !== undefined) ledger.#lockLost(error); },
+        });
       } catch (cause) {
         if ((cause as NodeJS.ErrnoException).code === undefined) throw cause;
         throw await openError(path, `cannot write the lock file of "${path}"`, cause);
@@ -266,6 +276,12 @@ export class Ledger implements LedgerStore {
     }
   }
 
+  /** The lock was taken over (lock.ts, rule 5): every later append and flush rejects, and a warning says why. */
+  #lockLost(error: Error): void {
+    const failure = this.#writer.breakOn(`lost the lock of "${this.path}"`, error);
+    process.emitWarning(failure.message, { code: 'FULLSTOP_LEDGER_LOCK_LOST' });
+  }
+
   /** `"<path>"`, for messages (`LedgerStore.description`). */
   get description(): string { return `"${this.path}"`; }
 
@@ -294,16 +310,20 @@ export class Ledger implements LedgerStore {
 
   /**
    * Removes every sealed segment whose entries all have `seq <= throughSeq` (retention: call it
-   * with the last seq you no longer need, e.g. from a nightly job). Their entries leave `entries`;
-   * their turn ids stay refused until the ledger is closed (after the next open, a removed turn id
-   * is no longer known). Resolves with the segments removed. RangeError/TypeError for a bad
+   * with the last seq you no longer need, e.g. from a nightly job). Their entries leave `entries`,
+   * and the ids of the turns that ended in them are forgotten (`hasTurn` false, and a `turn_started`
+   * under one is taken again), as the next `Ledger.open` would not know them either; a turn not
+   * ended keeps its id. Resolves with the segments removed. RangeError/TypeError for a bad
    * `throughSeq`; rejects once the ledger is closed, and with the cause when a segment cannot be
    * removed (those older than it are, it and the newer stay listed).
    */
   async removeSegments(throughSeq: number): Promise<LedgerSegment[]> {
     checkSeq('Ledger.removeSegments: throughSeq', throughSeq);
     if (this.#closing !== undefined) throw new LedgerClosedError(`Ledger.removeSegments: the ledger "${this.path}" is closed`);
-    return this.#files.remove(throughSeq, (firstKeptBase) => this.#index.prune(firstKeptBase ?? this.#files.currentBase(this.#activeBase)));
+    return this.#files.remove(throughSeq, (firstKeptBase, removedThroughSeq) => {
+      this.#index.prune(firstKeptBase ?? this.#files.currentBase(this.#activeBase));
+      this.#turnIds.forgetEnded(removedThroughSeq);
+    });
   }
 
   /**
@@ -377,7 +397,7 @@ export class Ledger implements LedgerStore {
       return Promise.reject(new TurnIdUsedError(`Ledger.append: turn ${JSON.stringify(turnId)} is already in "${this.path}"; ` +
         'a turn id is used once (a second turn under it could never be told apart from the first)', turnId));
     }
-    if (this.#turnIds.get(turnId) === true) {
+    if (this.#turnIds.ended(turnId)) {
       return Promise.reject(new TurnEndedError(`Ledger.append: turn ${JSON.stringify(turnId)} has ended in "${this.path}" (its terminal status is ` +
         'recorded); nothing of a turn is appended after its end', turnId));
     }
@@ -386,8 +406,8 @@ export class Ledger implements LedgerStore {
       return Promise.reject(new RangeError(`Ledger.append: the entry's line is ${bytes} bytes, over the ${LEDGER_MAX_LINE_BYTES} ` +
         'a ledger line may hold (LEDGER_MAX_LINE_BYTES); record a large output as a file and its path'));
     }
-    this.#turnIds.set(turnId, isTerminalStatus(status));
     this.#seq += 1;
+    this.#turnIds.note(turnId, this.#seq, isTerminalStatus(status));
     const rotate = this.#segmentBytes !== undefined && this.#end - this.#activeBase >= this.#segmentBytes ? this.#sealAt(this.#seq) : undefined;
     const start = this.#end;
     this.#end += bytes;
@@ -441,21 +461,21 @@ export class Ledger implements LedgerStore {
     const { sessionId, turnId, afterSeq = 0, limit = Infinity } = checkFilter(filter);
     const ranges = sessionId === undefined ? undefined : this.#index.snapshot(sessionId);
     await this.#writer.lastWrite;
-    return this.#files.reading(async () => {
+    return this.#files.reading(async (handle) => {
       const out: LedgerEntry[] = [];
       const visit = (e: LedgerEntry): boolean => {
         if (e.seq > afterSeq && (turnId === undefined || e.turnId === turnId) && (sessionId === undefined || e.sessionId === sessionId)) out.push(e);
         return out.length < limit;
       };
-      if (sessionId !== undefined && !this.#handleClosed && this.#writer.failure === undefined) {
+      if (sessionId !== undefined && handle !== undefined && this.#writer.failure === undefined) {
         if (ranges === undefined) return [];
         const currentBase = this.#files.currentBase(this.#activeBase);
         const from = this.#files.segments.find((s) => s.lastSeq > afterSeq)?.base ?? currentBase;
-        await readSession(this.#files.reader(this.#writer.handle, currentBase, from), 'Ledger.entries', this.path, sessionId, ranges, visit);
+        await readSession(this.#files.reader(handle, currentBase, from), 'Ledger.entries', this.path, sessionId, ranges, visit);
         return out;
       }
       // Every file (a torn tail can only follow a failed write, invariant 4: it is skipped).
-      await this.#files.scan(afterSeq, this.#handleClosed ? undefined : this.#writer.handle, visit);
+      await this.#files.scan(afterSeq, handle, visit);
       return out;
     });
   }
@@ -492,7 +512,7 @@ export class Ledger implements LedgerStore {
       // when that sync returns (nothing more is written through it).
       const handle = this.#writer.handle;
       const drained = await this.#writer.drain(this.timeoutMs);
-      this.#handleClosed = true;
+      this.#files.closed();
       openFiles.delete(this.#files.fileKey);
       if (drained) await handle.close();
       else void this.#writer.drain().then(() => handle.close()).catch(() => {});

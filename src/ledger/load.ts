@@ -2,7 +2,7 @@
  * What `Ledger.open` learns from the files, streamed (scan.ts): the sealed segments, oldest first,
  * then the file being written. It keeps the session index, every turn id (a turn id is used once),
  * the turns still open and where the last line ends, never the entries: memory grows with the
- * sessions, the turn ids and the open turns, not with the bytes.
+ * index's runs (session-index.ts), the turn ids and the open turns, not with the bytes.
  */
 
 import { open as openFile, type FileHandle } from 'node:fs/promises';
@@ -11,6 +11,7 @@ import { OpenTurns } from './open-turns.js';
 import { scanFile, type ScanCut } from './scan.js';
 import { listSegments, type LedgerSegment, type PlacedSegment } from './segments.js';
 import { SessionIndex } from './session-index.js';
+import { TurnIds } from './turn-ids.js';
 
 /** The ledger as the files hold it. */
 export interface LoadedLedger {
@@ -27,8 +28,8 @@ export interface LoadedLedger {
   /** What was cut off the end of the file being written. */
   cut: ScanCut | undefined;
   index: SessionIndex;
-  /** Every turn id, true once the turn's terminal status is read. */
-  turnIds: Map<string, boolean>;
+  /** Every turn id, and which have ended. */
+  turnIds: TurnIds;
   /** The entries that close the turns left open (entry.ts `closingEntries`). */
   repairs: LedgerEntryInput[];
 }
@@ -36,14 +37,14 @@ export interface LoadedLedger {
 /** Reads every segment of the ledger at `real` and the file being written (`handle`, `size` bytes). */
 export async function loadLedger(path: string, real: string, handle: FileHandle, size: number): Promise<LoadedLedger> {
   const index = new SessionIndex();
-  const turnIds = new Map<string, boolean>();
+  const turnIds = new TurnIds();
   const open = new OpenTurns();
   const segments: PlacedSegment[] = [];
   let seq = 0;
   let base = 0;
   const onEntryAt = (offset: number) => (entry: Parameters<OpenTurns['add']>[0], start: number, end: number) => {
     index.add(entry.sessionId, offset + start, offset + end);
-    if (turnIds.get(entry.turnId) !== true) turnIds.set(entry.turnId, entry.type === 'status' && isTerminalStatus(entry.status));
+    turnIds.note(entry.turnId, entry.seq, entry.type === 'status' && isTerminalStatus(entry.status));
     open.add(entry);
   };
   let previous: PlacedSegment | undefined;
@@ -75,6 +76,7 @@ export async function loadLedger(path: string, real: string, handle: FileHandle,
     onEntry: (entry, start, end) => { firstActive ??= entry.seq; onActive(entry, start, end); },
   });
   if (previous !== undefined && firstActive !== undefined) checkNoGap(previous, firstActive, path);
+  index.trim();
   return {
     segments, activeBase: base, seq: scanned.lastSeq, activeFirstSeq, completeBytes: scanned.completeBytes, cut: scanned.cut,
     index, turnIds, repairs: open.repairs(),

@@ -2,55 +2,58 @@
  * The ledger's index by session: where each session's lines are in the file, as byte ranges, so
  * `Ledger.entries({ sessionId })` reads and parses that session's lines and no other's.
  *
- * Memory: two numbers per run of consecutive lines of one session (adjacent lines merge into one
- * range), never the entries themselves; a session id is held once. The ranges of a session are in
- * file order, which is seq order.
+ * Memory: per session its id and its ranges (session-ranges.ts: a run of consecutive lines of the
+ * session is one range, of 16 bytes while the session has few, 3 to 6 bytes once it has many),
+ * never the entries themselves. So memory grows with the runs: when many sessions write at once,
+ * with the lines (one run a line).
  */
 
 import type { LedgerEntry } from './entry.js';
+import { RangeCursor, SessionRanges, type RangesSnapshot } from './session-ranges.js';
+
+export type { RangesSnapshot } from './session-ranges.js';
 
 /** Ranges closer than this are read with one `pread` (the bytes between are read, not parsed). */
 const READ_GAP = 16 * 1024;
 /** A single `pread` never reads more than this, unless one range alone is longer. */
 const READ_SPAN = 1024 * 1024;
 
-/** A session's ranges as they stood at one moment: `count` numbers of `ranges`, the last end `lastEnd`. */
-export interface RangesSnapshot {
-  readonly ranges: readonly number[];
-  readonly count: number;
-  readonly lastEnd: number;
-}
-
 /** Byte ranges of every session's lines. */
 export class SessionIndex {
-  /** sessionId → [start0, end0, start1, end1, …], `end` exclusive, in file order. */
-  readonly #sessions = new Map<string, number[]>();
+  readonly #sessions = new Map<string, SessionRanges>();
 
   /** Record that the line of `sessionId` occupies bytes [start, end) (lines are added in file order). */
   add(sessionId: string, start: number, end: number): void {
     const ranges = this.#sessions.get(sessionId);
-    if (ranges === undefined) this.#sessions.set(sessionId, [start, end]);
-    else if (ranges[ranges.length - 1] === start) ranges[ranges.length - 1] = end;
-    else ranges.push(start, end);
+    if (ranges === undefined) this.#sessions.set(sessionId, new SessionRanges(start, end));
+    else ranges.add(start, end);
   }
 
-  /**
-   * The session's ranges as they stand now (later additions are not in it); `undefined` for a
-   * session with no line. Cheap: the array is shared, only its length and last end are kept.
-   */
+  /** The session's ranges as they stand now (later additions are not in it); `undefined` for a session with no line. Cheap: no copy. */
   snapshot(sessionId: string): RangesSnapshot | undefined {
-    const ranges = this.#sessions.get(sessionId);
-    if (ranges === undefined) return undefined;
-    return { ranges, count: ranges.length, lastEnd: ranges[ranges.length - 1]! };
+    return this.#sessions.get(sessionId)?.snapshot();
   }
 
-  /** Forget every range that starts before `offset` (its segment was removed). */
+  /** Give back the room kept for growth (after `Ledger.open` read the files: most sessions are done). */
+  trim(): void {
+    for (const ranges of this.#sessions.values()) ranges.trim();
+  }
+
+  /** Forget every range that starts before `offset` (its segment was removed), and every session left with none. */
   prune(offset: number): void {
     for (const [sessionId, ranges] of this.#sessions) {
-      let keep = 0;
-      while (keep < ranges.length && ranges[keep]! < offset) keep += 2;
-      if (keep === ranges.length) this.#sessions.delete(sessionId);
-      else if (keep > 0) this.#sessions.set(sessionId, ranges.slice(keep));
+      const cursor = new RangeCursor(ranges.snapshot());
+      let first = cursor.next();
+      if (first === undefined || first[0] >= offset) continue;
+      while (first !== undefined && first[0] < offset) first = cursor.next();
+      if (first === undefined) {
+        this.#sessions.delete(sessionId);
+        continue;
+      }
+      const kept = new SessionRanges(first[0], first[1]);
+      for (let range = cursor.next(); range !== undefined; range = cursor.next()) kept.add(range[0], range[1]);
+      kept.trim();
+      this.#sessions.set(sessionId, kept);
     }
   }
 }
@@ -71,22 +74,23 @@ export interface SessionReader {
  * them. Throws if a line is not an entry of `sessionId` (the file is not what this ledger wrote).
  */
 export async function readSession(reader: SessionReader, where: string, path: string, sessionId: string,
-  { ranges, count, lastEnd }: RangesSnapshot, visit: (entry: LedgerEntry) => boolean): Promise<void> {
-  const end = (i: number) => (i === count - 1 ? lastEnd : ranges[i]!);
-  let i = 0;
-  while (i < count && ranges[i]! < reader.from) i += 2;
-  while (i < count) {
-    // One read: ranges i, i+2, … while the next starts close to the previous end, in the same
-    // segment, and the span stays small.
-    const spanStart = ranges[i]!;
+  snapshot: RangesSnapshot, visit: (entry: LedgerEntry) => boolean): Promise<void> {
+  const cursor = new RangeCursor(snapshot);
+  while (cursor.peek() !== undefined && cursor.peek()![0] < reader.from) cursor.next();
+  for (let range = cursor.next(); range !== undefined; range = cursor.next()) {
+    // One read: this range and the next ones while each starts close to the previous end, in the
+    // same segment, and the span stays small.
+    const spanStart = range[0];
     const boundary = reader.boundary(spanStart);
-    let j = i;
-    while (j + 2 < count && ranges[j + 2]! - end(j + 1) <= READ_GAP && end(j + 3) - spanStart <= READ_SPAN && end(j + 3) <= boundary) j += 2;
-    const bytes = await reader.read(spanStart, end(j + 1) - spanStart);
-    for (let k = i; k <= j; k += 2) {
-      if (!parseLines(bytes, ranges[k]! - spanStart, end(k + 1) - spanStart, sessionId, where, path, visit)) return;
+    const group = [range];
+    for (let next = cursor.peek(); next !== undefined; next = cursor.peek()) {
+      if (next[0] - group.at(-1)![1] > READ_GAP || next[1] - spanStart > READ_SPAN || next[1] > boundary) break;
+      group.push(cursor.next()!);
     }
-    i = j + 2;
+    const bytes = await reader.read(spanStart, group.at(-1)![1] - spanStart);
+    for (const [start, end] of group) {
+      if (!parseLines(bytes, start - spanStart, end - spanStart, sessionId, where, path, visit)) return;
+    }
   }
 }
 

@@ -70,7 +70,9 @@ export interface LedgerStore {
   /**
    * How long a stop's signal waits for its intent (`cancelling`) to be durable, in ms; past it the
    * stop signals anyway and its report's `ledgerError` says the intent was not confirmed.
-   * `undefined`: the signal waits for the flush (the file `Ledger`, whose own writes are bounded).
+   * `undefined`: the signal waits for the flush however long it takes (for a store whose flush is
+   * bounded on its own). Both shipped stores set it: the file `Ledger` to its `intentTimeoutMs`
+   * option (default 5,000, `DEFAULT_LEDGER_INTENT_TIMEOUT_MS`), `PgLedger` to its own.
    */
   readonly intentTimeoutMs?: number;
   /** Where the history lives, for messages (a path, `postgres schema "fullstop"`). */
