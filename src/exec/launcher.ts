@@ -30,7 +30,7 @@
 
 import { existsSync } from 'node:fs';
 import { joinLine } from './hierarchy.js';
-import type { Subprocess } from './spawn.js';
+import type { ChildProcess } from 'node:child_process';
 
 /** Names a POSIX shell passes on to what it execs; dash drops every other one from the environment. */
 const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -58,7 +58,7 @@ export function launcherArgv(cgroup: string | undefined, file: string, args: rea
  * Let the launcher exec the command (`run`), then hand it `input`; or (`!run`) close its stdin, so
  * that it exits without running anything (invariant 2).
  */
-export function letRun(subprocess: Subprocess, run: boolean, input: string | undefined): void {
+export function letRun(subprocess: ChildProcess, run: boolean, input: string | undefined): void {
   const stdin = subprocess.stdin!;
   if (!run) {
     stdin.destroy();
