@@ -42,7 +42,7 @@ export interface TurnHost {
   removeQuestion(questionId: string): void;
 }
 
-/** @internal */
+/** A question a turn asked and has not had answered (not exported from the package entry). */
 export interface PendingQuestion {
   /** The turn that asked it. */
   readonly turnId: string;
