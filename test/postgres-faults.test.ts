@@ -43,6 +43,7 @@ async function waitingTurn(runner: TurnRunner, sessionId: string) {
     return new Promise((_, reject) => turn.signal.addEventListener('abort', () => reject(new CancelledError('aborted')), { once: true }));
   }), { turnId: `t-${sessionId}` });
   await ran;
+  await runner.ledger!.flush(); // a tool call's entry is queued, not committed, when its tool runs
   return { outcome }; // wrapped: an async function returning the promise would wait for it
 }
 
@@ -115,6 +116,7 @@ describe('a broken store never prevents a stop', () => {
     proxy.pass();
     proxy.cut();
     await append;
+    await ledger.flush(); // a say resolves once queued
     expect(ledger.transactions - before).toBe(2); // the lost one and its re-send
     const entries = await reader.entries({ sessionId: 's' });
     expect(entries.map(typeOf)).toEqual(['turn_started', 'say']);
@@ -127,11 +129,11 @@ describe('a broken store never prevents a stop', () => {
     const pool = pg.pool(PG.port, { application_name: `fullstop_fatal_${process.pid}` });
     const ledger = await PgLedger.open({ pool, schema, instanceId: 'A', timeoutMs: 5000 });
     const admin = pg.pool(PG.port, { max: 1 });
-    const appendLock = `(x'66756c6c'::bigint << 32 | '"${schema}".entries'::regclass::oid::bigint)`;
     const held = await admin.connect();
     try {
-      // The append waits for the schema's append lock, held here: its backend is then ended by the server.
-      await held.query(`SELECT pg_advisory_lock(${appendLock})`);
+      // The append waits for an insert of its turn's row under way here: its backend is then ended by the server.
+      await held.query('BEGIN');
+      await held.query(`INSERT INTO "${schema}".turns (turn_id, session_id, owner, last_seq) VALUES ('t', 's', 'x', 0)`);
       const append = ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
       let pid: number | undefined;
       while (pid === undefined) {
@@ -140,7 +142,7 @@ describe('a broken store never prevents a stop', () => {
         pid = rows[0]?.pid;
       }
       await held.query('SELECT pg_terminate_backend($1)', [pid]);
-      await held.query(`SELECT pg_advisory_unlock(${appendLock})`);
+      await held.query('ROLLBACK');
       await append;
       expect((await ledger.entries({ sessionId: 's' })).map(typeOf)).toEqual(['turn_started']);
     } finally {

@@ -52,8 +52,12 @@ export interface LedgerStore {
    * store, or a store that failed.
    */
   append(entry: LedgerEntryInput): Promise<void>;
-  /** Resolves once every entry appended before the call is durable and visible to every reader. */
-  flush(): Promise<void>;
+  /**
+   * Resolves once every entry appended before the call is durable and visible to every reader.
+   * With `turnId` (the runner's stop passes its turn), a store may wait for that turn's entries
+   * only; one that ignores it waits for every entry, which keeps the promise too.
+   */
+  flush(turnId?: string): Promise<void>;
   /** The stored entries in `seq` order, narrowed by `filter`. */
   entries(filter?: LedgerFilter): Promise<LedgerEntry[]>;
   /**
