@@ -33,6 +33,8 @@ export interface Row {
   body: string;
   /** UTF-8 bytes of the row (its body and ids): what the queue and a batch are bounded by. */
   bytes: number;
+  /** Set once an attempt that carried it lost its answer: it may be written (the function then checks). */
+  maybeWritten?: boolean;
 }
 
 /** What `append_entries` said of one row (statements.ts invariant 3). */
@@ -74,6 +76,7 @@ export class Appender {
       idColumn(this.#owner), this.#writer, rows.map((r) => r.localSeq), rows.map((r) => idColumn(r.sessionId)),
       rows.map((r) => idColumn(r.turnId)), rows.map((r) => r.type), rows.map((r) => r.status), rows.map((r) => r.at),
       rows.map((r) => r.body), expect === undefined ? null : idColumn(expect.turnId), expect?.lastSeq ?? null, 0,
+      rows.some((r) => r.maybeWritten === true),
     ];
     let lost: PgCallError | undefined;
     for (;;) {
@@ -91,7 +94,11 @@ export class Appender {
         return result[0].verdicts as Verdict[];
       } catch (error) {
         if (!(error instanceof PgCallError)) throw error;
-        if (error.kind === 'inDoubt') lost = error;
+        if (error.kind === 'inDoubt') {
+          lost = error;
+          for (const row of rows) row.maybeWritten = true;
+          values[12] = true;
+        }
         if (error.kind !== 'inDoubt' || deadline - performance.now() <= 0) throw lost ?? error;
       }
     }

@@ -30,7 +30,8 @@
  *    turn is another session's), `owner` (its turn is another instance's; a repair excepted),
  *    `stale` (a repair whose expected state moved) or `busy` (send again). A session with a busy
  *    row writes none of its rows, so a session's rows keep their order.
- * 4. Skips the rows of this writer already written (a re-sent transaction): each is `ok`.
+ * 4. Skips the rows of this writer already written (a re-sent transaction, `p_resent`: the
+ *    caller says when a row may have been written by an attempt whose answer was lost): each is `ok`.
  */
 
 import { TERMINAL_STATUSES } from '../../constants.js';
@@ -40,6 +41,8 @@ import { describe } from '../../errors.js';
 export const SEQ_SHIFT = 10;
 /** The most rows one call of `append_entries` takes (below 2^SEQ_SHIFT). */
 export const MAX_BATCH_ROWS = 1000;
+/** Batches up to this many rows are written row by row, larger ones as one set (both decide alike). */
+const SMALL_BATCH = 16;
 /** The schema version this release writes (`meta.version`). */
 export const SCHEMA_VERSION = 2;
 
@@ -70,7 +73,7 @@ export interface Statements {
   readonly hasTables: string;
   /** `$1`: the key of the migration lock (a transaction-level advisory lock). */
   readonly migrationLock: string;
-  /** `append_entries(owner, writer, local_seq[], session_id[], turn_id[], type[], status[], at[], body[], expect_turn, expect_last, lock_ms)`. */
+  /** `append_entries(owner, writer, local_seq[], session_id[], turn_id[], type[], status[], at[], body[], expect_turn, expect_last, lock_ms, resent)`. */
   readonly append: string;
   /** `$1`: turn id → its `session_id`, `last_seq`, `end_seq`. */
   readonly turn: string;
@@ -123,7 +126,7 @@ export function statementsFor(schemaName: string): Statements {
     `DROP FUNCTION IF EXISTS ${s}.append_entries(text, text, bigint[], text[], text[], text[], text[], bigint[], text[], text, bigint)`,
     `CREATE OR REPLACE FUNCTION ${s}.append_entries(
       p_owner text, p_writer text, p_local bigint[], p_session text[], p_turn text[], p_type text[],
-      p_status text[], p_at bigint[], p_body text[], p_expect_turn text, p_expect_last bigint, p_lock_ms integer)
+      p_status text[], p_at bigint[], p_body text[], p_expect_turn text, p_expect_last bigint, p_lock_ms integer, p_resent boolean)
     RETURNS text[] LANGUAGE plpgsql AS $fn$
     DECLARE
       verdicts text[];
@@ -132,6 +135,9 @@ export function statementsFor(schemaName: string): Statements {
       sess text;
       k bigint;
       base bigint;
+      turn record;
+      mine text[] := '{}';
+      terminal boolean;
     BEGIN
       IF cardinality(p_local) > ${MAX_BATCH_ROWS} THEN
         RAISE EXCEPTION 'append_entries: % rows, at most ${MAX_BATCH_ROWS} a call', cardinality(p_local) USING ERRCODE = '54000';
@@ -161,6 +167,53 @@ export function statementsFor(schemaName: string): Statements {
         SELECT t.turn_id FROM ${s}.turns t
         WHERE (t.turn_id, t.session_id) IN (SELECT u.t, u.s FROM unnest(p_turn, p_session) AS u(t, s) WHERE NOT (u.s = ANY(busy)))
         FOR NO KEY UPDATE SKIP LOCKED) x;
+      IF cardinality(p_local) <= ${SMALL_BATCH} THEN
+        -- 3. A few rows (a stop's intent, its history): row by row costs less than the set below,
+        -- and decides alike. A session with a turn held elsewhere waits whole.
+        FOR i IN 1..cardinality(p_local) LOOP
+          IF NOT (p_session[i] = ANY(busy)) AND EXISTS (SELECT 1 FROM ${s}.turns
+              WHERE turn_id = p_turn[i] AND session_id = p_session[i] AND NOT (turn_id = ANY(locked))) THEN
+            busy := busy || p_session[i];
+          END IF;
+        END LOOP;
+        verdicts := '{}';
+        FOR i IN 1..cardinality(p_local) LOOP
+          IF p_session[i] = ANY(busy) THEN verdicts := verdicts || 'busy'::text; CONTINUE; END IF;
+          IF p_resent AND EXISTS (SELECT 1 FROM ${s}.entries WHERE writer = p_writer AND local_seq = p_local[i]) THEN
+            verdicts := verdicts || 'ok'::text;
+            CONTINUE;
+          END IF;
+          terminal := coalesce(p_status[i] = ANY(${terminal}), false);
+          SELECT * INTO turn FROM ${s}.turns WHERE turn_id = p_turn[i];
+          IF FOUND THEN
+            IF turn.session_id <> p_session[i] THEN verdicts := verdicts || 'session'::text; CONTINUE; END IF;
+            IF turn.owner <> p_owner AND p_expect_turn IS NULL AND NOT (turn.turn_id = ANY(mine)) THEN
+              verdicts := verdicts || 'owner'::text;
+              CONTINUE;
+            END IF;
+            IF p_type[i] = 'turn_started' THEN verdicts := verdicts || 'used'::text; CONTINUE; END IF;
+            IF turn.end_seq IS NOT NULL THEN verdicts := verdicts || 'ended'::text; CONTINUE; END IF;
+            UPDATE ${s}.turns SET
+              last_seq = base + i,
+              cancelling = cancelling OR coalesce(p_status[i] = 'cancelling', false),
+              end_seq = CASE WHEN terminal THEN base + i END,
+              status = CASE WHEN terminal THEN p_status[i] END
+            WHERE turn_id = p_turn[i];
+          ELSE
+            INSERT INTO ${s}.turns (turn_id, session_id, owner, last_seq, cancelling, end_seq, status)
+              VALUES (p_turn[i], p_session[i], p_owner, base + i, coalesce(p_status[i] = 'cancelling', false),
+                      CASE WHEN terminal THEN base + i END, CASE WHEN terminal THEN p_status[i] END)
+              ON CONFLICT (turn_id) DO NOTHING;
+            -- Another session's transaction inserted it meanwhile: judged again when sent again.
+            IF NOT FOUND THEN verdicts := verdicts || 'busy'::text; CONTINUE; END IF;
+            mine := mine || p_turn[i];
+          END IF;
+          INSERT INTO ${s}.entries (seq, session_id, turn_id, type, at, body, writer, local_seq)
+            VALUES (base + i, p_session[i], p_turn[i], p_type[i], p_at[i], p_body[i]::json, p_writer, p_local[i]);
+          verdicts := verdicts || 'ok'::text;
+        END LOOP;
+        RETURN verdicts;
+      END IF;
       -- 3. Judge every row, number and write the accepted ones, record each turn's last entry and end.
       WITH input AS (
         SELECT u.*, NOT (u.session_id = ANY(busy)) AS free
@@ -169,7 +222,7 @@ export function statementsFor(schemaName: string): Statements {
       ), judged AS (
         SELECT i.*, t.turn_id IS NOT NULL AS known, CASE
           WHEN NOT i.free THEN 'busy'
-          WHEN EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.writer = p_writer AND e.local_seq = i.local_seq) THEN 'written'
+          WHEN p_resent AND EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.writer = p_writer AND e.local_seq = i.local_seq) THEN 'written'
           WHEN t.turn_id IS NOT NULL AND t.session_id <> i.session_id THEN 'session'
           WHEN t.turn_id IS NULL AND first_value(i.session_id) OVER turn_rows <> i.session_id THEN 'session'
           WHEN t.turn_id IS NOT NULL AND NOT (t.turn_id = ANY(locked)) THEN 'busy'
@@ -234,7 +287,7 @@ export function statementsFor(schemaName: string): Statements {
     version: `SELECT value FROM ${s}.meta WHERE key = 'version'`,
     hasTables: `SELECT to_regclass('${s}.entries') IS NOT NULL AS present`,
     migrationLock: 'SELECT pg_advisory_xact_lock(hashtext($1))',
-    append: `SELECT ${s}.append_entries($1, $2, $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10, $11, $12) AS verdicts`,
+    append: `SELECT ${s}.append_entries($1, $2, $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10, $11, $12, $13) AS verdicts`,
     turn: `SELECT session_id, last_seq, end_seq FROM ${s}.turns WHERE turn_id = $1`,
     openTurnsOf: `SELECT session_id, turn_id FROM ${s}.turns WHERE owner = $1 AND end_seq IS NULL ORDER BY last_seq`,
     turnEntries: `SELECT seq, body::text AS body FROM ${s}.entries WHERE turn_id = $1 ORDER BY seq`,
