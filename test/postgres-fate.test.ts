@@ -131,3 +131,39 @@ describe('a wait abandoned is a statement ended', () => {
     expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
   }, 120_000);
 });
+
+describe('re-sends go on while timeoutMs lasts', () => {
+  it('an append whose backend the server ends four times in a row is sent a fifth time and written once', async () => {
+    const schema = pg.schema();
+    const app = `fullstop_resend_${process.pid}`;
+    const ledger = await PgLedger.open({ pool: pg.pool(PG.port, { application_name: app }), schema, instanceId: 'A', timeoutMs: 20_000 });
+    const held = await pg.pool(PG.port, { max: 1 }).connect();
+    try {
+      // The append waits for the entries table, locked here; its backend is ended while it waits.
+      await held.query('BEGIN');
+      await held.query(`LOCK TABLE "${schema}".entries IN ACCESS EXCLUSIVE MODE`);
+      const before = ledger.transactions;
+      const append = ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
+      let failed: unknown;
+      append.catch((error: unknown) => { failed = error; });
+      const ended: number[] = [];
+      while (ended.length < 4 && failed === undefined) {
+        // Inside a transaction the activity view is a snapshot: cleared to see the re-sent call.
+        await held.query('SELECT pg_stat_clear_snapshot()');
+        const { rows } = await held.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = $2 AND NOT (pid = ANY($3))',
+          [app, 'Lock', ended]);
+        if (rows[0] === undefined) continue;
+        await held.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+        ended.push(rows[0].pid);
+      }
+      await held.query('ROLLBACK');
+      expect(failed).toBeUndefined();
+      await append;
+      expect(ledger.transactions - before).toBe(5);
+      expect((await ledger.entries({ sessionId: 's' })).map(typeOf)).toEqual(['turn_started']);
+    } finally {
+      held.release();
+      await ledger.close();
+    }
+  }, 60_000);
+});
