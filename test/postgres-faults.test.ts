@@ -131,12 +131,13 @@ describe('a broken store never prevents a stop', () => {
     const admin = pg.pool(PG.port, { max: 1 });
     const held = await admin.connect();
     try {
-      // The append waits for an insert of its turn's row under way here: its backend is then ended by the server.
+      // The append waits for the entries table, locked here: its backend is then ended by the server.
       await held.query('BEGIN');
-      await held.query(`INSERT INTO "${schema}".turns (turn_id, session_id, owner, last_seq) VALUES ('t', 's', 'x', 0)`);
+      await held.query(`LOCK TABLE "${schema}".entries IN ACCESS EXCLUSIVE MODE`);
       const append = ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
       let pid: number | undefined;
       while (pid === undefined) {
+        await held.query('SELECT pg_stat_clear_snapshot()'); // inside a transaction the activity view is a snapshot
         const { rows } = await held.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = $2',
           [`fullstop_fatal_${process.pid}`, 'Lock']);
         pid = rows[0]?.pid;
