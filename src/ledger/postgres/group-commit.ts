@@ -39,8 +39,9 @@ export const BIG_ROW_BYTES = 1024 * 1024;
 export const MAX_QUEUED_ROWS = 10_000;
 /** The most bytes of rows queued or in flight before `append` waits. */
 export const MAX_QUEUED_BYTES = 64 * 1024 * 1024;
-/** How long rows the database found `busy` (their session locked elsewhere) wait before they are sent again, in ms. */
+/** How long rows the database found `busy` (their session locked elsewhere) wait before they are sent again, in ms: doubled at each busy answer, up to `BUSY_RETRY_MAX_MS`. */
 const BUSY_RETRY_MS = 5;
+const BUSY_RETRY_MAX_MS = 100;
 
 /** A row with its append's promise and its deadline (`performance.now()` time). */
 interface Pending {
@@ -51,6 +52,8 @@ interface Pending {
   reject(error: unknown): void;
   /** Called once it settled, with what a flush of its turn is told (`undefined`: nothing). */
   settled?: (failure: unknown) => void;
+  /** How many times the database found it busy. */
+  busy?: number;
 }
 
 /** A flush: resolves once every row up to `target` has settled; `error` is the first failure among them. */
@@ -243,22 +246,26 @@ export class GroupCommit {
 
   #send(batch: Pending[], free: () => void): void {
     const deadline = Math.min(...batch.map((p) => p.deadline));
-    let retry = false;
+    let retry = 0;
     this.#split(batch.map((p) => p.row), deadline).then((fates) => {
       const again: Pending[] = [];
       batch.forEach((pending, i) => {
         const fate = fates[i]!;
-        if (fate === 'busy') again.push(pending);
-        else this.#settle(pending, fate);
+        if (fate === 'busy') {
+          pending.busy = (pending.busy ?? 0) + 1;
+          retry = Math.max(retry, Math.min(BUSY_RETRY_MAX_MS, BUSY_RETRY_MS * 2 ** (pending.busy - 1)));
+          again.push(pending);
+        } else {
+          this.#settle(pending, fate);
+        }
       });
       if (again.length > 0) {
-        retry = true;
         this.#queue = [...again, ...this.#queue].sort((a, b) => a.row.localSeq - b.row.localSeq);
       }
     }).finally(() => {
       free();
       this.#settleFlushes();
-      if (retry) this.#arm(performance.now() + BUSY_RETRY_MS);
+      if (retry > 0) this.#arm(performance.now() + retry);
       else this.#pump();
     });
   }
