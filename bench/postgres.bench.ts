@@ -1,4 +1,6 @@
-// R1-pg and L1-pg: the stop on `PgLedger` (docs/benchmarks.md). R1-pg: one cooperative stop, request → `turn_aborted`,
+// R1-pg, L1-pg and PG-say: the stop and the stream on `PgLedger` (docs/benchmarks.md). PG-say: 1,000 awaited `turn.say` in one
+// turn on `PgLedger`, its commits made ~2 ms slower (commit_delay=2000, commit_siblings=0 on its connections: a cloud disk),
+// against the same turn on the file `Ledger`, in the same run. R1-pg: one cooperative stop, request → `turn_aborted`,
 // against its ordered floor done raw with `pg` in the same pairs (an INSERT committed, the signal, the history's INSERT
 // committed). L1-pg: 1,000 running turns stopped at once on `PgLedger`: its transactions a storm, and its time against the
 // same storm with no ledger, beside the file ledger's. The database: PG* environment variables, else 127.0.0.1:5432,
@@ -16,10 +18,14 @@ import { countdown, untilStopped, waitingTurn } from './turns.js';
 const GRACE_MS = 5000; // far above any cooperative settle: no sample times out into a hard stop
 const STORM = 1000;
 
+const SAYS = 1000;
+/** Commits ~2 ms slower, as on a cloud disk (PG-say): set on every connection of the pool. */
+const SLOW_COMMITS = '-c commit_delay=2000 -c commit_siblings=0';
+
 /** A pool and a fresh schema for `fn`, dropped after; no rows (a note) when PostgreSQL does not answer. */
-async function withDatabase<T>(ctx: SuiteContext, id: string, fn: (pool: pg.Pool, schema: string) => Promise<T[]>): Promise<T[]> {
+async function withDatabase<T>(ctx: SuiteContext, id: string, fn: (pool: pg.Pool, schema: string) => Promise<T[]>, options?: string): Promise<T[]> {
   const pool = new pg.Pool({ host: process.env.PGHOST ?? '127.0.0.1', user: process.env.PGUSER ?? 'postgres', database: process.env.PGDATABASE ?? 'test',
-    connectionTimeoutMillis: 2000 });
+    connectionTimeoutMillis: 2000, ...(options === undefined ? {} : { options }) });
   const schema = `bench_${randomBytes(5).toString('hex')}`;
   try {
     await pool.query('SELECT 1');
@@ -41,6 +47,7 @@ async function oneStop(runner: TurnRunner, ledger: PgLedger, turnId: string, tra
   const running = countdown(1);
   const outcome = runner.run('measured', waitingTurn('llm', running.tick), { turnId });
   await running.done;
+  await ledger.flush(); // the turn's entries so far committed: the stop is measured alone
   let heardAt = Number.NaN;
   runner.once('turn_aborted', () => { heardAt = performance.now(); });
   const [t0, before] = [performance.now(), ledger.transactions];
@@ -91,7 +98,49 @@ async function storm(runner: TurnRunner, ledger: LedgerStore | undefined, tag: s
   return { ms, transactions: (ledger instanceof PgLedger ? ledger.transactions : 0) - before };
 }
 
+/** One turn of `SAYS` awaited `turn.say`: ms from its first say to its last one resolved, then its flush (outside the time). */
+async function sayTurn(runner: TurnRunner, ledger: LedgerStore, sessionId: string): Promise<number> {
+  let ms = Number.NaN;
+  const outcome = await runner.run(sessionId, async (turn) => {
+    const t0 = performance.now();
+    for (let i = 0; i < SAYS; i++) await turn.say(`token ${i} `);
+    ms = performance.now() - t0;
+  });
+  await ledger.flush();
+  if (outcome.status !== 'completed') throw new Error(`PG-say: a turn ended ${outcome.status}`);
+  return ms;
+}
+
 export const suite = suiteOf({
+  async 'PG-say'(ctx) {
+    const pairs = ctx.quick ? 2 : 5;
+    const registry = new TurnRegistry();
+    const dir = mkdtempSync(join(tmpdir(), 'fullstop-bench-pgsay-'));
+    try {
+      return await withDatabase(ctx, 'PG-say', async (pool, schema) => {
+        const { rows: [delay] } = await pool.query('SHOW commit_delay');
+        if (delay?.commit_delay !== '2000') throw new Error(`PG-say: commit_delay is ${String(delay?.commit_delay)}, not 2000 (the slow commits did not take)`);
+        const [ledger, file] = [await PgLedger.open({ pool, schema, instanceId: 'bench' }), await Ledger.open(join(dir, 'history.jsonl'))];
+        try {
+          const [onPg, onFile] = [ledger, file].map((l) => new TurnRunner({ registry, ledger: l }));
+          let n = 0;
+          const { samples: s } = await samplePairs('PG-say', { pairs, warmup: 1 }, {
+            pg: () => sayTurn(onPg!, ledger, `pg${++n}`),
+            file: () => sayTurn(onFile!, file, `file${++n}`),
+          }, ctx);
+          assertNothingLive(registry, 'PG-say');
+          return [compare({ id: 'PG-say', metric: `${SAYS} awaited turn.say in one turn on PgLedger (commits ~2 ms slower: commit_delay=2000)`, unit: 'ms', extra: {
+            goal: '≤ 2×', says: SAYS, pairs,
+          } }, s.pg, ['the same turn on the file Ledger', s.file])];
+        } finally {
+          await Promise.all([ledger.close(), file.close()]);
+        }
+      }, SLOW_COMMITS);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+
   async 'R1-pg'(ctx) {
     const pairs = ctx.quick ? 10 : 200;
     const registry = new TurnRegistry();

@@ -43,6 +43,7 @@ async function waitingTurn(runner: TurnRunner, sessionId: string) {
     return new Promise((_, reject) => turn.signal.addEventListener('abort', () => reject(new CancelledError('aborted')), { once: true }));
   }), { turnId: `t-${sessionId}` });
   await ran;
+  await runner.ledger!.flush(); // a tool call's entry is queued, not committed, when its tool runs
   return { outcome }; // wrapped: an async function returning the promise would wait for it
 }
 
@@ -119,6 +120,7 @@ describe('a broken store never prevents a stop', () => {
     proxy.pass();
     proxy.cut();
     await append;
+    await ledger.flush(); // a say resolves once queued
     expect(ledger.transactions - before).toBe(2); // the lost one and its re-send
     const entries = await reader.entries({ sessionId: 's' });
     expect(entries.map(typeOf)).toEqual(['turn_started', 'say']);
@@ -131,20 +133,21 @@ describe('a broken store never prevents a stop', () => {
     const pool = pg.pool(PG.port, { application_name: `fullstop_fatal_${process.pid}` });
     const ledger = await PgLedger.open({ pool, schema, instanceId: 'A', timeoutMs: 5000 });
     const admin = pg.pool(PG.port, { max: 1 });
-    const appendLock = `(x'66756c6c'::bigint << 32 | '"${schema}".entries'::regclass::oid::bigint)`;
     const held = await admin.connect();
     try {
-      // The append waits for the schema's append lock, held here: its backend is then ended by the server.
-      await held.query(`SELECT pg_advisory_lock(${appendLock})`);
+      // The append waits for the entries table, locked here: its backend is then ended by the server.
+      await held.query('BEGIN');
+      await held.query(`LOCK TABLE "${schema}".entries IN ACCESS EXCLUSIVE MODE`);
       const append = ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
       let pid: number | undefined;
       while (pid === undefined) {
+        await held.query('SELECT pg_stat_clear_snapshot()'); // inside a transaction the activity view is a snapshot
         const { rows } = await held.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = $2',
           [`fullstop_fatal_${process.pid}`, 'Lock']);
         pid = rows[0]?.pid;
       }
       await held.query('SELECT pg_terminate_backend($1)', [pid]);
-      await held.query(`SELECT pg_advisory_unlock(${appendLock})`);
+      await held.query('ROLLBACK');
       await append;
       expect((await ledger.entries({ sessionId: 's' })).map(typeOf)).toEqual(['turn_started']);
     } finally {

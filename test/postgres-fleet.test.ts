@@ -58,6 +58,8 @@ describe.skipIf(!up)('a fleet on PgLedger', () => {
     await host.next((e) => e.type === 'ready');
     host.send({ cmd: 'run', sessionId: 's-dead', turnId: 't-dead' });
     await host.next((e) => e.type === 'started');
+    // A say and a tool call are committed a moment after their append resolved (queued: PgLedger.append).
+    await eventually(async () => (await ledgerB.entries({ sessionId: 's-dead' })).length === 3, 5000, 'the say and the tool call to commit');
     expect((await ledgerB.entries({ sessionId: 's-dead' })).map(typeOf)).toEqual(['turn_started', 'say', 'tool_call']);
     await host.kill();
 

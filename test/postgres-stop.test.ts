@@ -51,6 +51,7 @@ describe('the stop order across instances', () => {
       ]);
     }, { turnId: 't' });
     await running.done;
+    await a.flush(); // the tool calls' entries (queued: a tool call waits for no commit)
     const before = a.transactions;
     const report = await runner.stop('s', { graceMs: 50 });
     expect(report?.ledgerError).toBeUndefined();
@@ -105,7 +106,7 @@ describe('group commit', () => {
     expect(transactions).toBeGreaterThan(1);
     const entries = await ledger.entries();
     expect(entries).toHaveLength(STORM * 6);
-    expect(entries.map((e) => e.seq)).toEqual(entries.map((_, i) => entries[0]!.seq + i));
+    expect(new Set(entries.map((e) => e.seq)).size).toBe(entries.length); // unique (read in seq order)
     const byTurn = new Map<string, string[]>();
     for (const e of entries) (byTurn.get(e.turnId) ?? byTurn.set(e.turnId, []).get(e.turnId)!).push(typeOf(e));
     for (const types of byTurn.values()) {

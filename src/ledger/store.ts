@@ -2,12 +2,12 @@
  * `LedgerStore`: what a `TurnRunner` needs of a history, and the promises a store keeps. The file
  * `Ledger` and `fullstop/postgres`'s `PgLedger` implement it; a user's own store (MySQL, SQLite, …)
  * implements it too (docs/ledger.md shows how). The runner keeps the stop order on top of these
- * promises: it appends `cancelling` and awaits `flush()` before the signal, and appends the aborted
- * outputs, the marker and `cancelled` and awaits `flush()` before `turn_aborted`.
+ * promises: it appends `cancelling` and awaits `flush(turnId)` before the signal, and appends the
+ * aborted outputs, the marker and `cancelled` and awaits `flush(turnId)` before `turn_aborted`.
  *
  * Promises a store keeps (each is what the runner's own guarantees rest on):
  * 1. Order: entries are kept in the order `append` was called on one store, and `seq` says that
- *    order (a store shared by instances orders by one global `seq`).
+ *    order (a store shared by instances: within each session, in commit order; `seq` unique).
  * 2. Durability: `flush()` resolves only once every entry appended before the call is durable and
  *    visible to every reader of the store (fsynced, committed).
  * 3. A turn id is used once: an append of `turn_started` for a turn id the store already holds
@@ -53,8 +53,12 @@ export interface LedgerStore {
    * `LedgerClosedError` for a closed store, and an Error for a store that failed.
    */
   append(entry: LedgerEntryInput): Promise<void>;
-  /** Resolves once every entry appended before the call is durable and visible to every reader. */
-  flush(): Promise<void>;
+  /**
+   * Resolves once every entry appended before the call is durable and visible to every reader.
+   * With `turnId` (the runner's stop passes its turn), a store may wait for that turn's entries
+   * only; one that ignores it waits for every entry, which keeps the promise too.
+   */
+  flush(turnId?: string): Promise<void>;
   /** The stored entries in `seq` order, narrowed by `filter`. */
   entries(filter?: LedgerFilter): Promise<LedgerEntry[]>;
   /**

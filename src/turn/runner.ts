@@ -153,15 +153,22 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     if (signal?.aborted) onCallerAbort();
     else signal?.addEventListener('abort', onCallerAbort, { once: true });
     try {
+      let refused: unknown;
       try {
         await started;
       } catch (error) {
         if (turn.stopping === undefined) throw error; // a stop under way reports it as ledgerError
+        // The id is another turn's (another instance runs it): the stop under way writes nothing into it.
+        if (error instanceof TurnIdUsedError) {
+          turn.closed = true;
+          refused = error;
+        }
       }
       const body$ = turn.runBody(() => this.#inBodyScopes(turnId, () => runInTurn(token, () => body(turn))));
       const ended = body$ === undefined ? undefined : await Promise.race([body$, turn.stopStarted.then(() => undefined)]);
       if (ended === undefined || turn.stopping !== undefined) {
         const report = await turn.stopping!;
+        if (refused !== undefined) throw refused;
         // Stack-less (`cancelledError`): a stop is control flow, and a trace of the runner's own
         // frames, taken for every stopped turn, tells its reader nothing.
         return { status: 'cancelled', turnId, report, error: cancelledError(`turn ${turnId} was stopped`, { reason: report.reason, sessionId, turnId }) };

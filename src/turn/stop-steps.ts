@@ -96,7 +96,7 @@ export class StopHistory {
     // `ActiveTurn.stopping` set, before any abort listener can join it).
     if (this.#ledger === undefined) return undefined;
     const written = this.#turn.write({ type: 'status', status: 'cancelling', reason });
-    const kept = this.#keep([written, this.#ledger.flush()]);
+    const kept = this.#keep([written, this.#ledger.flush(this.#turn.turnId)]);
     const bound = this.#ledger.intentTimeoutMs;
     return bound === undefined ? kept : this.#within(kept, bound);
   }
@@ -137,13 +137,13 @@ export class StopHistory {
     turn.closed = true;
     // Step 7 begins here, in the same synchronous run, so the flush writes these lines itself
     // (one write, then the sync) and step 6 ends once they are written.
-    this.#flushing = this.#keep([this.#ledger?.flush()]);
+    this.#flushing = this.#keep([this.#ledger?.flush(turn.turnId)]);
     return this.#keep(writes);
   }
 
   /** Step 7: fdatasync (begun by step 6). */
   flush(): Promise<void> {
-    return this.#flushing ?? this.#keep([this.#ledger?.flush()]);
+    return this.#flushing ?? this.#keep([this.#ledger?.flush(this.#turn.turnId)]);
   }
 
   async #keep(writes: Array<Promise<unknown> | undefined>): Promise<void> {

@@ -1,8 +1,17 @@
 /**
  * One appending transaction: a call of `append_entries` (statements.ts) with a batch of rendered
- * rows, re-sent when its answer was lost. Each row carries `(writer, local_seq)`, a key no other
- * append of any instance has (`writer` is new at every open), so the function skips a row a lost
- * first attempt already wrote: an entry is written at most once however often it is sent.
+ * rows, re-sent while its time lasts when its answer was lost. Each row carries `(writer,
+ * local_seq)`, a key no other append of any instance has (`writer` is new at every open), so the
+ * function skips a row a lost first attempt already wrote: an entry is written at most once
+ * however often it is sent.
+ *
+ * Invariants:
+ * 1. Every call carries the time it has left to the server (`p_lock_ms`, a little less than the
+ *    client's own bound): a lock wait there ends before the client gives up, so a call the
+ *    caller was told failed never commits later (but for a commit whose answer was lost).
+ * 2. A call whose answer was lost (`inDoubt`) is sent again while its time lasts; a first attempt
+ *    still running on the server holds its sessions' locks, so the re-send finds them `busy`
+ *    instead of writing beside it.
  */
 
 import { LedgerTimeoutError } from '../../errors.js';
@@ -22,16 +31,22 @@ export interface Row {
   at: number;
   /** The entry as JSON, without `seq`. */
   body: string;
+  /** UTF-8 bytes of the row (its body and ids): what the queue and a batch are bounded by. */
+  bytes: number;
+  /** Set once an attempt that carried it lost its answer: it may be written (the function then checks). */
+  maybeWritten?: boolean;
 }
 
-/** What `append_entries` said of one row. */
-export type Verdict = 'ok' | 'used' | 'ended' | 'stale';
+/** What `append_entries` said of one row (statements.ts invariant 3). */
+export type Verdict = 'ok' | 'used' | 'ended' | 'session' | 'owner' | 'stale' | 'busy';
 
 /** A turn state a repair expects (`append_entries` writes nothing unless it still holds). */
 export interface Expected { turnId: string; lastSeq: string }
 
-/** How many times a batch whose answer was lost is sent in all, within its time. */
-const ATTEMPTS = 3;
+/** The part of the time left the server's lock waits may use: the rest is the answer's way back. */
+function serverBound(leftMs: number): number {
+  return Math.max(1, Math.floor(leftMs - Math.min(250, leftMs / 5)));
+}
 
 export class Appender {
   readonly #pool: PgPool;
@@ -52,19 +67,19 @@ export class Appender {
 
   /**
    * Sends `rows` in one transaction within `timeoutMs`; one verdict a row. A failure whose answer
-   * was lost (`inDoubt`) is sent again while time is left (the re-send writes what the first did
-   * not, and nothing twice). Rejects with a `PgCallError`: `inDoubt` when some attempt may have
-   * committed, `before` when none did.
+   * was lost (`inDoubt`) is sent again while time is left (invariant 2). Rejects with a
+   * `PgCallError`: `inDoubt` when some attempt may have committed, `before` when none did.
    */
   async send(rows: readonly Row[], timeoutMs: number, expect?: Expected): Promise<Verdict[]> {
     const deadline = performance.now() + timeoutMs;
     const values = [
       idColumn(this.#owner), this.#writer, rows.map((r) => r.localSeq), rows.map((r) => idColumn(r.sessionId)),
       rows.map((r) => idColumn(r.turnId)), rows.map((r) => r.type), rows.map((r) => r.status), rows.map((r) => r.at),
-      rows.map((r) => r.body), expect === undefined ? null : idColumn(expect.turnId), expect?.lastSeq ?? null,
+      rows.map((r) => r.body), expect === undefined ? null : idColumn(expect.turnId), expect?.lastSeq ?? null, 0,
+      rows.some((r) => r.maybeWritten === true),
     ];
     let lost: PgCallError | undefined;
-    for (let attempt = 1; ; attempt++) {
+    for (;;) {
       const left = deadline - performance.now();
       try {
         if (left <= 0) {
@@ -73,14 +88,29 @@ export class Appender {
         }
         const result = await withClient(this.#pool, this.#where, Math.ceil(left), async (query) => {
           this.transactions++;
+          values[11] = serverBound(deadline - performance.now());
           return query(this.#statements.append, values);
         });
         return result[0].verdicts as Verdict[];
       } catch (error) {
         if (!(error instanceof PgCallError)) throw error;
-        if (error.kind === 'inDoubt') lost = error;
-        if (error.kind !== 'inDoubt' || attempt >= ATTEMPTS || deadline - performance.now() <= 0) throw lost ?? error;
+        if (error.kind === 'inDoubt') {
+          lost = error;
+          for (const row of rows) row.maybeWritten = true;
+          values[12] = true;
+        }
+        if (error.kind !== 'inDoubt' || deadline - performance.now() <= 0) throw lost ?? error;
       }
     }
   }
+}
+
+/**
+ * True for a server's refusal that a smaller batch may not meet (a row the database cannot take,
+ * a statement or lock timeout, a lack of memory): the batch is sent again in halves, so only the
+ * row that fails fails. A refusal of everything (the schema dropped, no privilege) is not.
+ */
+export function splittable(error: unknown): boolean {
+  const code = (error as { cause?: { code?: unknown } })?.cause?.code;
+  return typeof code === 'string' && /^(22|23|40|53|54|55P03|57014)/.test(code);
 }

@@ -2,30 +2,58 @@
  * Group commit: the appends of one `PgLedger` share transactions.
  *
  * Invariants:
- * 1. At most one transaction is in flight. Rows appended meanwhile, or in the same synchronous
- *    run, wait in `#queue` and all go in the next one (one multi-row call), in the order they
- *    were appended; so a storm of
- *    concurrent stops costs a few transactions, not two a stop, and order is kept across batches.
- * 2. Every row settles within `timeoutMs` of its append: a batch is sent with the time its oldest
- *    row has left, and a row still queued at its deadline (the transaction ahead never answered)
- *    is rejected and never sent.
- * 3. A rejected row was not written, except when the answer of a commit was lost and the re-sends
- *    ran out of time: then it may have been written, once (appender.ts).
- * 4. A flush waits for the rows appended before it that are not settled yet, and rejects if one
- *    of them failed to commit (a refusal of the row itself — an ended turn, a used turn id — is
- *    its append's rejection, not the flush's).
+ * 1. Two lanes, each with at most one transaction in flight: the main one takes the queued rows
+ *    (at most `MAX_BATCH_ROWS` and `MAX_BATCH_BYTES` a transaction, in append order), the big one
+ *    a row over `BIG_ROW_BYTES`, alone; so a storm of concurrent stops costs a few transactions,
+ *    and one session's huge entry never holds another session's stop behind it.
+ * 2. A session's rows keep their order: a batch skips the rows of a session that has rows in
+ *    flight (or a big row ahead in the queue), and a row the database found `busy` goes back to
+ *    the queue in its place.
+ * 3. Every row settles within `timeoutMs` of its append: a batch is sent with the time its oldest
+ *    row has left, and a row still queued at its deadline is rejected and never sent.
+ * 4. The queue is bounded (`MAX_QUEUED_ROWS`, `MAX_QUEUED_BYTES`, rows in flight counted): past it
+ *    `add` waits, in call order, until rows settle (backpressure); a row bigger than the bound
+ *    alone waits for an empty queue.
+ * 5. A durable row's promise settles with its commit (or refusal, or failure). Any other row's
+ *    resolves once it is queued (accepted in order), and what befalls it later is told to
+ *    `late` (the ledger gives it to its turn's next append) and to the flushes waiting on it.
+ * 6. A batch the server refuses as a whole for a reason a smaller one may not meet is sent again
+ *    in halves (appender.ts `splittable`) while time is left: only the row that fails fails.
+ * 7. A flush waits for the rows appended before it that are not settled yet, and rejects if one
+ *    of them failed to commit, or was refused after its append resolved (a durable row's refusal
+ *    — an ended turn, a used turn id — is its append's rejection, not the flush's). A flush of
+ *    one turn waits for that turn's rows only (a stop's intent never waits for another
+ *    session's big entry).
  */
 
 import { LedgerTimeoutError } from '../../errors.js';
 import { reported } from './pool.js';
-import type { Appender, Row, Verdict } from './appender.js';
+import { splittable, type Appender, type Row, type Verdict } from './appender.js';
+import { MAX_BATCH_ROWS } from './statements.js';
+
+/** The most bytes of rows one transaction of the main lane carries (a bigger row goes alone). */
+export const MAX_BATCH_BYTES = 4 * 1024 * 1024;
+/** A row over this many bytes goes in the big lane, alone. */
+export const BIG_ROW_BYTES = 1024 * 1024;
+/** The most rows queued or in flight before `append` waits. */
+export const MAX_QUEUED_ROWS = 10_000;
+/** The most bytes of rows queued or in flight before `append` waits. */
+export const MAX_QUEUED_BYTES = 64 * 1024 * 1024;
+/** How long rows the database found `busy` (their session locked elsewhere) wait before they are sent again, in ms: doubled at each busy answer, up to `BUSY_RETRY_MAX_MS`. */
+const BUSY_RETRY_MS = 5;
+const BUSY_RETRY_MAX_MS = 100;
 
 /** A row with its append's promise and its deadline (`performance.now()` time). */
 interface Pending {
   row: Row;
   deadline: number;
+  durable: boolean;
   resolve(): void;
   reject(error: unknown): void;
+  /** Called once it settled, with what a flush of its turn is told (`undefined`: nothing). */
+  settled?: (failure: unknown) => void;
+  /** How many times the database found it busy. */
+  busy?: number;
 }
 
 /** A flush: resolves once every row up to `target` has settled; `error` is the first failure among them. */
@@ -36,111 +64,275 @@ interface FlushWaiter {
   reject(error: unknown): void;
 }
 
+type Fate = Verdict | { error: unknown };
+
 export class GroupCommit {
   readonly #appender: Appender;
   readonly #timeoutMs: number;
   readonly #where: string;
-  /** The refusal of a row for its verdict (`used`, `ended`); `undefined` for `ok`. */
+  /** The refusal of a row for its verdict (`used`, `ended`, …); `undefined` for `ok`. */
   readonly #refusal: (row: Row, verdict: Verdict) => Error | undefined;
-  /** Rows waiting for the next transaction, oldest first. */
+  /** What befell a row whose append had already resolved (invariant 5). */
+  readonly #late: (row: Row, error: unknown) => void;
+  /** Rows waiting for a transaction, by local seq. */
   #queue: Pending[] = [];
-  /** The rows of the transaction in flight; `undefined` when none is. */
-  #inFlight: Pending[] | undefined;
+  /** Appends waiting for room in the queue, in call order (invariant 4). */
+  #waiting: Pending[] = [];
+  /** The rows not settled yet (waiting, queued, in flight), by turn: what a flush of one turn waits for. */
+  readonly #byTurn = new Map<string, Set<Pending>>();
+  /** Rows and bytes queued or in flight. */
+  #rows = 0;
+  #bytes = 0;
+  /** The batch in flight in each lane; `undefined` when none is. */
+  #main: Pending[] | undefined;
+  #big: Pending[] | undefined;
+  /** The local seq of the last row added. */
+  #last = 0;
   /** Flushes under way, by increasing target. */
   #flushes: FlushWaiter[] = [];
-  /** Fires at the oldest queued row's deadline while a transaction is in flight (invariant 2). */
-  #expiry: NodeJS.Timeout | undefined;
+  /** Fires at the oldest queued row's deadline, or after `BUSY_RETRY_MS` (invariants 2, 3). */
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = Infinity;
+  /** A `#pump` is queued for the end of this synchronous run. */
+  #pumpQueued = false;
 
-  constructor(appender: Appender, timeoutMs: number, where: string, refusal: (row: Row, verdict: Verdict) => Error | undefined) {
+  constructor(appender: Appender, timeoutMs: number, where: string, refusal: (row: Row, verdict: Verdict) => Error | undefined,
+    late: (row: Row, error: unknown) => void) {
     this.#appender = appender;
     this.#timeoutMs = timeoutMs;
     this.#where = where;
     this.#refusal = refusal;
+    this.#late = late;
   }
 
-  /** Queues `row`; resolves once it is committed, rejects when it was refused or failed. */
-  add(row: Row): Promise<void> {
+  /** Queues `row`; resolves as invariant 5 says, rejects when it was refused or failed (a durable row) or expired unsent. */
+  add(row: Row, durable: boolean): Promise<void> {
+    this.#last = row.localSeq;
     return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ row, deadline: performance.now() + this.#timeoutMs, resolve, reject });
-      // Sent at the end of this synchronous run, not at the first append of it: a stop's history
-      // (its aborted outputs, the marker, `cancelled`, appended back to back) is one transaction.
-      if (this.#queue.length === 1 && this.#inFlight === undefined) queueMicrotask(() => this.#pump());
-      else if (this.#inFlight !== undefined && this.#expiry === undefined) this.#armExpiry();
+      const pending: Pending = { row, deadline: performance.now() + this.#timeoutMs, durable, resolve, reject };
+      const ofTurn = this.#byTurn.get(row.turnId);
+      if (ofTurn === undefined) this.#byTurn.set(row.turnId, new Set([pending]));
+      else ofTurn.add(pending);
+      if (this.#waiting.length > 0 || !this.#roomFor(row)) {
+        this.#waiting.push(pending);
+        this.#arm(pending.deadline);
+        return;
+      }
+      this.#admit(pending);
     });
   }
 
-  /** Resolves once every row queued so far has settled; rejects with the first that failed to commit (invariant 4). */
+  /** Resolves once every row added so far has settled; rejects with the first that failed (invariant 7). */
   flush(): Promise<void> {
-    const target = this.#queue.at(-1)?.row.localSeq ?? this.#inFlight?.at(-1)?.row.localSeq;
-    if (target === undefined) return Promise.resolve();
+    const target = this.#last;
+    if (this.#lowest() > target) return Promise.resolve();
     return new Promise<void>((resolve, reject) => this.#flushes.push({ target, error: undefined, resolve, reject }));
   }
 
-  /** True while a row is queued or in flight. */
-  get busy(): boolean {
-    return this.#inFlight !== undefined || this.#queue.length > 0;
+  /** Resolves once every row of `turnId` added so far has settled; rejects with the first that failed (invariant 7). */
+  flushTurn(turnId: string): Promise<void> {
+    const rows = this.#byTurn.get(turnId);
+    if (rows === undefined) return Promise.resolve();
+    return Promise.all([...rows].map((p) => new Promise<unknown>((resolve) => {
+      const before = p.settled;
+      p.settled = (failure) => { before?.(failure); resolve(failure); };
+    }))).then((failures) => {
+      const failure = failures.find((f) => f !== undefined);
+      if (failure !== undefined) throw failure;
+    });
   }
 
-  /** Sends the queue as one transaction, unless one is in flight (invariant 1). */
+  /** Marks `pending` settled for the flushes of its turn. */
+  #done(pending: Pending, failure: unknown): void {
+    const ofTurn = this.#byTurn.get(pending.row.turnId);
+    if (ofTurn?.delete(pending) && ofTurn.size === 0) this.#byTurn.delete(pending.row.turnId);
+    pending.settled?.(failure);
+  }
+
+  /** True while a row is queued, waiting or in flight. */
+  get busy(): boolean {
+    return this.#rows > 0 || this.#waiting.length > 0;
+  }
+
+  #roomFor(row: Row): boolean {
+    if (this.#rows === 0) return true;
+    return this.#rows + 1 <= MAX_QUEUED_ROWS && this.#bytes + row.bytes <= MAX_QUEUED_BYTES;
+  }
+
+  #admit(pending: Pending): void {
+    this.#rows++;
+    this.#bytes += pending.row.bytes;
+    this.#queue.push(pending);
+    if (!pending.durable) pending.resolve();
+    // Sent at the end of this synchronous run, not at the first append of it: a stop's history
+    // (its aborted outputs, the marker, `cancelled`, appended back to back) is one transaction.
+    if (!this.#pumpQueued && (this.#main === undefined || this.#big === undefined)) {
+      this.#pumpQueued = true;
+      queueMicrotask(() => {
+        this.#pumpQueued = false;
+        this.#pump();
+      });
+    }
+  }
+
+  /** Lets waiting appends in while there is room, oldest first; rejects the ones past their deadline. */
+  #admitWaiting(now: number): void {
+    while (this.#waiting.length > 0) {
+      const next = this.#waiting[0]!;
+      if (next.deadline <= now) {
+        this.#waiting.shift();
+        this.#expired([next], false);
+        continue;
+      }
+      if (!this.#roomFor(next.row)) return;
+      this.#waiting.shift();
+      this.#admit(next);
+    }
+  }
+
+  /** Sends what each free lane can take (invariants 1, 2). */
   #pump(): void {
-    if (this.#inFlight !== undefined) {
-      if (this.#expiry === undefined) this.#armExpiry();
+    const now = performance.now();
+    this.#expire(now);
+    this.#admitWaiting(now);
+    this.#sendWhatLanesTake();
+    const oldest = Math.min(...this.#queue.map((p) => p.deadline), ...this.#waiting.map((p) => p.deadline));
+    if (oldest !== Infinity) this.#arm(oldest);
+  }
+
+  #sendWhatLanesTake(): void {
+    if (this.#queue.length === 0) return;
+    const inFlight = new Set<string>();
+    for (const p of [...(this.#main ?? []), ...(this.#big ?? [])]) inFlight.add(p.row.sessionId);
+    if (this.#main === undefined) {
+      const blocked = new Set(inFlight);
+      const batch: Pending[] = [];
+      let bytes = 0;
+      for (const p of this.#queue) {
+        const session = p.row.sessionId;
+        if (blocked.has(session)) continue;
+        if (p.row.bytes > BIG_ROW_BYTES) { blocked.add(session); continue; }
+        if (batch.length >= MAX_BATCH_ROWS || (batch.length > 0 && bytes + p.row.bytes > MAX_BATCH_BYTES)) break;
+        batch.push(p);
+        bytes += p.row.bytes;
+      }
+      if (batch.length > 0) {
+        this.#take(batch);
+        for (const p of batch) inFlight.add(p.row.sessionId);
+        this.#main = batch;
+        this.#send(batch, () => { this.#main = undefined; });
+      }
+    }
+    if (this.#big === undefined) {
+      const seen = new Set(inFlight);
+      for (const p of this.#queue) {
+        const session = p.row.sessionId;
+        if (!seen.has(session) && p.row.bytes > BIG_ROW_BYTES) {
+          this.#take([p]);
+          this.#big = [p];
+          // A macrotask later: the main lane's batch (a stop's intent) is on its way before this row's megabytes are encoded.
+          setImmediate(() => this.#send([p], () => { this.#big = undefined; }));
+          break;
+        }
+        seen.add(session);
+      }
+    }
+  }
+
+  #take(batch: Pending[]): void {
+    const taken = new Set(batch);
+    this.#queue = this.#queue.filter((p) => !taken.has(p));
+  }
+
+  #send(batch: Pending[], free: () => void): void {
+    const deadline = Math.min(...batch.map((p) => p.deadline));
+    let retry = 0;
+    this.#split(batch.map((p) => p.row), deadline).then((fates) => {
+      const again: Pending[] = [];
+      batch.forEach((pending, i) => {
+        const fate = fates[i]!;
+        if (fate === 'busy') {
+          pending.busy = (pending.busy ?? 0) + 1;
+          retry = Math.max(retry, Math.min(BUSY_RETRY_MAX_MS, BUSY_RETRY_MS * 2 ** (pending.busy - 1)));
+          again.push(pending);
+        } else {
+          this.#settle(pending, fate);
+        }
+      });
+      if (again.length > 0) {
+        this.#queue = [...again, ...this.#queue].sort((a, b) => a.row.localSeq - b.row.localSeq);
+      }
+    }).finally(() => {
+      free();
+      this.#settleFlushes();
+      if (retry > 0) this.#arm(performance.now() + retry);
+      else this.#pump();
+    });
+  }
+
+  /** One fate a row: the batch's verdicts, or its halves' when the server refused it whole (invariant 6). */
+  async #split(rows: Row[], deadline: number): Promise<Fate[]> {
+    try {
+      return await this.#appender.send(rows, deadline - performance.now());
+    } catch (error) {
+      if (rows.length === 1 || !splittable(error) || deadline - performance.now() <= 0) return rows.map(() => ({ error }));
+      const half = Math.ceil(rows.length / 2);
+      return [...await this.#split(rows.slice(0, half), deadline), ...await this.#split(rows.slice(half), deadline)];
+    }
+  }
+
+  #settle(pending: Pending, fate: Fate): void {
+    this.#rows--;
+    this.#bytes -= pending.row.bytes;
+    const failure = typeof fate === 'string' ? this.#refusal(pending.row, fate) : reported(fate.error);
+    if (failure === undefined) {
+      this.#done(pending, undefined);
+      if (pending.durable) pending.resolve();
       return;
     }
-    this.#expire();
-    if (this.#queue.length === 0) return;
-    const batch = this.#queue;
-    this.#queue = [];
-    this.#inFlight = batch;
-    const left = batch[0]!.deadline - performance.now();
-    this.#appender.send(batch.map((p) => p.row), left).then(
-      (verdicts) => this.#committed(batch, verdicts),
-      (error: unknown) => this.#failed(batch, error),
-    ).finally(() => {
-      this.#inFlight = undefined;
-      this.#settleFlushes();
-      this.#pump();
-    });
+    // A failure to commit is every later flush's; a durable row's refusal is its append's alone (invariant 7).
+    const flushes = typeof fate !== 'string' || !pending.durable;
+    this.#done(pending, flushes ? failure : undefined);
+    if (flushes) this.#markFlushes(pending.row.localSeq, failure);
+    if (pending.durable) pending.reject(failure);
+    else this.#late(pending.row, failure);
   }
 
-  #committed(batch: Pending[], verdicts: Verdict[]): void {
-    batch.forEach((pending, i) => {
-      const refusal = this.#refusal(pending.row, verdicts[i] ?? 'stale');
-      if (refusal === undefined) pending.resolve();
-      else pending.reject(refusal);
-    });
+  /** Rejects the queued rows past their deadline; they were never sent (invariant 3). */
+  #expire(now: number): void {
+    const expired = this.#queue.filter((p) => p.deadline <= now);
+    if (expired.length === 0) return;
+    this.#queue = this.#queue.filter((p) => p.deadline > now);
+    for (const p of expired) {
+      this.#rows--;
+      this.#bytes -= p.row.bytes;
+    }
+    this.#expired(expired, true);
   }
 
-  #failed(batch: Pending[], error: unknown): void {
-    const told = reported(error);
-    this.#markFlushes(batch[0]!.row.localSeq, told);
-    for (const pending of batch) pending.reject(told);
-  }
-
-  /** Rejects the queued rows past their deadline, oldest first; they were never sent (invariant 2). */
-  #expire(): void {
-    const now = performance.now();
-    let n = 0;
-    while (n < this.#queue.length && this.#queue[n]!.deadline <= now) n++;
-    if (n === 0) return;
-    const expired = this.#queue.splice(0, n);
+  /** Rows past their deadline, never sent: `admitted` ones were queued (a non-durable one's append resolved already). */
+  #expired(rows: Pending[], admitted: boolean): void {
     const error = new LedgerTimeoutError(`${this.#where}: not committed within ${this.#timeoutMs} ms (timeoutMs): ` +
-      'the transaction ahead of it got no answer from the database; it was not written');
-    this.#markFlushes(expired[0]!.row.localSeq, error);
-    for (const pending of expired) pending.reject(error);
+      'the transactions ahead of it got no answer from the database; it was not written');
+    for (const p of rows) {
+      this.#done(p, error);
+      this.#markFlushes(p.row.localSeq, error);
+      if (p.durable || !admitted) p.reject(error);
+      else this.#late(p.row, error);
+    }
     this.#settleFlushes();
   }
 
-  #armExpiry(): void {
-    clearTimeout(this.#expiry);
-    this.#expiry = undefined;
-    const oldest = this.#queue[0];
-    if (oldest === undefined) return;
-    this.#expiry = setTimeout(() => {
-      this.#expiry = undefined;
-      this.#expire();
-      if (this.#inFlight !== undefined) this.#armExpiry();
-    }, Math.max(0, oldest.deadline - performance.now()));
+  /** Runs `#pump` at `at` (the earliest asked for), for expiries and busy re-sends. */
+  #arm(at: number): void {
+    if (this.#timer !== undefined && this.#timerAt <= at) return;
+    clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#timerAt = Infinity;
+      this.#pump();
+    }, Math.max(0, at - performance.now()));
   }
 
   /** Every flush waiting on a row from `localSeq` on fails with `error` (if none failed it before). */
@@ -148,17 +340,24 @@ export class GroupCommit {
     for (let i = this.#flushes.length - 1; i >= 0 && this.#flushes[i]!.target >= localSeq; i--) this.#flushes[i]!.error ??= error;
   }
 
-  /** Settles the flushes whose rows have all settled (rows settle in order: in-flight ones, then the queue). */
+  /** The lowest local seq not settled yet; Infinity when all are. */
+  #lowest(): number {
+    return Math.min(this.#queue[0]?.row.localSeq ?? Infinity, this.#waiting[0]?.row.localSeq ?? Infinity,
+      this.#main?.[0]?.row.localSeq ?? Infinity, this.#big?.[0]?.row.localSeq ?? Infinity);
+  }
+
+  /** Settles the flushes whose rows have all settled. */
   #settleFlushes(): void {
-    const lowest = this.#inFlight?.[0]?.row.localSeq ?? this.#queue[0]?.row.localSeq ?? Infinity;
+    const lowest = this.#lowest();
     while (this.#flushes.length > 0 && this.#flushes[0]!.target < lowest) {
       const waiter = this.#flushes.shift()!;
       if (waiter.error === undefined) waiter.resolve();
       else waiter.reject(waiter.error);
     }
     if (!this.busy) {
-      clearTimeout(this.#expiry);
-      this.#expiry = undefined;
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#timerAt = Infinity;
     }
   }
 }

@@ -1,20 +1,42 @@
 /**
- * Creates the schema's tables, indexes and function when missing. Every statement is idempotent
- * (`if not exists`, `or replace`), and they run in one transaction under an advisory lock keyed
- * by the schema, so instances opening at once take turns: without the lock two concurrent
- * `CREATE … IF NOT EXISTS` of one object can both find it missing and one fails on the catalog's
- * unique index. The whole migration is bounded by the ledger's `timeoutMs`.
+ * Brings a schema to `SCHEMA_VERSION` (statements.ts). Invariants:
+ * 1. A schema already current is left alone: `open` reads `meta.version` (no lock an append
+ *    takes is ever waited for) and runs nothing more.
+ * 2. Otherwise the migration runs in one transaction under an advisory lock keyed by the schema,
+ *    so instances opening at once take turns (two concurrent `CREATE … IF NOT EXISTS` of one
+ *    object can both find it missing, and one fails on the catalog's unique index); it checks
+ *    the version again under the lock.
+ * 3. It never waits on a lock while instances append: every lock wait of the transaction ends at
+ *    `lock_timeout` (the time left, at most `MIGRATION_LOCK_MS`), and the tables and indexes are
+ *    created only on a schema without `entries` (a `CREATE INDEX IF NOT EXISTS` on a table in use
+ *    would queue every append behind it). A schema of the first release (no `meta`) gets `meta`
+ *    and the new function only; its `seq_offset` keeps every new `seq` above its highest one.
  */
 
 import { withClient, type PgPool } from './pool.js';
-import type { Statements } from './statements.js';
+import { SCHEMA_VERSION, SEQ_SHIFT, type Statements } from './statements.js';
+
+/** The longest a migration waits for one lock, in ms (then `open` fails naming it, and can be retried). */
+export const MIGRATION_LOCK_MS = 2000;
 
 export async function migrate(pool: PgPool, statements: Statements, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
   await withClient(pool, 'PgLedger.open', timeoutMs, async (query) => {
+    if (await currentVersion(query, statements) >= SCHEMA_VERSION) return;
     await query('BEGIN');
     try {
+      const lockMs = Math.max(1, Math.min(MIGRATION_LOCK_MS, Math.floor((deadline - performance.now()) * 0.8)));
+      await query(`SET LOCAL lock_timeout = ${lockMs}`);
       await query(statements.migrationLock, [`fullstop.migrate:${statements.schema}`]);
-      for (const statement of statements.migration) await query(statement);
+      if (await currentVersion(query, statements) < SCHEMA_VERSION) {
+        const [{ present }] = await query(statements.hasTables);
+        if (!present) for (const statement of statements.tables) await query(statement);
+        for (const statement of statements.upgrade) await query(statement);
+        // Above every seq a first-release schema holds: new ones are (xid << SEQ_SHIFT) + offset + i, xid above this one's.
+        const [{ offset }] = await query(`SELECT greatest(0, coalesce(max(seq), 0) + 1 - (pg_current_xact_id()::text::bigint << ${SEQ_SHIFT}))::text AS offset
+          FROM ${statements.schema}.entries`);
+        await query(statements.recordVersion, [offset]);
+      }
       await query('COMMIT');
     } catch (error) {
       // A client whose query failed at the server is kept by the pool: leave it outside a transaction.
@@ -22,4 +44,12 @@ export async function migrate(pool: PgPool, statements: Statements, timeoutMs: n
       throw error;
     }
   });
+}
+
+/** The schema's recorded version; 0 for none (no schema, or one of the first release: no `meta`). */
+async function currentVersion(query: (text: string, values?: unknown[]) => Promise<any[]>, statements: Statements): Promise<number> {
+  const [{ present }] = await query(`SELECT to_regclass('${statements.schema}.meta') IS NOT NULL AS present`);
+  if (!present) return 0;
+  const rows = await query(statements.version);
+  return rows.length === 0 ? 0 : Number(rows[0].value);
 }

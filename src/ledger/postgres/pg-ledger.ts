@@ -4,11 +4,16 @@
  * use of the caller's pool in pool.ts, the repair of a dead owner's turn in repair.ts.
  *
  * Invariants:
- * 1. `append` checks and renders the entry at the call (the file ledger's `renderEntry`), and
- *    numbers it (`localSeq`) in call order; group commit keeps that order into the database,
- *    whose `seq` is the global order (statements.ts).
- * 2. What the database decides stays there: a used turn id and an ended turn are refused inside
- *    the appending transaction, whichever instance sends it; `hasTurn` is only a local hint.
+ * 1. `append` checks and renders the entry at the call (the file ledger's `renderEntry`, and the
+ *    sizes PostgreSQL can take: rows.ts), and numbers it (`localSeq`) in call order; group commit
+ *    keeps each session's order into the database, whose `seq` is commit order within a session
+ *    (statements.ts).
+ * 2. What the database decides stays there: a used turn id, an ended turn, a turn of another
+ *    session or of another instance are refused inside the appending transaction, whichever
+ *    instance sends it; `hasTurn` is only a local hint.
+ * 5. A `turn_started` or a status (the stop's intent, a turn's end) resolves once committed; any
+ *    other entry (`say`, a tool call, its output) once queued. A failure or refusal of such an
+ *    entry, known later, rejects the next non-status append of its turn (`#late`), and the flushes.
  * 3. Every wait is bounded by `timeoutMs` (pool.ts, group-commit.ts invariant 2).
  * 4. `close` waits (at most `closeWaitMs`) for the stops under way — turns whose `cancelling` was
  *    appended here and whose terminal status was not — taking only their appends meanwhile; then
@@ -19,7 +24,7 @@ import { randomUUID } from 'node:crypto';
 import { FleetReasons } from '../../constants.js';
 import { checkId, LedgerClosedError, TurnEndedError, TurnIdUsedError } from '../../errors.js';
 import { checkFilter } from '../checks.js';
-import type { LedgerEntry, LedgerEntryInput } from '../entry.js';
+import { isTerminalStatus, type LedgerEntry, type LedgerEntryInput } from '../entry.js';
 import type { LedgerFilter, LedgerStore } from '../store.js';
 import { Appender, type Row, type Verdict } from './appender.js';
 import { GroupCommit } from './group-commit.js';
@@ -28,7 +33,7 @@ import { migrate } from './migrations.js';
 import { resolveOptions, type PgLedgerOptions, type ResolvedOptions } from './options.js';
 import { reported, withClient } from './pool.js';
 import { closeTurn, openTurnsOf, type RepairContext } from './repair.js';
-import { entryOf, rowOf } from './rows.js';
+import { checkIdBytes, entryOf, rowOf } from './rows.js';
 import { statementsFor, type Statements } from './statements.js';
 import { StopsUnderWay } from '../stops-under-way.js';
 
@@ -45,11 +50,14 @@ const openInstances = new WeakMap<object, Set<string>>();
  * and the next prompt read the same entries wherever they run (docs/postgres.md).
  *
  * - Entries are the file `Ledger`'s objects (`{ seq, at, sessionId, turnId, type, ... }`); `seq` is
- *   the database's global order (increasing, commit order).
- * - `append` resolves once the entry is committed (so `flush` only waits for appends under way).
- *   Concurrent appends share transactions: one in flight per instance, the rest in the next.
- * - A `turn_started` of a turn id any instance used rejects with `TurnIdUsedError`; an append for
- *   a turn whose end is recorded rejects (the database refuses it in the same transaction).
+ *   unique, and increasing in commit order within a session.
+ * - `append` of a `say`, a tool call or output resolves once queued (a streamed token costs no
+ *   commit of its own); a `turn_started` or a status once committed; `flush` waits for every
+ *   append before it. Concurrent appends share transactions. The queue is bounded
+ *   (`MAX_QUEUED_ROWS`, `MAX_QUEUED_BYTES`): past it `append` waits.
+ * - A `turn_started` of a turn id any instance used rejects with `TurnIdUsedError`, as does an
+ *   entry of a turn of another session or another live instance; an append for a turn whose end
+ *   is recorded rejects (the database refuses it in the same transaction).
  * - Every wait is bounded by `timeoutMs`; an entry whose commit answer was lost is re-sent and
  *   written at most once.
  * - `close()` waits (at most `closeWaitMs`) for the stops under way to commit their history, as the
@@ -84,6 +92,8 @@ export class PgLedger implements LedgerStore {
   readonly #turnIds = new Set<string>();
   /** The last local seq given to a row of this writer. */
   #localSeq = 0;
+  /** What befell an entry of the turn after its append resolved (invariant 5): its next non-status append rejects with it. */
+  readonly #late = new Map<string, Error>();
   /** The turns whose `cancelling` was appended and whose terminal status was not: `close` waits for them (invariant 4). */
   readonly #stopping = new StopsUnderWay();
   /** `close()`'s promise; `undefined` while open. */
@@ -104,7 +114,8 @@ export class PgLedger implements LedgerStore {
     this.#statements = statements;
     // A writer name new at every open: (writer, local_seq) names a row for re-sends (appender.ts).
     this.#appender = new Appender(options.pool, statements, options.instanceId, randomUUID(), 'PgLedger.append');
-    this.#commits = new GroupCommit(this.#appender, options.timeoutMs, 'PgLedger.append', (row, verdict) => this.#refusal(row, verdict));
+    this.#commits = new GroupCommit(this.#appender, options.timeoutMs, 'PgLedger.append', (row, verdict) => this.#refusal(row, verdict),
+      (row, error) => { if (!this.#late.has(row.turnId)) this.#late.set(row.turnId, error instanceof Error ? error : new Error(String(error))); });
   }
 
   /**
@@ -117,6 +128,7 @@ export class PgLedger implements LedgerStore {
    */
   static async open(options: PgLedgerOptions): Promise<PgLedger> {
     const resolved = resolveOptions(options);
+    checkIdBytes('PgLedger.open: options.instanceId', resolved.instanceId);
     const statements = statementsFor(resolved.schema);
     const release = claimInstance(resolved);
     try {
@@ -145,11 +157,16 @@ export class PgLedger implements LedgerStore {
   }
 
   /**
-   * Appends one entry; resolves once it is committed. Rejects with a TypeError naming the field for
-   * a bad entry (nothing kept), `TurnIdUsedError` for a `turn_started` of a used turn id, and an
-   * Error for an ended turn, a closed ledger (while `close` waits for the stops under way, only
-   * their turns' appends are taken), or a database that failed or did not answer within
-   * `timeoutMs` (then it was not written, unless the answer of its commit was the one lost).
+   * Appends one entry. A `turn_started` or a status resolves once committed; any other entry once
+   * queued (`flush` waits for its commit), after waiting for room while the queue is full. Rejects
+   * with a TypeError naming the field for a bad entry and a RangeError for one PostgreSQL cannot
+   * hold (an id over `MAX_PG_ID_BYTES`, an entry over `LEDGER_MAX_LINE_BYTES`; nothing kept),
+   * `TurnIdUsedError` for a `turn_started` of a used turn id or an entry of a turn of another
+   * session or another instance, and an Error for an ended turn, a closed ledger (while `close`
+   * waits for the stops under way, only their turns' appends are taken), or a database that failed
+   * or did not answer within `timeoutMs` (then it was not written, unless the answer of its commit
+   * was the one lost). An entry queued earlier whose write failed or was refused rejects the next
+   * non-status append of its turn with that error (nothing of the new one kept).
    */
   append(entry: LedgerEntryInput): Promise<void> {
     if (this.#closed) return Promise.reject(this.#closedError());
@@ -160,29 +177,56 @@ export class PgLedger implements LedgerStore {
       return Promise.reject(error);
     }
     if (this.#closing !== undefined && !this.#stopping.has(row.turnId)) return Promise.reject(this.#closedError());
+    const durable = row.type === 'turn_started' || row.status !== null;
+    if (!durable) {
+      const late = this.#late.get(row.turnId);
+      if (late !== undefined) {
+        this.#late.delete(row.turnId);
+        return Promise.reject(late);
+      }
+    } else if (isTerminalStatus(row.status)) {
+      this.#late.delete(row.turnId);
+    }
     this.#localSeq = row.localSeq;
     this.#turnIds.add(row.turnId);
     this.#stopping.note(row.turnId, row.status);
-    return this.#commits.add(row);
+    const added = this.#commits.add(row, durable);
+    // A refused intent is no stop under way: `close` does not wait for its end.
+    if (row.status === 'cancelling') added.catch(() => this.#stopping.note(row.turnId, 'cancelled'));
+    return added;
   }
 
-  /** Resolves once every entry appended before the call is committed; rejects if one failed to commit. */
-  flush(): Promise<void> {
-    return this.#commits.flush();
+  /**
+   * Resolves once every entry appended before the call is committed; rejects if one failed to
+   * commit, or was refused after its append resolved (a `say` of a turn another instance ended).
+   * With `turnId`, waits for that turn's entries only (the runner's stop does: its intent never
+   * waits for another session's big entry).
+   */
+  flush(turnId?: string): Promise<void> {
+    if (turnId === undefined) return this.#commits.flush();
+    checkId('PgLedger.flush: turnId', turnId);
+    return this.#commits.flushTurn(turnId);
   }
 
   /**
    * Committed entries of every instance, in `seq` order: with `sessionId`, that session's only (an
    * index); with `turnId`, that turn's; `afterSeq` and `limit` page (pass the last `seq` seen).
+   * A page across sessions (`afterSeq` or `limit` without `sessionId`/`turnId`) holds only entries
+   * below the safe horizon (`seq` below every transaction still in progress), so paging never skips
+   * an entry that commits later; an entry shows up there once every transaction older than it ended.
    * Waits first for this instance's appends under way. Throws a TypeError/RangeError naming a bad
    * filter field; rejects when the database fails or does not answer within `timeoutMs`.
    */
   async entries(filter?: LedgerFilter): Promise<LedgerEntry[]> {
     const checked = checkFilter(filter, 'PgLedger.entries');
     await this.#commits.flush().catch(() => {});
+    const bySession = checked.sessionId !== undefined || checked.turnId !== undefined;
+    const paging = checked.afterSeq !== undefined || checked.limit !== undefined;
     const { text, order } = this.#statements.selectEntries({
       sessionId: checked.sessionId !== undefined, turnId: checked.turnId !== undefined,
       afterSeq: checked.afterSeq !== undefined, limit: checked.limit !== undefined,
+      // Across sessions `seq` is not commit order: a page reads only below the safe horizon (statements.ts invariant 2).
+      horizon: paging && !bySession,
     });
     const values = order.map((field) => {
       const value = checked[field as keyof LedgerFilter];
@@ -272,6 +316,14 @@ export class PgLedger implements LedgerStore {
     if (verdict === 'ok') return undefined;
     if (verdict === 'used') {
       return new TurnIdUsedError(`PgLedger.append: turn ${JSON.stringify(row.turnId)} is already in ${this.description}; a turn id is used once`, row.turnId);
+    }
+    if (verdict === 'session') {
+      return new TurnIdUsedError(`PgLedger.append: turn ${JSON.stringify(row.turnId)} belongs to another session in ${this.description}, ` +
+        `not ${JSON.stringify(row.sessionId)}; nothing of it was written`, row.turnId);
+    }
+    if (verdict === 'owner') {
+      return new TurnIdUsedError(`PgLedger.append: turn ${JSON.stringify(row.turnId)} was started by another instance in ${this.description}, ` +
+        `not ${JSON.stringify(this.instanceId)}; only its owner (or a repair) writes it, and nothing of it was written`, row.turnId);
     }
     if (verdict !== 'ended') return new Error(`PgLedger.append: the database did not write the entry of turn ${JSON.stringify(row.turnId)} (${verdict})`);
     return new TurnEndedError(`PgLedger.append: turn ${JSON.stringify(row.turnId)} has ended (its end is recorded in ${this.description}); nothing of a turn is written after its end`, row.turnId);

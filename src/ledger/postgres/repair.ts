@@ -25,6 +25,8 @@ export interface RepairContext {
 
 /** How many times a turn that changed under the repair is read again. */
 const READS = 5;
+/** How long a repair whose session was busy waits before it reads again, in ms (it goes on while time is left). */
+const BUSY_RETRY_MS = 5;
 
 /**
  * Closes turn `turnId` of `sessionId` if it is open, within `timeoutMs`; `reason` is the one of its
@@ -34,7 +36,7 @@ const READS = 5;
 export async function closeTurn(context: RepairContext, where: string, sessionId: string, turnId: string, reason: string): Promise<boolean> {
   const deadline = performance.now() + context.timeoutMs;
   const left = () => Math.max(1, Math.ceil(deadline - performance.now()));
-  for (let read = 1; read <= READS; read++) {
+  for (let read = 1; read <= READS && performance.now() < deadline;) {
     const state = await withClient(context.pool, where, left(), async (query) => {
       const [turn] = await query(context.statements.turn, [idColumn(turnId)]);
       if (turn === undefined || turn.session_id !== idColumn(sessionId) || turn.end_seq !== null) return undefined;
@@ -46,7 +48,13 @@ export async function closeTurn(context: RepairContext, where: string, sessionId
     const rows = closing.map((entry) => rowOf(entry, context.nextLocalSeq()));
     const verdicts = await context.appender.send(rows, left(), { turnId, lastSeq: state.lastSeq });
     if (verdicts.every((v) => v === 'ok')) return true;
+    // The session's lock is held elsewhere a moment (an append of it under way): read and try again.
+    if (verdicts.includes('busy')) {
+      await new Promise((resolve) => setTimeout(resolve, BUSY_RETRY_MS));
+      continue;
+    }
     if (!verdicts.includes('stale')) return false;
+    read++;
   }
   return false;
 }

@@ -4,8 +4,25 @@
  * is that JSON without its `seq`, which is the row's own column (the database assigns it).
  */
 
+import { LEDGER_MAX_LINE_BYTES } from '../../constants.js';
 import { renderEntry, type LedgerEntry } from '../entry.js';
 import type { Row } from './appender.js';
+import { idColumn } from './id-column.js';
+
+/**
+ * The most UTF-8 bytes an id may take in its column (escaped: id-column.ts). PostgreSQL refuses an
+ * index row over 2,704 bytes (a third of a page), and every id column is indexed; checked before
+ * a row is queued, so such an id never fails the rows it would share a transaction with.
+ */
+export const MAX_PG_ID_BYTES = 2000;
+
+/** Throws a RangeError naming `name` when `id` (an id `checkId` took) is over `MAX_PG_ID_BYTES` in its column. */
+export function checkIdBytes(name: string, id: string): void {
+  const bytes = Buffer.byteLength(idColumn(id));
+  if (bytes > MAX_PG_ID_BYTES) {
+    throw new RangeError(`${name}: at most ${MAX_PG_ID_BYTES} bytes in UTF-8 on PostgreSQL (its index rows are bounded), got ${bytes} bytes`);
+  }
+}
 
 /** What `renderEntry` writes before the rest of the line when given seq 0. */
 const SEQ_PREFIX = '{"seq":0,';
@@ -14,15 +31,22 @@ const SEQ_PREFIX = '{"seq":0,';
  * The row of `entry` under `localSeq`, stamped now. Throws the TypeError of `renderEntry` for a
  * bad entry (nothing is kept).
  */
-export function rowOf(entry: unknown, localSeq: number): Row {
+export function rowOf(entry: unknown, localSeq: number, where = 'PgLedger.append'): Row {
   const at = Date.now();
   const rendered = renderEntry(entry, 0, at);
   const line = rendered.line;
   const status = rendered.type === 'status' ? String(rendered.status) : null;
+  checkIdBytes(`${where}: entry.sessionId`, rendered.sessionId);
+  checkIdBytes(`${where}: entry.turnId`, rendered.turnId);
+  const body = `{${line.slice(SEQ_PREFIX.length, -1)}`;
+  const bodyBytes = Buffer.byteLength(body);
+  if (bodyBytes > LEDGER_MAX_LINE_BYTES) {
+    throw new RangeError(`${where}: the entry is ${bodyBytes} bytes as JSON, over the ${LEDGER_MAX_LINE_BYTES} an entry may hold ` +
+      '(LEDGER_MAX_LINE_BYTES, as the file Ledger); record a large output as a file and its path');
+  }
   return {
     localSeq, sessionId: rendered.sessionId, turnId: rendered.turnId, type: rendered.type, status,
-    at,
-    body: `{${line.slice(SEQ_PREFIX.length, -1)}`,
+    at, body, bytes: bodyBytes + Buffer.byteLength(rendered.sessionId) + Buffer.byteLength(rendered.turnId),
   };
 }
 
