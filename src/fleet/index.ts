@@ -5,7 +5,7 @@
  */
 
 export { Fleet } from './fleet.js';
-export type { FleetClient } from './fleet-client.js';
+export { FleetClient } from './fleet-client.js';
 export type { FleetOptions, FleetStopOptions, FleetRunOptions, FleetAnswerOptions, FleetClientOptions } from './options.js';
 export type { FleetRedisClient, FleetSingleClient, FleetClusterClient, FleetMessageListener } from './client.js';
 export { clusterRootNodes, type ClusterRootNode } from './root-nodes.js';

@@ -31,7 +31,7 @@ export interface RelayContext {
   nodeId: string;
   commandTimeoutMs: number; maxAnswerBytes: number;
   /** The owner's name in messages: `Fleet` or `FleetClient`. */
-  name: string;
+  name: 'Fleet' | 'FleetClient';
   /** True once its owner is closing: every request answers `relay_unavailable`. */
   closed(): boolean;
 }
@@ -51,7 +51,7 @@ export class FleetRelay {
     checkId('sessionId', sessionId);
     const { turnId, reason, graceMs, wait, timeoutMs } = resolveStopOptions(options);
     const { redis, records, name } = this.#ctx;
-    if (this.#ctx.closed()) return { outcome: 'relay_unavailable', sessionId, error: new FleetUnavailableError(`${name}.stop: the ${name === 'Fleet' ? 'fleet' : 'client'} is closed`) };
+    if (this.#ctx.closed()) return { outcome: 'relay_unavailable', sessionId, error: this.#closedError('stop') };
     if (!redis.isReady) return { outcome: 'relay_unavailable', sessionId, error: new FleetUnavailableError(`${name}.stop: Redis is not reachable`) };
     const deadline = performance.now() + timeoutMs;
     const waiting = wait ? this.#stops.wait(sessionId) : undefined;
@@ -88,8 +88,7 @@ export class FleetRelay {
     checkId('questionId', questionId);
     const json = answerJson(answer, this.#ctx.maxAnswerBytes);
     const { timeoutMs } = resolveAnswerOptions(options);
-    const { name } = this.#ctx;
-    if (this.#ctx.closed()) return { outcome: 'relay_unavailable', questionId, error: new FleetUnavailableError(`${name}.answer: the ${name === 'Fleet' ? 'fleet' : 'client'} is closed`) };
+    if (this.#ctx.closed()) return { outcome: 'relay_unavailable', questionId, error: this.#closedError('answer') };
     return this.#answers.answer(questionId, json, timeoutMs);
   }
 
@@ -98,6 +97,11 @@ export class FleetRelay {
     checkId('sessionId', sessionId);
     if (!this.#ctx.redis.isReady) throw new FleetUnavailableError(`${this.#ctx.name}.turn: Redis is not reachable`);
     return this.#ctx.records.latest(sessionId);
+  }
+
+  #closedError(method: string): FleetUnavailableError {
+    const { name } = this.#ctx;
+    return new FleetUnavailableError(`${name}.${method}: the ${name === 'Fleet' ? 'fleet' : 'client'} is closed`);
   }
 
   /** Rule 3: an `ended` message on this node's channel. */
