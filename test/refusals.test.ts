@@ -67,7 +67,12 @@ describe.each(stores)('%s refuses with the same classes and codes', (_, open) =>
     try {
       await store.append({ sessionId: 's1', turnId: 't1', type: 'turn_started' });
       await store.append({ sessionId: 's1', turnId: 't1', type: 'status', status: 'completed' });
-      const error = await rejectionOf(store.append({ sessionId: 's1', turnId: 't1', type: 'say', text: 'late' }));
+      // PgLedger takes a streamed entry once queued (LedgerStore promise 1): the database's
+      // refusal reaches the caller at its next awaited point, the turn's flush.
+      const late = store.append({ sessionId: 's1', turnId: 't1', type: 'say', text: 'late' });
+      const error = store instanceof PgLedger
+        ? await late.then(() => rejectionOf(store.flush('t1')), (e: unknown) => e)
+        : await rejectionOf(late);
       refusal('TurnEndedError', 'ERR_FULLSTOP_TURN_ENDED')(error);
       expect(error).toMatchObject({ turnId: 't1' });
     } finally {
