@@ -1,0 +1,238 @@
+/**
+ * `mcpTurns(server, { runner, fleet })` across instances, over real HTTP with each MCP SDK major:
+ * two instances (a runner, a fleet on the shared Redis under a prefix of its own, an HTTP server
+ * serving stateless Streamable HTTP: a fresh McpServer per request) behind an HTTP proxy that
+ * alternates upstreams per request and sends each `notifications/cancelled` to the instance that
+ * did NOT get the call (round-robin's worst case). The client identifies itself with a header it
+ * sets once per connection (`identify`).
+ * - The client cancels a long call (AbortController): the cancel lands on the other instance and
+ *   the call's turn ends `cancel.client`, its exec child gone (without the fleet: the call ran on).
+ * - The client's request timeout: `cancel.timeout`, the same way.
+ * - The client closes its transport mid-call (the POST's stream closes): `cancel.disconnect`.
+ * After each: no turn running in Redis, every fleet and registry back to zero, no child left.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as ClientTransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport as ServerTransportV1 } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { McpServer as McpServerV2, WebStandardStreamableHTTPServerTransport as ServerTransportV2 } from '@modelcontextprotocol/server';
+import { Client as ClientV2, StreamableHTTPClientTransport as ClientTransportV2 } from '@modelcontextprotocol/client';
+import { z } from 'zod';
+import { exec, type StopReport } from '../dist/src/index.js';
+import { mcpTurns } from '../dist/src/mcp/index.js';
+import { keysUnder, redisReachable, REDIS_PORT } from './fixtures/fleet/support.js';
+import { redisScene } from './fixtures/fleet/backends.js';
+import type { Instance } from './fixtures/fleet/scene.js';
+import { eventually, isGone, liveDescendants, toolTree } from './support/leaks.js';
+
+const up = await redisReachable();
+if (!up) console.warn(`mcp-fleet tests skipped: no Redis at 127.0.0.1:${REDIS_PORT} (start one with: redis-server --port ${REDIS_PORT}; CI always has it)`);
+
+const CLIENT_HEADER = 'x-mcp-client';
+
+async function bodyOf(req: IncomingMessage): Promise<string> {
+  let text = '';
+  for await (const chunk of req) text += chunk;
+  return text;
+}
+
+/** One instance's MCP endpoint, stateless, with SDK `major`: a server and a transport per request, closed with the response. */
+function mcpHandler(major: 1 | 2, inst: Instance, useFleet: boolean, seen: string[]) {
+  const build = () => {
+    const server = major === 1 ? new McpServerV1({ name: 'fleet-fixture', version: '1.0.0' }) : new McpServerV2({ name: 'fleet-fixture', version: '1.0.0' });
+    const turns = mcpTurns(server, {
+      runner: inst.runner,
+      ...(useFleet ? { fleet: inst.fleet, identify: (caller) => caller.headers.get(CLIENT_HEADER) ?? undefined } : {}),
+    });
+    const schema = major === 1 ? { seconds: z.string() } : z.object({ seconds: z.string() });
+    (server as any).registerTool('sleep', { inputSchema: schema }, turns.tool(async ({ seconds }: { seconds: string }, turn) => {
+      const result = await turn.tool('exec', { seconds }, (token) => exec('sleep', [seconds], { token }));
+      return { content: [{ type: 'text', text: `exit ${result.exitCode}` }] };
+    }));
+    return server;
+  };
+  return async (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method !== 'POST') { res.writeHead(405).end(); return; }
+    const text = await bodyOf(req);
+    seen.push(text);
+    const server = build();
+    if (major === 1) {
+      const transport = new ServerTransportV1({ sessionIdGenerator: undefined });
+      res.on('close', () => { void transport.close(); void server.close(); });
+      await server.connect(transport as any);
+      await transport.handleRequest(req, res, text === '' ? undefined : JSON.parse(text));
+      return;
+    }
+    // v2's transport is fetch-style: Node's request in, its Response's body piped out.
+    const transport = new ServerTransportV2({ sessionIdGenerator: undefined });
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string') headers.set(name, value);
+    const abort = new AbortController();
+    res.on('close', () => { abort.abort(); void transport.close(); void server.close(); });
+    await server.connect(transport as any);
+    const response = await transport.handleRequest(new Request(`http://127.0.0.1${req.url}`, { method: 'POST', headers, body: text, signal: abort.signal }));
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+    if (response.body === null) { res.end(); return; }
+    const reader = response.body.getReader();
+    abort.signal.addEventListener('abort', () => { void reader.cancel().catch(() => {}); }, { once: true });
+    try {
+      for (let r = await reader.read(); !r.done; r = await reader.read()) res.write(r.value);
+      res.end();
+    } catch {
+      res.destroy();
+    }
+  };
+}
+
+async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>): Promise<Server> {
+  const server = createServer((req, res) => { void handler(req, res); });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return server;
+}
+
+const portOf = (s: Server) => (s.address() as AddressInfo).port;
+
+/**
+ * An HTTP proxy over `upstreams`: each request to the next upstream in turn, except a
+ * `notifications/cancelled`, sent to an upstream other than the one that got the last
+ * `tools/call`. A client closing its connection closes the upstream request.
+ */
+async function roundRobinProxy(upstreams: Server[]) {
+  let next = 0;
+  let lastCall = -1;
+  const routes: Array<{ method: string; upstream: number }> = [];
+  const server = await listen(async (req, res) => {
+    const body = await bodyOf(req);
+    let method = req.method ?? '';
+    try { method = JSON.parse(body).method ?? method; } catch { /* not JSON-RPC */ }
+    let upstream = next++ % upstreams.length;
+    if (method === 'notifications/cancelled' && upstream === lastCall) upstream = (upstream + 1) % upstreams.length;
+    if (method === 'tools/call') lastCall = upstream;
+    routes.push({ method, upstream });
+    const up = httpRequest({ host: '127.0.0.1', port: portOf(upstreams[upstream]), method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    res.on('close', () => up.destroy());
+    up.end(body);
+  });
+  return { server, routes };
+}
+
+function client(major: 1 | 2, url: URL) {
+  const requestInit = { headers: { [CLIENT_HEADER]: randomUUID() } };
+  if (major === 1) {
+    const c = new ClientV1({ name: 'fleet-test', version: '1.0.0' });
+    return { connect: () => c.connect(new ClientTransportV1(url, { requestInit })), close: () => c.close(),
+      call: (args: object, options: object) => c.callTool({ name: 'sleep', arguments: args }, undefined, options) };
+  }
+  const c = new ClientV2({ name: 'fleet-test', version: '1.0.0' });
+  return { connect: () => c.connect(new ClientTransportV2(url, { requestInit })), close: () => c.close(),
+    call: (args: object, options: object) => c.callTool({ name: 'sleep', arguments: args }, options) };
+}
+
+describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-robin proxy', () => {
+  const current = redisScene();
+  let closers: Array<() => Promise<unknown> | void>;
+
+  beforeEach(() => { closers = []; });
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+    // exec's reaper outlives the child by a moment (test/support/leaks.ts).
+    await eventually(() => liveDescendants().length === 0, 10_000, 'no child left').catch(() => {});
+    expect(liveDescendants()).toEqual([]);
+  });
+
+  /** Two instances, their HTTP servers, the proxy; `aborted` collects every turn_aborted report with its instance. */
+  async function fleetOfTwo(major: 1 | 2, useFleet = true) {
+    const instances = [await current.scene.instance('A', {}, { graceMs: 2000 }), await current.scene.instance('B', {}, { graceMs: 2000 })];
+    const seen: string[][] = [[], []];
+    const servers = await Promise.all(instances.map((inst, i) => listen(mcpHandler(major, inst, useFleet, seen[i]))));
+    const proxy = await roundRobinProxy(servers);
+    for (const s of [...servers, proxy.server]) closers.push(() => { s.closeAllConnections(); s.close(); });
+    const aborted: Array<{ instance: number; report: StopReport }> = [];
+    instances.forEach((inst, instance) => inst.runner.on('turn_aborted', ({ report }: { report: StopReport }) => aborted.push({ instance, report })));
+    const url = new URL(`http://127.0.0.1:${portOf(proxy.server)}/mcp`);
+    return { instances, proxy, aborted, url };
+  }
+
+  /** Starts a 30 s `sleep` call; resolves with its promise, its exec child's pid, and the instance it runs on. */
+  async function longCall(c: ReturnType<typeof client>, proxy: { routes: Array<{ method: string; upstream: number }> }, options: object) {
+    const call = c.call({ seconds: '30' }, options);
+    call.catch(() => {});
+    await eventually(() => toolTree().length === 1, 10_000, 'the call to start its exec child');
+    const [pid] = toolTree();
+    const instance = proxy.routes.filter((r) => r.method === 'tools/call').at(-1)!.upstream;
+    return { call, pid, instance };
+  }
+
+  /** No fleet turn of the scene's prefix is still running in Redis. */
+  async function noRunningTurnsInRedis(instances: Instance[], sessionId: string) {
+    expect(await instances[0].fleet.turn(sessionId)).toMatchObject({ sessionId, status: expect.stringMatching(/^(cancelled|completed|failed)$/) });
+    const keys = await keysUnder(current.raw, current.scene.prefix);
+    for (const key of keys.filter((k) => k.endsWith(':turns'))) {
+      const type = await current.raw.type(key);
+      if (type !== 'hash') continue;
+      const fields = await current.raw.hGetAll(key);
+      expect(Object.values(fields).join(' ')).not.toMatch(/"status":"running"|"status":"cancelling"/);
+    }
+  }
+
+  for (const major of [1, 2] as const) {
+    describe(`MCP SDK v${major}, stateless Streamable HTTP`, () => {
+      it("the client's cancel lands on the other instance and stops the call there (cancel.client): its exec child is gone", async () => {
+        const { instances, proxy, aborted, url } = await fleetOfTwo(major);
+        const c = client(major, url);
+        await c.connect();
+        closers.push(() => c.close());
+        const cancel = new AbortController();
+        const { call, pid, instance } = await longCall(c, proxy, { signal: cancel.signal });
+        cancel.abort('the user pressed stop');
+        await expect(call).rejects.toThrow(/the user pressed stop/);
+        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
+        expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.client' } });
+        const cancelled = proxy.routes.filter((r) => r.method === 'notifications/cancelled');
+        expect(cancelled).toHaveLength(1);
+        expect(cancelled[0].upstream).not.toBe(instance);
+        await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
+        await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
+        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
+      });
+
+      it("the client's request timeout lands on the other instance and stops the call there (cancel.timeout)", async () => {
+        const { instances, proxy, aborted, url } = await fleetOfTwo(major);
+        const c = client(major, url);
+        await c.connect();
+        closers.push(() => c.close());
+        const { call, pid, instance } = await longCall(c, proxy, { timeout: 3000 });
+        await expect(call).rejects.toThrow(/timed out/i);
+        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
+        expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.timeout' } });
+        expect(proxy.routes.filter((r) => r.method === 'notifications/cancelled').map((r) => r.upstream)).toEqual([1 - instance]);
+        await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
+        await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
+        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
+      });
+
+      it('the client closing its transport mid-call (the POST stream closes) stops the call (cancel.disconnect)', async () => {
+        const { instances, proxy, aborted, url } = await fleetOfTwo(major);
+        const c = client(major, url);
+        await c.connect();
+        const { pid, instance } = await longCall(c, proxy, {});
+        await c.close();
+        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
+        expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.disconnect' } });
+        await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
+        await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
+        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
+      });
+    });
+  }
+});
