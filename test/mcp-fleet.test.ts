@@ -24,7 +24,7 @@ import { McpServer as McpServerV2, WebStandardStreamableHTTPServerTransport as S
 import { Client as ClientV2, StreamableHTTPClientTransport as ClientTransportV2 } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import { exec, type StopReport } from '../dist/src/index.js';
-import { mcpTurns } from '../dist/src/mcp/index.js';
+import { mcpTurns, type McpCaller } from '../dist/src/mcp/index.js';
 import { keysUnder, redisReachable, REDIS_PORT } from './fixtures/fleet/support.js';
 import { redisScene } from './fixtures/fleet/backends.js';
 import type { Instance } from './fixtures/fleet/scene.js';
@@ -41,52 +41,87 @@ async function bodyOf(req: IncomingMessage): Promise<string> {
   return text;
 }
 
-/** One instance's MCP endpoint, stateless, with SDK `major`: a server and a transport per request, closed with the response. */
-function mcpHandler(major: 1 | 2, inst: Instance, useFleet: boolean, seen: string[]) {
-  const build = () => {
-    const server = major === 1 ? new McpServerV1({ name: 'fleet-fixture', version: '1.0.0' }) : new McpServerV2({ name: 'fleet-fixture', version: '1.0.0' });
-    const turns = mcpTurns(server, {
-      runner: inst.runner,
-      ...(useFleet ? { fleet: inst.fleet, identify: (caller) => caller.headers.get(CLIENT_HEADER) ?? undefined } : {}),
-    });
-    const schema = major === 1 ? { seconds: z.string() } : z.object({ seconds: z.string() });
-    (server as any).registerTool('sleep', { inputSchema: schema }, turns.tool(async ({ seconds }: { seconds: string }, turn) => {
-      const result = await turn.tool('exec', { seconds }, (token) => exec('sleep', [seconds], { token }));
-      return { content: [{ type: 'text', text: `exit ${result.exitCode}` }] };
-    }));
-    return server;
-  };
+/** A McpServer of SDK `major` whose `sleep { seconds }` tool runs `sleep` as a turn (through the fleet when `useFleet`). */
+function buildServer(major: 1 | 2, inst: Instance, useFleet: boolean, identify?: (caller: McpCaller) => string | undefined) {
+  const server = major === 1 ? new McpServerV1({ name: 'fleet-fixture', version: '1.0.0' }) : new McpServerV2({ name: 'fleet-fixture', version: '1.0.0' });
+  const turns = mcpTurns(server, { runner: inst.runner, ...(useFleet ? { fleet: inst.fleet, ...(identify ? { identify } : {}) } : {}) });
+  const schema = major === 1 ? { seconds: z.string() } : z.object({ seconds: z.string() });
+  (server as any).registerTool('sleep', { inputSchema: schema }, turns.tool(async ({ seconds }: { seconds: string }, turn) => {
+    const result = await turn.tool('exec', { seconds }, (token) => exec('sleep', [seconds], { token }));
+    return { content: [{ type: 'text', text: `exit ${result.exitCode}` }] };
+  }));
+  return server;
+}
+
+/** Hand one HTTP request to `transport` (v1: Node's req/res; v2: fetch-style, its Response's body piped out). */
+async function handle(major: 1 | 2, transport: any, req: IncomingMessage, res: ServerResponse, text: string): Promise<void> {
+  if (major === 1) {
+    await transport.handleRequest(req, res, text === '' ? undefined : JSON.parse(text));
+    return;
+  }
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string') headers.set(name, value);
+  const abort = new AbortController();
+  res.on('close', () => abort.abort());
+  const response: Response = await transport.handleRequest(new Request(`http://127.0.0.1${req.url}`, {
+    method: req.method, headers, ...(req.method === 'POST' ? { body: text } : {}), signal: abort.signal,
+  }));
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  if (response.body === null) { res.end(); return; }
+  const reader = response.body.getReader();
+  abort.signal.addEventListener('abort', () => { void reader.cancel().catch(() => {}); }, { once: true });
+  try {
+    for (let r = await reader.read(); !r.done; r = await reader.read()) res.write(r.value);
+    res.end();
+  } catch {
+    res.destroy();
+  }
+}
+
+/** A server and a stateless transport for one request, both closed with its response (the SDK's stateless pattern). */
+async function stateless(major: 1 | 2, server: any, req: IncomingMessage, res: ServerResponse, text: string): Promise<void> {
+  const transport = major === 1 ? new ServerTransportV1({ sessionIdGenerator: undefined }) : new ServerTransportV2({ sessionIdGenerator: undefined });
+  res.on('close', () => { void transport.close(); void server.close(); });
+  await server.connect(transport);
+  await handle(major, transport, req, res, text);
+}
+
+/** One instance's MCP endpoint, stateless (SDK `major`): a fresh server per request. */
+function statelessHandler(major: 1 | 2, inst: Instance, useFleet: boolean) {
+  const identify = (caller: McpCaller) => caller.headers.get(CLIENT_HEADER) ?? undefined;
   return async (req: IncomingMessage, res: ServerResponse) => {
     if (req.method !== 'POST') { res.writeHead(405).end(); return; }
-    const text = await bodyOf(req);
-    seen.push(text);
-    const server = build();
-    if (major === 1) {
-      const transport = new ServerTransportV1({ sessionIdGenerator: undefined });
-      res.on('close', () => { void transport.close(); void server.close(); });
-      await server.connect(transport as any);
-      await transport.handleRequest(req, res, text === '' ? undefined : JSON.parse(text));
-      return;
-    }
-    // v2's transport is fetch-style: Node's request in, its Response's body piped out.
-    const transport = new ServerTransportV2({ sessionIdGenerator: undefined });
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string') headers.set(name, value);
-    const abort = new AbortController();
-    res.on('close', () => { abort.abort(); void transport.close(); void server.close(); });
-    await server.connect(transport as any);
-    const response = await transport.handleRequest(new Request(`http://127.0.0.1${req.url}`, { method: 'POST', headers, body: text, signal: abort.signal }));
-    res.writeHead(response.status, Object.fromEntries(response.headers));
-    if (response.body === null) { res.end(); return; }
-    const reader = response.body.getReader();
-    abort.signal.addEventListener('abort', () => { void reader.cancel().catch(() => {}); }, { once: true });
-    try {
-      for (let r = await reader.read(); !r.done; r = await reader.read()) res.write(r.value);
-      res.end();
-    } catch {
-      res.destroy();
-    }
+    await stateless(major, buildServer(major, inst, useFleet, identify), req, res, await bodyOf(req));
   };
+}
+
+/**
+ * One instance's MCP endpoint, stateful: a server and transport per MCP session it started; a
+ * request for a session it does not hold (a cancel the balancer sent here) is served stateless,
+ * where the default identity reads its `mcp-session-id` header. `close` closes every session.
+ */
+function statefulHandler(major: 1 | 2, inst: Instance) {
+  const sessions = new Map<string, { transport: any; server: any }>();
+  const handler = async (req: IncomingMessage, res: ServerResponse) => {
+    const text = req.method === 'POST' ? await bodyOf(req) : '';
+    const id = req.headers['mcp-session-id'];
+    const held = typeof id === 'string' ? sessions.get(id) : undefined;
+    if (held !== undefined) return handle(major, held.transport, req, res, text);
+    if (typeof id === 'string') {
+      if (req.method !== 'POST') { res.writeHead(404).end(); return; }
+      return stateless(major, buildServer(major, inst, true), req, res, text);
+    }
+    const server = buildServer(major, inst, true);
+    const options = { sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sid: string) => { sessions.set(sid, { transport, server }); } };
+    const transport: any = major === 1 ? new ServerTransportV1(options) : new ServerTransportV2(options);
+    await server.connect(transport);
+    await handle(major, transport, req, res, text);
+  };
+  const close = async () => {
+    for (const { transport, server } of sessions.values()) { await transport.close(); await server.close(); }
+    sessions.clear();
+  };
+  return { handler, close };
 }
 
 async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>): Promise<Server> {
@@ -101,9 +136,10 @@ const portOf = (s: Server) => (s.address() as AddressInfo).port;
 /**
  * An HTTP proxy over `upstreams`: each request to the next upstream in turn, except a
  * `notifications/cancelled`, sent to an upstream other than the one that got the last
- * `tools/call`. A client closing its connection closes the upstream request.
+ * `tools/call`. `sticky`: every other request to the first upstream (a balancer keeping an MCP
+ * session on its instance). A client closing its connection closes the upstream request.
  */
-async function roundRobinProxy(upstreams: Server[]) {
+async function roundRobinProxy(upstreams: Server[], sticky = false) {
   let next = 0;
   let lastCall = -1;
   const routes: Array<{ method: string; upstream: number }> = [];
@@ -111,7 +147,7 @@ async function roundRobinProxy(upstreams: Server[]) {
     const body = await bodyOf(req);
     let method = req.method ?? '';
     try { method = JSON.parse(body).method ?? method; } catch { /* not JSON-RPC */ }
-    let upstream = next++ % upstreams.length;
+    let upstream = sticky ? 0 : next++ % upstreams.length;
     if (method === 'notifications/cancelled' && upstream === lastCall) upstream = (upstream + 1) % upstreams.length;
     if (method === 'tools/call') lastCall = upstream;
     routes.push({ method, upstream });
@@ -151,11 +187,15 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
   });
 
   /** Two instances, their HTTP servers, the proxy; `aborted` collects every turn_aborted report with its instance. */
-  async function fleetOfTwo(major: 1 | 2, useFleet = true) {
+  async function fleetOfTwo(major: 1 | 2, mode: 'stateless' | 'stateful' = 'stateless') {
     const instances = [await current.scene.instance('A', {}, { graceMs: 2000 }), await current.scene.instance('B', {}, { graceMs: 2000 })];
-    const seen: string[][] = [[], []];
-    const servers = await Promise.all(instances.map((inst, i) => listen(mcpHandler(major, inst, useFleet, seen[i]))));
-    const proxy = await roundRobinProxy(servers);
+    const servers = await Promise.all(instances.map((inst) => {
+      if (mode === 'stateless') return listen(statelessHandler(major, inst, true));
+      const { handler, close } = statefulHandler(major, inst);
+      closers.push(close);
+      return listen(handler);
+    }));
+    const proxy = await roundRobinProxy(servers, mode === 'stateful');
     for (const s of [...servers, proxy.server]) closers.push(() => { s.closeAllConnections(); s.close(); });
     const aborted: Array<{ instance: number; report: StopReport }> = [];
     instances.forEach((inst, instance) => inst.runner.on('turn_aborted', ({ report }: { report: StopReport }) => aborted.push({ instance, report })));
@@ -218,6 +258,24 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
         expect(proxy.routes.filter((r) => r.method === 'notifications/cancelled').map((r) => r.upstream)).toEqual([1 - instance]);
         await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
         await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
+        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
+      });
+
+      it("stateful: the client's cancel, sent by the balancer to an instance that does not hold the MCP session, stops the call (cancel.client) by its mcp-session-id", async () => {
+        const { instances, proxy, aborted, url } = await fleetOfTwo(major, 'stateful');
+        const c = client(major, url);
+        await c.connect();
+        closers.push(() => c.close());
+        const cancel = new AbortController();
+        const { call, pid, instance } = await longCall(c, proxy, { signal: cancel.signal });
+        expect(instance).toBe(0);
+        cancel.abort('the user pressed stop');
+        await expect(call).rejects.toThrow(/the user pressed stop/);
+        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
+        expect(aborted[0]).toMatchObject({ instance: 0, report: { reason: 'cancel.client' } });
+        expect(proxy.routes.filter((r) => r.method === 'notifications/cancelled').map((r) => r.upstream)).toEqual([1]);
+        await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
+        await eventually(() => instances[0].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
         await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
       });
 

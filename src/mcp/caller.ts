@@ -6,9 +6,10 @@
  * A request id alone names nothing across instances: it restarts at 0 for every client. So a
  * call's address is a hash of (the caller's identity, the request id), the identity being what the
  * client sends with both the call and its cancel:
- * 1. By default the transport's session id: Streamable HTTP's `mcp-session-id` in stateful mode.
- *    Stateless mode has none, so there the host passes `identify(caller)` (a header the client
- *    sets per connection, its auth info).
+ * 1. By default the MCP session id: Streamable HTTP's `mcp-session-id` in stateful mode (the
+ *    transport's, or the header's on an instance that does not hold the session). Stateless mode
+ *    has none, so there the host passes `identify(caller)` (a header the client sets per
+ *    connection, its auth info).
  * 2. The address is the same on every instance (no random part) and holds no identity in clear
  *    (an identity may be a credential; Redis keys are read by operators).
  * 3. A call with no identity gets no address: only its own server's cancel and close stop it.
@@ -30,8 +31,12 @@ export interface McpCaller {
 /** Returns the caller's identity: the same string for a call and for its cancel, and for no other client. */
 export type McpIdentify = (caller: McpCaller) => string | undefined;
 
-/** The default identity: the transport's session id (stateful mode only). */
-export const bySession: McpIdentify = (caller) => caller.sessionId;
+/**
+ * The default identity: the MCP session id, as the transport knows it (stateful mode) or, on a
+ * server that does not hold that session (a stateless fallback on another instance), as the
+ * client's `mcp-session-id` header says. Stateless clients send none: no identity.
+ */
+export const bySession: McpIdentify = (caller) => caller.sessionId ?? caller.headers.get('mcp-session-id') ?? undefined;
 
 /** The fleet address of a call: its session id and turn id. */
 export interface CallAddress {

@@ -53,7 +53,8 @@ export interface McpTurnsOptions {
    * server. Used only with `fleet`. Stateless Streamable HTTP has no session id, so there pass
    * one, e.g. from a header the client sets once per connection (combined with the user of
    * `caller.authInfo`, so one user cannot cancel another's calls).
-   * @default the transport's session id (`mcp-session-id`, stateful Streamable HTTP)
+   * @default the MCP session id (stateful Streamable HTTP): the transport's, else the request's
+   *   `mcp-session-id` header (an instance that does not hold the session, serving its cancel)
    */
   identify?: McpIdentify;
 }
