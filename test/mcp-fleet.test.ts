@@ -27,13 +27,15 @@ import { exec, type StopReport } from '../dist/src/index.js';
 import { mcpTurns, type McpCaller } from '../dist/src/mcp/index.js';
 import { keysUnder, redisReachable, REDIS_PORT } from './fixtures/fleet/support.js';
 import { redisScene } from './fixtures/fleet/backends.js';
-import type { Instance } from './fixtures/fleet/scene.js';
+import { eventually as eventuallyAsync, type Instance } from './fixtures/fleet/scene.js';
 import { eventually, isGone, liveDescendants, toolTree } from './support/leaks.js';
 
 const up = await redisReachable();
 if (!up) console.warn(`mcp-fleet tests skipped: no Redis at 127.0.0.1:${REDIS_PORT} (start one with: redis-server --port ${REDIS_PORT}; CI always has it)`);
 
 const CLIENT_HEADER = 'x-mcp-client';
+/** Tool bodies begun, in this file. */
+let bodies = 0;
 
 async function bodyOf(req: IncomingMessage): Promise<string> {
   let text = '';
@@ -47,6 +49,7 @@ function buildServer(major: 1 | 2, inst: Instance, useFleet: boolean, identify?:
   const turns = mcpTurns(server, { runner: inst.runner, ...(useFleet ? { fleet: inst.fleet, ...(identify ? { identify } : {}) } : {}) });
   const schema = major === 1 ? { seconds: z.string() } : z.object({ seconds: z.string() });
   (server as any).registerTool('sleep', { inputSchema: schema }, turns.tool(async ({ seconds }: { seconds: string }, turn) => {
+    bodies++;
     const result = await turn.tool('exec', { seconds }, (token) => exec('sleep', [seconds], { token }));
     return { content: [{ type: 'text', text: `exit ${result.exitCode}` }] };
   }));
@@ -136,13 +139,15 @@ const portOf = (s: Server) => (s.address() as AddressInfo).port;
 /**
  * An HTTP proxy over `upstreams`: each request to the next upstream in turn, except a
  * `notifications/cancelled`, sent to an upstream other than the one that got the last
- * `tools/call`. `sticky`: every other request to the first upstream (a balancer keeping an MCP
+ * `tools/call`. `hold.calls`: a `tools/call` waits for it. `sticky`: every other request to the first upstream (a balancer keeping an MCP
  * session on its instance). A client closing its connection closes the upstream request.
  */
 async function roundRobinProxy(upstreams: Server[], sticky = false) {
   let next = 0;
   let lastCall = -1;
   const routes: Array<{ method: string; upstream: number }> = [];
+  /** While set, a `tools/call` waits for it before it is forwarded (a slow path to its instance). */
+  const hold: { calls: Promise<void> | undefined } = { calls: undefined };
   const server = await listen(async (req, res) => {
     const body = await bodyOf(req);
     let method = req.method ?? '';
@@ -151,6 +156,7 @@ async function roundRobinProxy(upstreams: Server[], sticky = false) {
     if (method === 'notifications/cancelled' && upstream === lastCall) upstream = (upstream + 1) % upstreams.length;
     if (method === 'tools/call') lastCall = upstream;
     routes.push({ method, upstream });
+    if (method === 'tools/call' && hold.calls !== undefined) await hold.calls;
     const up = httpRequest({ host: '127.0.0.1', port: portOf(upstreams[upstream]), method: req.method, path: req.url, headers: req.headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
@@ -159,7 +165,7 @@ async function roundRobinProxy(upstreams: Server[], sticky = false) {
     res.on('close', () => up.destroy());
     up.end(body);
   });
-  return { server, routes };
+  return { server, routes, hold };
 }
 
 function client(major: 1 | 2, url: URL) {
@@ -279,6 +285,33 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
         await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
       });
 
+      it('a cancel that overtakes its call (the call still on its way to its instance) is kept: the call starts cancelled and its body never runs', async () => {
+        const { instances, proxy, aborted, url } = await fleetOfTwo(major);
+        const c = client(major, url);
+        await c.connect();
+        closers.push(() => c.close());
+        let release!: () => void;
+        proxy.hold.calls = new Promise((resolve) => { release = resolve; });
+        const before = bodies;
+        const cancel = new AbortController();
+        const call = c.call({ seconds: '30' }, { signal: cancel.signal });
+        call.catch(() => {});
+        await eventually(() => proxy.routes.some((r) => r.method === 'tools/call'), 10_000, 'the call to reach the proxy');
+        const instance = proxy.routes.find((r) => r.method === 'tools/call')!.upstream;
+        cancel.abort('the user pressed stop');
+        await expect(call).rejects.toThrow(/the user pressed stop/);
+        await eventually(() => proxy.routes.some((r) => r.method === 'notifications/cancelled'), 10_000, 'the cancel to pass the proxy');
+        // The instance answers the cancel's POST before its stop reaches Redis: wait for the stop to be kept there.
+        await eventuallyAsync(async () => (await keysUnder(current.raw, current.scene.prefix)).some((k) => k.endsWith(':pending')), 10_000, 'the stop to be kept (pending)');
+        release();
+        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
+        expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.client' } });
+        expect(proxy.routes.filter((r) => r.method === 'notifications/cancelled').map((r) => r.upstream)).toEqual([1 - instance]);
+        expect(bodies).toBe(before);
+        await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
+        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
+      });
+
       it('the client closing its transport mid-call (the POST stream closes) stops the call (cancel.disconnect)', async () => {
         const { instances, proxy, aborted, url } = await fleetOfTwo(major);
         const c = client(major, url);
@@ -293,4 +326,16 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
       });
     });
   }
+});
+
+describe('mcpTurns fleet options', () => {
+  it('refuses a fleet or an identify that is not one, naming the option', async () => {
+    const { TurnRegistry, TurnRunner } = await import('../dist/src/index.js');
+    const runner = new TurnRunner({ registry: new TurnRegistry() });
+    const server = new McpServerV2({ name: 'fleet-fixture', version: '1.0.0' });
+    expect(() => mcpTurns(server, { runner, fleet: {} as any })).toThrow(/^options\.fleet: expected a Fleet/);
+    expect(() => mcpTurns(server, { runner, fleet: null as any })).toThrow(/^options\.fleet: expected a Fleet/);
+    expect(() => mcpTurns(server, { runner, identify: 'x-client' as any })).toThrow(TypeError);
+    expect(() => mcpTurns(server, { runner, identify: 'x-client' as any })).toThrow(/options\.identify/);
+  });
 });
