@@ -3,6 +3,8 @@
  * client's `notifications/cancelled` (`cancel.client`, or `cancel.timeout` when it is the client
  * SDK's request timeout) or by the transport closing (`cancel.disconnect`), and answered as
  * docs/design.md §8 says (results.ts). The same code serves the v1 and the v2 SDK (request.ts).
+ * With a fleet, each call runs through `fleet.run` at an address every instance computes alike
+ * (caller.ts), and a cancel that reaches any server is sent to the fleet (cancels.ts).
  */
 
 import { randomBytes } from 'node:crypto';
