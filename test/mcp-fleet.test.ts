@@ -139,10 +139,10 @@ const portOf = (s: Server) => (s.address() as AddressInfo).port;
 /**
  * An HTTP proxy over `upstreams`: each request to the next upstream in turn, except a
  * `notifications/cancelled`, sent to an upstream other than the one that got the last
- * `tools/call`. `hold.calls`: a `tools/call` waits for it. `sticky`: every other request to the first upstream (a balancer keeping an MCP
+ * `tools/call` (`cancelTo: 'same'`: to that one, where a fresh stateless server gets it). `hold.calls`: a `tools/call` waits for it. `sticky`: every other request to the first upstream (a balancer keeping an MCP
  * session on its instance). A client closing its connection closes the upstream request.
  */
-async function roundRobinProxy(upstreams: Server[], sticky = false) {
+async function roundRobinProxy(upstreams: Server[], sticky = false, cancelTo: 'other' | 'same' = 'other') {
   let next = 0;
   let lastCall = -1;
   const routes: Array<{ method: string; upstream: number }> = [];
@@ -153,7 +153,7 @@ async function roundRobinProxy(upstreams: Server[], sticky = false) {
     let method = req.method ?? '';
     try { method = JSON.parse(body).method ?? method; } catch { /* not JSON-RPC */ }
     let upstream = sticky ? 0 : next++ % upstreams.length;
-    if (method === 'notifications/cancelled' && upstream === lastCall) upstream = (upstream + 1) % upstreams.length;
+    if (method === 'notifications/cancelled') upstream = cancelTo === 'same' ? lastCall : (lastCall + 1) % upstreams.length;
     if (method === 'tools/call') lastCall = upstream;
     routes.push({ method, upstream });
     if (method === 'tools/call' && hold.calls !== undefined) await hold.calls;
@@ -193,7 +193,7 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
   });
 
   /** Two instances, their HTTP servers, the proxy; `aborted` collects every turn_aborted report with its instance. */
-  async function fleetOfTwo(major: 1 | 2, mode: 'stateless' | 'stateful' = 'stateless') {
+  async function fleetOfTwo(major: 1 | 2, mode: 'stateless' | 'stateful' = 'stateless', cancelTo: 'other' | 'same' = 'other') {
     const instances = [await current.scene.instance('A', {}, { graceMs: 2000 }), await current.scene.instance('B', {}, { graceMs: 2000 })];
     const servers = await Promise.all(instances.map((inst) => {
       if (mode === 'stateless') return listen(statelessHandler(major, inst, true));
@@ -201,7 +201,7 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
       closers.push(close);
       return listen(handler);
     }));
-    const proxy = await roundRobinProxy(servers, mode === 'stateful');
+    const proxy = await roundRobinProxy(servers, mode === 'stateful', cancelTo);
     for (const s of [...servers, proxy.server]) closers.push(() => { s.closeAllConnections(); s.close(); });
     const aborted: Array<{ instance: number; report: StopReport }> = [];
     instances.forEach((inst, instance) => inst.runner.on('turn_aborted', ({ report }: { report: StopReport }) => aborted.push({ instance, report })));
@@ -247,6 +247,23 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
         const cancelled = proxy.routes.filter((r) => r.method === 'notifications/cancelled');
         expect(cancelled).toHaveLength(1);
         expect(cancelled[0].upstream).not.toBe(instance);
+        await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
+        await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
+        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
+      });
+
+      it("the client's cancel that lands on the call's own instance, on a fresh stateless server there, stops the call (cancel.client)", async () => {
+        const { instances, proxy, aborted, url } = await fleetOfTwo(major, 'stateless', 'same');
+        const c = client(major, url);
+        await c.connect();
+        closers.push(() => c.close());
+        const cancel = new AbortController();
+        const { call, pid, instance } = await longCall(c, proxy, { signal: cancel.signal });
+        cancel.abort('the user pressed stop');
+        await expect(call).rejects.toThrow(/the user pressed stop/);
+        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
+        expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.client' } });
+        expect(proxy.routes.filter((r) => r.method === 'notifications/cancelled').map((r) => r.upstream)).toEqual([instance]);
         await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
         await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
         await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
