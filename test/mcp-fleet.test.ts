@@ -62,11 +62,16 @@ async function handle(major: 1 | 2, transport: any, req: IncomingMessage, res: S
     await transport.handleRequest(req, res, text === '' ? undefined : JSON.parse(text));
     return;
   }
+  await respond((request) => transport.handleRequest(request), req, res, text);
+}
+
+/** Node's request to a fetch-style handler, its Response's body piped out; the Request's signal aborts when the response closes. */
+async function respond(fetchHandler: (request: Request) => Promise<Response>, req: IncomingMessage, res: ServerResponse, text: string): Promise<void> {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string') headers.set(name, value);
   const abort = new AbortController();
   res.on('close', () => abort.abort());
-  const response: Response = await transport.handleRequest(new Request(`http://127.0.0.1${req.url}`, {
+  const response = await fetchHandler(new Request(`http://127.0.0.1${req.url}`, {
     method: req.method, headers, ...(req.method === 'POST' ? { body: text } : {}), signal: abort.signal,
   }));
   res.writeHead(response.status, Object.fromEntries(response.headers));
@@ -232,7 +237,7 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
   }
 
   for (const major of [1, 2] as const) {
-    describe(`MCP SDK v${major}, stateless Streamable HTTP`, () => {
+    describe(`MCP SDK v${major} over Streamable HTTP`, () => {
       it("the client's cancel lands on the other instance and stops the call there (cancel.client): its exec child is gone", async () => {
         const { instances, proxy, aborted, url } = await fleetOfTwo(major);
         const c = client(major, url);
@@ -343,6 +348,47 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
       });
     });
   }
+});
+
+describe.skipIf(!up)('examples/mcp-v2.ts handleStateless (compiled with the package), two instances behind a round-robin proxy', () => {
+  const current = redisScene();
+  let closers: Array<() => Promise<unknown> | void>;
+  beforeEach(() => { closers = []; });
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+    await eventually(() => liveDescendants().length === 0, 10_000, 'no child left').catch(() => {});
+    expect(liveDescendants()).toEqual([]);
+  });
+
+  it("a v2 client's cancel that lands on the other instance stops its run call there (cancel.client), and its command is gone", async () => {
+    const { handleStateless, CLIENT_HEADER: header } = await import('../dist/examples/mcp-v2.js');
+    const instances = [await current.scene.instance('A', {}, { graceMs: 2000 }), await current.scene.instance('B', {}, { graceMs: 2000 })];
+    const servers = await Promise.all(instances.map((inst) => listen(async (req, res) => {
+      if (req.method !== 'POST') { res.writeHead(405).end(); return; }
+      await respond((request) => handleStateless(request, inst.runner, inst.fleet), req, res, await bodyOf(req));
+    })));
+    const proxy = await roundRobinProxy(servers);
+    for (const s of [...servers, proxy.server]) closers.push(() => { s.closeAllConnections(); s.close(); });
+    const aborted: Array<{ instance: number; report: StopReport }> = [];
+    instances.forEach((inst, instance) => inst.runner.on('turn_aborted', ({ report }: { report: StopReport }) => aborted.push({ instance, report })));
+    const c = new ClientV2({ name: 'fleet-test', version: '1.0.0' });
+    await c.connect(new ClientTransportV2(new URL(`http://127.0.0.1:${portOf(proxy.server)}/mcp`), { requestInit: { headers: { [header]: randomUUID() } } }));
+    closers.push(() => c.close());
+    const cancel = new AbortController();
+    const call = c.callTool({ name: 'run', arguments: { command: 'sleep', args: ['30'] } }, { signal: cancel.signal });
+    call.catch(() => {});
+    await eventually(() => toolTree().length === 1, 10_000, 'the call to start its command');
+    const [pid] = toolTree();
+    const instance = proxy.routes.filter((r) => r.method === 'tools/call').at(-1)!.upstream;
+    cancel.abort('the user pressed stop');
+    await expect(call).rejects.toThrow(/the user pressed stop/);
+    await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
+    expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.client' } });
+    expect(proxy.routes.filter((r) => r.method === 'notifications/cancelled').map((r) => r.upstream)).toEqual([1 - instance]);
+    await eventually(() => isGone(pid), 10_000, 'the command to be gone');
+    await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
+    expect(await instances[1 - instance].fleet.turn(aborted[0].report.sessionId)).toMatchObject({ status: 'cancelled' });
+  });
 });
 
 describe('mcpTurns fleet options', () => {
