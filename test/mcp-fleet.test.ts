@@ -20,7 +20,7 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as ClientTransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport as ServerTransportV1 } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { McpServer as McpServerV2, WebStandardStreamableHTTPServerTransport as ServerTransportV2 } from '@modelcontextprotocol/server';
+import { createMcpHandler, McpServer as McpServerV2, WebStandardStreamableHTTPServerTransport as ServerTransportV2 } from '@modelcontextprotocol/server';
 import { Client as ClientV2, StreamableHTTPClientTransport as ClientTransportV2 } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import { exec, type StopReport } from '../dist/src/index.js';
@@ -198,10 +198,16 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
   });
 
   /** Two instances, their HTTP servers, the proxy; `aborted` collects every turn_aborted report with its instance. */
-  async function fleetOfTwo(major: 1 | 2, mode: 'stateless' | 'stateful' = 'stateless', cancelTo: 'other' | 'same' = 'other') {
+  async function fleetOfTwo(major: 1 | 2, mode: 'stateless' | 'stateful' | 'createMcpHandler' = 'stateless', cancelTo: 'other' | 'same' = 'other') {
     const instances = [await current.scene.instance('A', {}, { graceMs: 2000 }), await current.scene.instance('B', {}, { graceMs: 2000 })];
     const servers = await Promise.all(instances.map((inst) => {
       if (mode === 'stateless') return listen(statelessHandler(major, inst, true));
+      if (mode === 'createMcpHandler') {
+        // The v2 SDK's own serving entry: a server from the factory per request (2025-era clients: stateless).
+        const handler = createMcpHandler(() => buildServer(2, inst, true, (caller) => caller.headers.get(CLIENT_HEADER) ?? undefined));
+        closers.push(() => handler.close());
+        return listen(async (req, res) => respond(handler.fetch, req, res, req.method === 'POST' ? await bodyOf(req) : ''));
+      }
       const { handler, close } = statefulHandler(major, inst);
       closers.push(close);
       return listen(handler);
@@ -330,6 +336,36 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
         expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.client' } });
         expect(proxy.routes.filter((r) => r.method === 'notifications/cancelled').map((r) => r.upstream)).toEqual([1 - instance]);
         expect(bodies).toBe(before);
+        await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
+        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
+      });
+
+      it.runIf(major === 2)("the SDK's createMcpHandler: the client's cancel lands on the other instance and stops the call there (cancel.client)", async () => {
+        const { instances, proxy, aborted, url } = await fleetOfTwo(major, 'createMcpHandler');
+        const c = client(major, url);
+        await c.connect();
+        closers.push(() => c.close());
+        const cancel = new AbortController();
+        const { call, pid, instance } = await longCall(c, proxy, { signal: cancel.signal });
+        cancel.abort('the user pressed stop');
+        await expect(call).rejects.toThrow(/the user pressed stop/);
+        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
+        expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.client' } });
+        expect(proxy.routes.filter((r) => r.method === 'notifications/cancelled').map((r) => r.upstream)).toEqual([1 - instance]);
+        await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
+        await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
+        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
+      });
+
+      it.runIf(major === 2)("the SDK's createMcpHandler: the client closing its transport mid-call stops the call (cancel.disconnect)", async () => {
+        const { instances, proxy, aborted, url } = await fleetOfTwo(major, 'createMcpHandler');
+        const c = client(major, url);
+        await c.connect();
+        const { pid, instance } = await longCall(c, proxy, {});
+        await c.close();
+        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
+        expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.disconnect' } });
+        await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
         await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
         await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
       });
