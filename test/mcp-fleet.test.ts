@@ -173,8 +173,9 @@ async function roundRobinProxy(upstreams: Server[], sticky = false, cancelTo: 'o
   return { server, routes, hold };
 }
 
-function client(major: 1 | 2, url: URL) {
-  const requestInit = { headers: { [CLIENT_HEADER]: randomUUID() } };
+/** A client of SDK `major` through `url`, naming itself with `id` (a fresh one per connection by default). */
+function client(major: 1 | 2, url: URL, id: string = randomUUID()) {
+  const requestInit = { headers: { [CLIENT_HEADER]: id } };
   if (major === 1) {
     const c = new ClientV1({ name: 'fleet-test', version: '1.0.0' });
     return { connect: () => c.connect(new ClientTransportV1(url, { requestInit })), close: () => c.close(),
@@ -368,6 +369,30 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
         await c.close();
         await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
         expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.disconnect' } });
+        await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
+        await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
+        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
+      });
+
+      it('a client that comes back under an identity already used (its request ids repeat): its calls still run, and its cancel still stops a running one', async () => {
+        const { instances, proxy, aborted, url } = await fleetOfTwo(major);
+        const first = client(major, url, 'reused-id');
+        await first.connect();
+        expect(await first.call({ seconds: '0' }, {})).toMatchObject({ content: [{ type: 'text', text: 'exit 0' }] });
+        expect(await first.call({ seconds: '0' }, {})).toMatchObject({ content: [{ type: 'text', text: 'exit 0' }] });
+        await first.close();
+        const second = client(major, url, 'reused-id');
+        await second.connect();
+        closers.push(() => second.close());
+        // Its first call has the request id of the first client's first call: used fleet-wide.
+        expect(await second.call({ seconds: '0' }, {})).toMatchObject({ content: [{ type: 'text', text: 'exit 0' }] });
+        const cancel = new AbortController();
+        const { call, pid, instance } = await longCall(second, proxy, { signal: cancel.signal });
+        cancel.abort('the user pressed stop');
+        await expect(call).rejects.toThrow(/the user pressed stop/);
+        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
+        expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.client' } });
+        expect(proxy.routes.filter((r) => r.method === 'notifications/cancelled').map((r) => r.upstream)).toEqual([1 - instance]);
         await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
         await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
         await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
