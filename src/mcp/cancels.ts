@@ -30,11 +30,13 @@ interface TransportLike {
 }
 
 /**
- * Wrap `server.connect` so that each transport it connects sends its cancels to `fleet`.
+ * Wrap `server.connect` so that each transport it connects sends its cancels to `fleet`; and the
+ * transport it is connected to already, if any (`connected`: the low-level server's `transport`).
  * @param local whether this server itself runs the call with that address (invariant 2).
  */
 export function watchCancels(
   server: { connect(transport: never): Promise<void> },
+  connected: unknown,
   fleet: CancelFleet,
   identify: McpIdentify,
   local: (sessionId: string) => boolean,
@@ -42,14 +44,19 @@ export function watchCancels(
   const connect = server.connect;
   const wrapped = async function (this: unknown, transport: TransportLike): Promise<void> {
     await (connect as (t: TransportLike) => Promise<void>).call(this, transport);
+    hook(transport);
+  };
+  (server as { connect: unknown }).connect = wrapped;
+  if (connected !== null && typeof connected === 'object') hook(connected as TransportLike);
+
+  function hook(transport: TransportLike): void {
     const next = transport.onmessage;
     if (next === undefined) return;
     transport.onmessage = (message, extra) => {
       onCancel(message, extra, transport);
       next.call(transport, message, extra);
     };
-  };
-  (server as { connect: unknown }).connect = wrapped;
+  }
 
   function onCancel(message: unknown, extra: unknown, transport: TransportLike): void {
     const m = message as { method?: unknown; id?: unknown; params?: { requestId?: unknown; reason?: unknown } } | null;

@@ -122,7 +122,7 @@ export function mcpTurns(server: McpServerLike, options: McpTurnsOptions): McpTu
   const prefix = `mcp-${randomBytes(6).toString('hex')}`;
   const running = new Set<string>();
   let calls = 0;
-  if (fleet !== undefined) watchCancels(server, fleet, identify, (sessionId) => running.has(sessionId));
+  if (fleet !== undefined) watchCancels(server, protocol.transport, fleet, identify, (sessionId) => running.has(sessionId));
 
   /** The call's fleet address; undefined without a fleet, or for a caller with no identity. */
   function addressOfCall(extra: McpToolExtra): CallAddress | undefined {
