@@ -5,7 +5,8 @@
  * are declared structurally in types.ts): either SDK stays an optional peer.
  */
 
-export { mcpTurns, type McpTurns, type McpTurnHandler, type McpTurnsOptions } from './turns.js';
+export { mcpTurns, type McpTurns, type McpTurnHandler, type McpTurnsOptions, type McpFleet } from './turns.js';
+export type { McpCaller, McpIdentify } from './caller.js';
 export type {
   CallToolResult, McpToolExtra, McpRequestExtra, McpRequestContext, McpServerLike, McpContentBlock,
   McpAnnotations, McpNotification, McpProgressToken, McpRequestMeta,

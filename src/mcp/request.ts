@@ -64,6 +64,11 @@ const TIMEOUT_REASON = /MCP error -32001\b|\bRequest timed out\b|\bMaximum total
 export function stopReasonOf(signal: AbortSignal, transportGone: boolean): string {
   const reason: unknown = signal.reason;
   if (transportGone || (reason as { code?: unknown } | null)?.code === 'CONNECTION_CLOSED') return StopReasons.disconnect;
+  return cancelReasonOf(reason);
+}
+
+/** The stop reason of a `notifications/cancelled` whose `reason` is `reason`: `cancel.timeout` or `cancel.client`. */
+export function cancelReasonOf(reason: unknown): string {
   const text = typeof reason === 'string' ? reason : reason instanceof Error ? reason.message : '';
   return TIMEOUT_REASON.test(text) ? StopReasons.timeout : StopReasons.client;
 }
