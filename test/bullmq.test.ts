@@ -106,6 +106,8 @@ describe.skipIf(!up)('fullstop/bullmq: a BullMQ job is a turn', () => {
     expect(history.find((e) => e.type === 'turn_aborted')).toMatchObject({ turnId: turn.turnId, reason: StopReasons.user });
     expect(history.find((e) => e.type === 'tool_aborted')).toBeDefined();
     expect(history.at(-1)).toMatchObject({ type: 'status', status: 'cancelled', reason: StopReasons.user });
+    // BullMQ's text is the stop's detail, never its reason.
+    expect(history.find((e) => e.type === 'status' && (e as { status?: string }).status === 'cancelling')).toMatchObject({ reason: StopReasons.user, detail: 'user pressed stop' });
   });
 
   it('a failed attempt is retried as a new turn (never TurnIdUsedError); the last value is the job\'s return value', async () => {

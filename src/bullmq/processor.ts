@@ -81,11 +81,12 @@ export function turnProcessor<D = unknown, R = unknown>(options: TurnProcessorOp
     const untrack = trackRunning(job.queueQualifiedName, job.id!, { runner, sessionId, turnId });
     const follower = progress === false ? undefined
       : followProgress(runner, turnId, (p: TurnProgress) => job.updateProgress(p as never), progress);
-    const user = userStop(signal);
     let outcome: TurnOutcome<R>;
     try {
       const run = (turn: Turn) => body(job, turn);
-      const runOptions = { turnId, signal: user.signal };
+      // BullMQ's cancel is the user's stop: its text (`worker.cancelJob(id, text)`) is not a reason
+      // code, so it is kept as the stop's `detail`, never recorded as its reason.
+      const runOptions = signal === undefined ? { turnId } : { turnId, signal, signalReason: StopReasons.user };
       outcome = fleet !== undefined ? await fleet.run(sessionId, run, runOptions) : await runner.run(sessionId, run, runOptions);
     } catch (error) {
       if (NOT_NOW.has((error as { code?: unknown } | null)?.code as string)) {
@@ -94,7 +95,6 @@ export function turnProcessor<D = unknown, R = unknown>(options: TurnProcessorOp
       }
       throw error;
     } finally {
-      user.release();
       untrack();
       await follower?.end();
     }
@@ -112,19 +112,6 @@ async function settle<R>(job: Job, token: string | undefined, outcome: TurnOutco
     throw new WaitingError(`turn ${outcome.turnId} stopped (reason ${reason}); the job waits to be retried`);
   }
   throw new JobStoppedError(reason, outcome.turnId);
-}
-
-/**
- * BullMQ's cancel as the runner's `signal`, with reason `cancel.user`: BullMQ's own reason text
- * (`worker.cancelJob(id, text)`) is not a reason code and is never recorded as one.
- */
-function userStop(signal: AbortSignal | undefined): { signal: AbortSignal; release(): void } {
-  const controller = new AbortController();
-  if (signal === undefined) return { signal: controller.signal, release() {} };
-  const onAbort = (): void => controller.abort(StopReasons.user);
-  if (signal.aborted) onAbort();
-  else signal.addEventListener('abort', onAbort, { once: true });
-  return { signal: controller.signal, release: () => signal.removeEventListener('abort', onAbort) };
 }
 
 function asError(error: unknown): Error {
