@@ -240,6 +240,29 @@ describe.skipIf(!up)('fullstop/bullmq: a BullMQ job is a turn', () => {
     expect(await stopJob(s.queue, remote.id!, { fleet: fleetB })).toMatchObject({ outcome: 'already_finished', status: 'failed' });
   });
 
+  it('a job whose session is busy waits (delayed, no attempt counted) and runs once the session is free', async () => {
+    let release!: () => void;
+    const chat = s.runner.run('busy', () => new Promise<string>((resolve) => { release = () => resolve('chat done'); }));
+    let ran = 0;
+    worker(turnProcessor({ runner: s.runner, requeueDelayMs: 100 }, async () => { ran++; return 'job done'; }));
+    const added = await s.queue.add('agent', { sessionId: 'busy' }, { attempts: 1 }); // one attempt: a failure would be for good
+    await eventually(async () => ((await s.queue.getJob(added.id!))?.attemptsStarted ?? 0) >= 2, LIVENESS_MS, 'the job tried again');
+    expect(ran).toBe(0);
+    expect((await s.queue.getJob(added.id!))!.attemptsMade).toBe(0);
+    release();
+    expect(await chat).toMatchObject({ status: 'completed' });
+    const job = await finished(added.id!);
+    expect([await job.getState(), job.returnvalue]).toEqual(['completed', 'job done']);
+    expect(ran).toBe(1);
+  });
+
+  it('bad options are refused when the processor is made, naming the option', () => {
+    expect(() => turnProcessor({} as never, async () => 1)).toThrow(/^options\.runner/);
+    expect(() => turnProcessor({ runner: s.runner, requeueDelayMs: -1 }, async () => 1)).toThrow(RangeError);
+    expect(() => turnProcessor({ runner: s.runner, progress: { maxBytes: 1 } }, async () => 1)).toThrow(/^options\.progress\.maxBytes/);
+    expect(() => turnProcessor({ runner: s.runner }, 'body' as never)).toThrow(/^body/);
+  });
+
   it('a stop error is a JobStoppedError (UnrecoverableError) with a stable code', () => {
     const error = new JobStoppedError('cancel.user', 't1');
     expect(error).toMatchObject({ code: 'ERR_FULLSTOP_JOB_STOPPED', reason: 'cancel.user', turnId: 't1' });
