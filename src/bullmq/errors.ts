@@ -4,9 +4,8 @@
  */
 
 import { UnrecoverableError } from 'bullmq';
+import { JOB_STOPPED } from './constants.js';
 
-/** `JobStoppedError`'s code. */
-export const JOB_STOPPED = 'ERR_FULLSTOP_JOB_STOPPED';
 
 /**
  * A job's turn was stopped (by `worker.cancelJob`, `stopJob`, a fleet stop), or `stopJob` stopped

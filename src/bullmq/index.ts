@@ -4,11 +4,11 @@
  * is an optional peer dependency, loaded only by this entry point. See docs/bullmq.md.
  */
 
-export {
-  turnProcessor, REQUEUE_REASONS, DEFAULT_REQUEUE_DELAY_MS,
-  type TurnProcessorOptions, type TurnProcessor, type JobTurnBody,
-} from './processor.js';
+export { turnProcessor, type TurnProcessorOptions, type TurnProcessor, type JobTurnBody } from './processor.js';
 export { stopJob, type StopJobOptions, type JobStopAnswer } from './stop-job.js';
-export { JobStoppedError, JOB_STOPPED } from './errors.js';
-export { jobSessionId, jobTurnId, JOB_STOP_FIELD, type JobLike } from './job-turn.js';
-export { DEFAULT_PROGRESS_INTERVAL_MS, DEFAULT_PROGRESS_MAX_BYTES, type ProgressOptions, type TurnProgress } from './progress.js';
+export { JobStoppedError } from './errors.js';
+export { jobSessionId, jobTurnId, type JobLike } from './job-turn.js';
+export type { ProgressOptions, TurnProgress } from './progress.js';
+export {
+  REQUEUE_REASONS, DEFAULT_REQUEUE_DELAY_MS, DEFAULT_PROGRESS_INTERVAL_MS, DEFAULT_PROGRESS_MAX_BYTES, JOB_STOP_FIELD, JOB_STOPPED,
+} from './constants.js';

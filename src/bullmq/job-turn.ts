@@ -16,9 +16,8 @@
  */
 
 import { checkId } from '../errors.js';
+import { JOB_STOP_FIELD } from './constants.js';
 
-/** The field of `job.data` where `stopJob` leaves the stop of a job that has not run. */
-export const JOB_STOP_FIELD = '$fullstopStop';
 
 /** What a processor needs of a BullMQ job (a `Job` of `bullmq` is one). */
 export interface JobLike {
@@ -40,9 +39,9 @@ export interface JobStopMark {
 export function jobSessionId(job: JobLike): string {
   const data = job.data as { sessionId?: unknown } | null | undefined;
   const own = typeof data === 'object' && data !== null ? data.sessionId : undefined;
-  const sessionId = typeof own === 'string' && own.length > 0 ? own : jobIdOf(job);
-  checkId('job.data.sessionId', sessionId);
-  return sessionId;
+  if (typeof own !== 'string' || own.length === 0) return jobIdOf(job);
+  checkId('job.data.sessionId', own);
+  return own;
 }
 
 /**

@@ -22,7 +22,7 @@
  */
 
 import { DelayedError, WaitingError, type Job } from 'bullmq';
-import { FleetReasons, StopReasons, ErrorCodes } from '../constants.js';
+import { StopReasons, ErrorCodes } from '../constants.js';
 import { checkFunction, checkMs, describe } from '../errors.js';
 import type { Turn } from '../turn/active-turn.js';
 import type { TurnOutcome } from '../turn/report.js';
@@ -31,17 +31,14 @@ import type { Fleet } from '../fleet/fleet.js';
 import { JobStoppedError } from './errors.js';
 import { jobSessionId, jobStopMark, jobTurnId } from './job-turn.js';
 import {
-  DEFAULT_PROGRESS_INTERVAL_MS, DEFAULT_PROGRESS_MAX_BYTES, followProgress, type ProgressOptions, type TurnProgress,
-} from './progress.js';
+  DEFAULT_PROGRESS_INTERVAL_MS, DEFAULT_PROGRESS_MAX_BYTES, DEFAULT_REQUEUE_DELAY_MS, MAX_PROGRESS_MAX_BYTES, MIN_PROGRESS_MAX_BYTES,
+  REQUEUE_REASONS,
+} from './constants.js';
+import { followProgress, type ProgressOptions, type TurnProgress } from './progress.js';
 import { trackRunning } from './running.js';
-
-/** The stop reasons that send the job back to wait instead of failing it (invariant 4). */
-export const REQUEUE_REASONS: readonly string[] = Object.freeze([StopReasons.shutdown, FleetReasons.leaseLost]);
 
 /** The refusals that delay the job instead of failing it (invariant 5), by code. */
 const NOT_NOW = new Set<string>([ErrorCodes.shuttingDown, ErrorCodes.sessionBusy, ErrorCodes.fleetClosed]);
-
-export const DEFAULT_REQUEUE_DELAY_MS = 1000;
 
 export interface TurnProcessorOptions {
   /** This process's runner: every attempt is one of its turns. */
@@ -140,8 +137,8 @@ function checkProgress(progress: unknown): Required<ProgressOptions> {
   }
   const { intervalMs, maxBytes } = (progress ?? {}) as Record<string, unknown>;
   checkMs('options.progress.intervalMs', intervalMs);
-  if (maxBytes !== undefined && (typeof maxBytes !== 'number' || !Number.isInteger(maxBytes) || maxBytes < 64 || maxBytes > 1 << 20)) {
-    throw new RangeError(`options.progress.maxBytes: expected an integer from 64 to 1048576, got ${describe(maxBytes)}`);
+  if (maxBytes !== undefined && (typeof maxBytes !== 'number' || !Number.isInteger(maxBytes) || maxBytes < MIN_PROGRESS_MAX_BYTES || maxBytes > MAX_PROGRESS_MAX_BYTES)) {
+    throw new RangeError(`options.progress.maxBytes: expected an integer from ${MIN_PROGRESS_MAX_BYTES} to ${MAX_PROGRESS_MAX_BYTES} bytes, got ${describe(maxBytes)}`);
   }
   return { intervalMs: intervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS, maxBytes: (maxBytes as number | undefined) ?? DEFAULT_PROGRESS_MAX_BYTES };
 }

@@ -23,7 +23,7 @@ export type TurnProgress =
   | { turnId: string; type: 'say'; text: string }
   | { turnId: string; type: 'tool_progress'; callId: string; name: string; text: string };
 
-/** How the job's progress follows its turn. */
+/** How the job's progress follows its turn (defaults in constants.ts). */
 export interface ProgressOptions {
   /** The least time between two `job.updateProgress` calls of a job. @default 250 */
   intervalMs?: number;
@@ -31,8 +31,6 @@ export interface ProgressOptions {
   maxBytes?: number;
 }
 
-export const DEFAULT_PROGRESS_INTERVAL_MS = 250;
-export const DEFAULT_PROGRESS_MAX_BYTES = 4096;
 
 type Sink = (progress: TurnProgress) => void;
 interface Dispatch { readonly sinks: Map<string, Sink>; readonly off: () => void }

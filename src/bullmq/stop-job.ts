@@ -19,7 +19,8 @@ import { checkId, checkMs, describe } from '../errors.js';
 import type { Fleet } from '../fleet/fleet.js';
 import type { StopAnswer } from '../fleet/answers.js';
 import type { StopReport } from '../turn/report.js';
-import { JOB_STOP_FIELD, jobSessionId, jobStopMark, jobTurnId } from './job-turn.js';
+import { JOB_STOP_FIELD } from './constants.js';
+import { jobSessionId, jobStopMark, jobTurnId } from './job-turn.js';
 import { runningHere } from './running.js';
 
 export interface StopJobOptions {
