@@ -169,6 +169,10 @@ describe.skipIf(!up)('fullstop/bullmq: a BullMQ job is a turn', () => {
     expect(await entries('w')).toEqual([]); // no turn began
     expect(await stopJob(s.queue, waiting.id!)).toMatchObject({ outcome: 'already_finished', status: 'failed' });
     expect(await stopJob(s.queue, 'no-such-job')).toEqual({ outcome: 'not_found', jobId: 'no-such-job' });
+    // The stop of a job not started lives in its data: data that is not an object cannot hold it.
+    const text = await s.queue.add('agent', 'just a prompt' as never, { delay: 60_000 });
+    expect(await stopJob(s.queue, text.id!)).toEqual({ outcome: 'refused', jobId: text.id, why: 'data_not_object' });
+    expect(await text.getState()).toBe('delayed');
   });
 
   it('turn.say and call.progress reach job.progress, throttled, the text bounded', async () => {
