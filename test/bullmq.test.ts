@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Queue, Worker, type Job } from 'bullmq';
 import { exec, Ledger, StopReasons, TurnRegistry, TurnRunner, type Turn } from '../dist/src/index.js';
 import { Fleet } from '../dist/src/fleet/index.js';
-import { JobStoppedError, stopJob, turnProcessor } from '../dist/src/bullmq/index.js';
+import { JobStoppedError, requeueOnClose, stopJob, turnProcessor } from '../dist/src/bullmq/index.js';
 import { client, dropKeys, keysUnder, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
 import { allGone, fixture, pidsIn } from './fixtures/exec/support.js';
 import { toolTree } from './support/leaks.js';
@@ -150,6 +150,25 @@ describe.skipIf(!up)('fullstop/bullmq: a BullMQ job is a turn', () => {
     expect(job.returnvalue).toBe('done');
     expect(second).toHaveLength(1);
     expect(second[0]).not.toBe(first.turn.turnId);
+  });
+
+  it('with requeueOnClose, worker.close() during a job stops its turn (cancel.shutdown) and sends the job back to wait; the runner goes on', async () => {
+    const latch = bodyStarts();
+    const w = worker(turnProcessor({ runner: s.runner }, async (job, turn) => {
+      latch.open(job, turn);
+      await new Promise((_, reject) => turn.signal.addEventListener('abort', () => reject(turn.signal.reason), { once: true }));
+      return 'never';
+    }));
+    requeueOnClose(w);
+    const added = await s.queue.add('agent', {}, { attempts: 1 });
+    const first = await latch.started;
+    await w.close(); // resolves once the job has gone back
+    const waiting = (await s.queue.getJob(added.id!))!;
+    expect([await waiting.getState(), waiting.attemptsMade]).toEqual(['waiting', 0]);
+    expect((await entries(added.id!)).find((e) => e.type === 'turn_aborted')).toMatchObject({ turnId: first.turn.turnId, reason: StopReasons.shutdown });
+    worker(turnProcessor({ runner: s.runner }, async () => 'done')); // the same runner: it was not shut down
+    const job = await finished(added.id!);
+    expect([await job.getState(), job.returnvalue]).toEqual(['completed', 'done']);
   });
 
   it('a waiting job and a delayed job that stopJob stopped never run their body: each fails as stopped, without retry', async () => {

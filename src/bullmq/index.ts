@@ -5,6 +5,7 @@
  */
 
 export { turnProcessor, type TurnProcessorOptions, type TurnProcessor, type JobTurnBody } from './processor.js';
+export { requeueOnClose } from './on-close.js';
 export { stopJob, type StopJobOptions, type JobStopAnswer } from './stop-job.js';
 export { JobStoppedError } from './errors.js';
 export { jobSessionId, jobTurnId, type JobLike } from './job-turn.js';

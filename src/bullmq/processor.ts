@@ -75,7 +75,7 @@ export function turnProcessor<D = unknown, R = unknown>(options: TurnProcessorOp
     if (mark !== undefined) throw new JobStoppedError(mark.reason, undefined);
     const sessionId = jobSessionId(job);
     const turnId = jobTurnId(job);
-    const untrack = trackRunning(job.queueQualifiedName, job.id!, { runner, sessionId, turnId });
+    const untrack = trackRunning(job.queueQualifiedName, job.id!, { runner, sessionId, turnId, token });
     const follower = progress === false ? undefined
       : followProgress(runner, turnId, (p: TurnProgress) => job.updateProgress(p as never), progress);
     let outcome: TurnOutcome<R>;

@@ -6,7 +6,13 @@
 
 import type { TurnRunner } from '../turn/runner.js';
 
-export interface RunningJob { readonly runner: TurnRunner; readonly sessionId: string; readonly turnId: string }
+export interface RunningJob {
+  readonly runner: TurnRunner;
+  readonly sessionId: string;
+  readonly turnId: string;
+  /** The attempt's lock token: BullMQ makes it `<worker.id>:<n>`, so it names the worker. */
+  readonly token: string | undefined;
+}
 
 const running = new Map<string, RunningJob>();
 
@@ -22,4 +28,13 @@ export function trackRunning(queueQualifiedName: string, jobId: string, job: Run
 /** The attempt of that job running in this process, if any. */
 export function runningHere(queueQualifiedName: string, jobId: string): RunningJob | undefined {
   return running.get(`${queueQualifiedName}\n${jobId}`);
+}
+
+/** The attempts of that queue running in this process whose lock token starts with `tokenPrefix`. */
+export function runningWith(queueQualifiedName: string, tokenPrefix: string): RunningJob[] {
+  const found: RunningJob[] = [];
+  for (const [key, job] of running) {
+    if (key.startsWith(`${queueQualifiedName}\n`) && job.token?.startsWith(tokenPrefix) === true) found.push(job);
+  }
+  return found;
 }
