@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Queue, Worker, type Job } from 'bullmq';
+import { Queue, Worker, type Job, type Processor } from 'bullmq';
 import { exec, Ledger, StopReasons, TurnRegistry, TurnRunner, type Turn } from '../dist/src/index.js';
 import { Fleet } from '../dist/src/fleet/index.js';
 import { JobStoppedError, requeueOnClose, stopJob, turnProcessor } from '../dist/src/bullmq/index.js';
@@ -57,7 +57,8 @@ afterEach(async () => {
 });
 
 /** A worker of the scene's queue running `processor`; `started` resolves with each job as its body starts. */
-function worker(processor: ConstructorParameters<typeof Worker>[1], options: { autorun?: boolean } = {}): Worker {
+// Processor<any, any>: a worker of the queue takes jobs of any data and result.
+function worker(processor: Processor<any, any>, options: { autorun?: boolean } = {}): Worker {
   const w = new Worker('jobs', processor, { connection: s.redis, prefix: s.prefix, autorun: options.autorun ?? true, stalledInterval: 60_000 });
   w.on('error', () => {});
   s.workers.push(w);
