@@ -82,6 +82,8 @@ export class SessionFeed {
     if (this.#cursor === undefined) this.#cursor = client.cursor;
     else if (this.#cursor > client.cursor) return false;
     this.#live.add(client);
+    // What was committed since the client's last read and woke no one (no client was live) is read now.
+    this.wake();
     this.#schedule();
     return true;
   }
@@ -129,8 +131,12 @@ export class SessionFeed {
         this.readFailures++;
         return; // the next wake or poll reads again from the same cursor
       }
-      // Invariant 4: the live set emptied (and maybe refilled from another cursor) meanwhile.
-      if (this.#closed || this.#cursor !== after) return;
+      if (this.#closed) return;
+      if (this.#cursor !== after) {
+        // Invariant 4: the live set emptied (and maybe refilled from another cursor) meanwhile: read from there.
+        this.#again = true;
+        continue;
+      }
       for (const entry of page) {
         if (entry.seq <= this.#cursor) continue;
         this.#cursor = entry.seq; // invariant 1: moved and handed out in one step
