@@ -66,6 +66,13 @@ export const DEFAULT_PARTIAL_BUDGET_BYTES = 4096;
  */
 export const MAX_ID_LENGTH = 1024;
 
+/**
+ * The longest `detail` a stop keeps, in characters (UTF-16 code units, as `MAX_ID_LENGTH`): the text
+ * of the reason of a caller's signal (`run`'s `signal`: Hono's "Client connection prematurely
+ * closed.", an Error's message). A longer one is kept as its first characters and `…`.
+ */
+export const MAX_STOP_DETAIL_LENGTH = 1024;
+
 /** `fullstop/postgres`: the schema `PgLedger.open` keeps its tables in when none is given. */
 export const DEFAULT_PG_SCHEMA = 'fullstop';
 

@@ -16,23 +16,28 @@ if (!up) console.warn(`fleet-run tests skipped: no Redis at 127.0.0.1:${REDIS_PO
 describe.skipIf(!up)('fleet.run options and id bounds', () => {
   const current = redisScene();
 
-  it('a caller\'s signal given to fleet.run stops the turn with its reason; its record says cancelled', async () => {
+  it('a caller\'s signal given to fleet.run stops the turn with signalReason, the signal\'s reason as detail; its record says cancelled', async () => {
     const a = await current.scene.instance('A');
     const b = await current.scene.instance('B');
     const controller = new AbortController();
     const h = held();
-    const run = a.fleet.run('s1', h.body, { turnId: 't1', signal: controller.signal, input: { text: 'hi' } });
+    const run = a.fleet.run('s1', h.body, { turnId: 't1', signal: controller.signal, signalReason: 'cancel.disconnect', input: { text: 'hi' } });
     const turn = await h.started;
-    controller.abort('cancel.disconnect');
+    controller.abort('Client connection prematurely closed.');
     const outcome = await run;
     expect(turn.signal.aborted).toBe(true);
-    expect(outcome).toMatchObject({ status: 'cancelled', turnId: 't1', report: { reason: 'cancel.disconnect' } });
+    expect(outcome).toMatchObject({ status: 'cancelled', turnId: 't1', report: { reason: 'cancel.disconnect', detail: 'Client connection prematurely closed.' } });
     expect(await b.fleet.turn('s1')).toMatchObject({ status: 'cancelled', reason: 'cancel.disconnect' });
     // An aborted signal: nothing of the body runs. Not a signal: refused naming it, nothing registered.
     let ran = false;
-    expect(await a.fleet.run('s1', async () => { ran = true; }, { turnId: 't2', signal: AbortSignal.abort('cancel.client') })).toMatchObject({ status: 'cancelled' });
+    expect(await a.fleet.run('s1', async () => { ran = true; }, { turnId: 't2', signal: AbortSignal.abort('user pressed stop') }))
+      .toMatchObject({ status: 'cancelled', report: { reason: 'cancel.client', detail: 'user pressed stop' } });
     expect(ran).toBe(false);
     await expect(a.fleet.run('s1', async () => 1, { turnId: 't3', signal: {} as AbortSignal })).rejects.toThrow(/options\.signal/);
+    // signalReason: an id, only with a signal, well-formed (it goes into the Redis record).
+    await expect(a.fleet.run('s1', async () => 1, { turnId: 't3', signalReason: 'cancel.user' })).rejects.toThrow(/^options\.signalReason/);
+    await expect(a.fleet.run('s1', async () => 1, { turnId: 't3', signal: controller.signal, signalReason: '' })).rejects.toThrow(/^options\.signalReason/);
+    await expect(a.fleet.run('s1', async () => 1, { turnId: 't3', signal: controller.signal, signalReason: '\uD800' })).rejects.toThrow(/^options\.signalReason/);
     expect(await b.fleet.turn('s1')).toMatchObject({ turnId: 't2' });
   });
 

@@ -277,6 +277,16 @@ describe('a stopped turn', () => {
     const m = await collected();
     expect(m.get('fullstop.stop.duration')!.dataPoints.map((p) => p.attributes)).toEqual([{ 'fullstop.stop.reason': 'cancel.client' }]);
   });
+
+  it('a turn stopped by its caller\'s signal: the stop event has the signal\'s words as fullstop.stop.detail; the metric keeps the reason only', async () => {
+    const outcome = await runner.run('s-signal', async () => 1, { turnId: 't-signal', signal: AbortSignal.abort('Client connection prematurely closed.'), signalReason: 'cancel.disconnect' });
+    expect(outcome.status).toBe('cancelled');
+    expect(onlyTurnSpan().events[0].attributes).toMatchObject({
+      'fullstop.stop.reason': 'cancel.disconnect', 'fullstop.stop.detail': 'Client connection prematurely closed.',
+    });
+    const m = await collected();
+    expect(m.get('fullstop.stop.duration')!.dataPoints.map((p) => p.attributes)).toEqual([{ 'fullstop.stop.reason': 'cancel.disconnect' }]);
+  });
 });
 
 describe('a failed turn', () => {

@@ -73,7 +73,7 @@ describe('any cancel of the turn token is a stop under the runner\'s grace', () 
     expect(outcome.report).toMatchObject({ graceMs: 600, settledCooperatively: false, hardStopped: { workers: 1 } });
   });
 
-  it('the abort of a caller\'s signal given to run(): the same, with the signal\'s reason', async () => {
+  it('the abort of a caller\'s signal given to run(): the same, with reason cancel.client and the signal\'s reason as detail', async () => {
     const f = flags();
     const caller = new AbortController();
     let rejectedAt = 0;
@@ -85,14 +85,14 @@ describe('any cancel of the turn token is a stop under the runner\'s grace', () 
     const outcome = await outcome$;
     expect(outcome.status).toBe('cancelled');
     expect(rejectedAt - t0).toBeGreaterThanOrEqual(95);
-    expect(outcome.report).toMatchObject({ reason: 'client went away', settledCooperatively: false, hardStopped: { workers: 1 } });
+    expect(outcome.report).toMatchObject({ reason: 'cancel.client', detail: 'client went away', settledCooperatively: false, hardStopped: { workers: 1 } });
   });
 
   it('an already aborted signal given to run() stops the turn before its body starts', async () => {
     let bodyRan = false;
     const outcome = await scene.runner.run('s', async () => { bodyRan = true; }, { signal: AbortSignal.abort('gone') });
     expect(bodyRan).toBe(false);
-    expect(outcome).toMatchObject({ status: 'cancelled', report: { reason: 'gone' } });
+    expect(outcome).toMatchObject({ status: 'cancelled', report: { reason: 'cancel.client', detail: 'gone' } });
     await expect(scene.runner.run('s', async () => 1, { signal: 'nope' } as never)).rejects.toThrow(/options\.signal: expected an AbortSignal/);
   });
 

@@ -160,9 +160,9 @@ describe('a stop for any other reason', () => {
     const outcome = scene.runner.run('c', (turn) => turn.tool('t', {}, async (token) => {
       inside();
       await new Promise((r) => token.signal.addEventListener('abort', r));
-    }), { signal: controller.signal });
+    }), { signal: controller.signal, signalReason: StopReasons.disconnect });
     await entered;
-    controller.abort(StopReasons.disconnect);
+    controller.abort('Client connection prematurely closed.');
     expect((await outcome).status).toBe('cancelled');
     expect(byType('c', 'tool_aborted').output).toMatch(/: the client disconnected$/);
     expect(byType('c', 'turn_aborted')).toMatchObject({ reason: 'cancel.disconnect' });

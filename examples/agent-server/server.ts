@@ -238,7 +238,7 @@ export class AgentServer {
       this.#sessions.publish(session, 'tool_call', { turnId, callId, name, args: args as Record<string, unknown> });
     });
     // `input`: the ledger records the prompt on turn_started, so the next turn's history has it.
-    const options = { turnId, input: prompt, ...(kept === undefined ? {} : { signal: AbortSignal.abort(kept.reason) }) };
+    const options = { turnId, input: prompt, ...(kept === undefined ? {} : { signal: AbortSignal.abort(kept.reason), signalReason: kept.reason }) };
     const run = fleet === undefined ? runner.run(sessionId, agent, options) : fleet.run<string>(sessionId, agent, options);
     const done = run.then(
       (outcome) => this.#settled(session, turnId, outcome),

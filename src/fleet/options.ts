@@ -7,6 +7,7 @@ import { DEFAULT_MAX_ANSWER_BYTES, StopReasons } from '../constants.js';
 import { checkId, checkMs, describe } from '../errors.js';
 import { asJson, jsonText } from '../base/json.js';
 import { TurnRunner } from '../turn/runner.js';
+import { checkSignalReason } from '../turn/runner-options.js';
 import { checkRedisClient, type FleetRedisClient } from './client.js';
 import { checkWellFormed } from './wire-id.js';
 
@@ -72,21 +73,30 @@ export interface FleetRunOptions {
   /** The user's message, recorded on `turn_started` (the runner's `RunOptions.input`; JSON). */
   input?: unknown;
   /**
-   * A caller's signal (a request's, a client's): its abort stops the turn under the runner's grace,
-   * with the signal's reason, as `runner.stop` would (the runner's `RunOptions.signal`).
+   * A caller's signal (a request's, a job's): its abort stops the turn under the runner's grace,
+   * with reason `signalReason`, as `runner.stop` would; the signal's own reason is kept as the
+   * stop's `detail` (the runner's `RunOptions.signal`).
    */
   signal?: AbortSignal;
+  /**
+   * The reason code of the stop `signal`'s abort makes; only with `signal` (the runner's
+   * `RunOptions.signalReason`). @default 'cancel.client'
+   */
+  signalReason?: string;
 }
 
 /** `Fleet.run`'s options checked (before anything reaches Redis), as the runner's `RunOptions` minus the turn id. */
-export function resolveRunOptions(options: FleetRunOptions): { turnId: string | undefined; runOptions: { input?: unknown; signal?: AbortSignal } } {
+export function resolveRunOptions(options: FleetRunOptions): { turnId: string | undefined; runOptions: { input?: unknown; signal?: AbortSignal; signalReason?: string } } {
   if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
-  const { turnId, input, signal } = options;
+  const { turnId, input, signal, signalReason } = options;
   if (turnId !== undefined) checkId('options.turnId', turnId);
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`options.signal: expected an AbortSignal, got ${describe(signal)}`);
   // Checked here: the runner would refuse it only after the registration.
+  const reason = checkSignalReason(signal, signalReason);
+  // The reason goes into the turn's Redis record: well-formed, as a stop's reason (wire-id.ts).
+  if (reason.signalReason !== undefined) checkWellFormed('options.signalReason', reason.signalReason);
   const json = input === undefined ? undefined : asJson('options.input', input);
-  return { turnId, runOptions: { ...(json === undefined ? {} : { input: json }), ...(signal === undefined ? {} : { signal }) } };
+  return { turnId, runOptions: { ...(json === undefined ? {} : { input: json }), ...(signal === undefined ? {} : { signal, ...reason }) } };
 }
 
 /** Options of `Fleet.stop`. */

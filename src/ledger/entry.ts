@@ -75,8 +75,8 @@ export interface ToolAbortedEntry extends LedgerEntryBase {
 }
 /** Streamed output of the turn, kept on a stop. */
 export interface SayEntry extends LedgerEntryBase { type: 'say'; text: string }
-/** The turn's status changed; `reason` is a reason code such as `'cancel.user'` or `'restart'`. */
-export interface StatusEntry extends LedgerEntryBase { type: 'status'; status: TurnStatus; reason?: string }
+/** The turn's status changed; `reason` is a reason code such as `'cancel.user'` or `'restart'`; `detail` (on `cancelling`) is `StopReport.detail`. */
+export interface StatusEntry extends LedgerEntryBase { type: 'status'; status: TurnStatus; reason?: string; detail?: string }
 /**
  * The marker that ends a stopped turn's history; `text` is `turnAbortedMarker(reason, { backgroundRunning })`
  * (for `cancel.user` with no background process of the turn alive at the stop, `TURN_ABORTED_MARKER`).

@@ -24,6 +24,7 @@ export const Attr = {
 export const STOP_EVENT = 'fullstop.stop';
 export const StopAttr = {
   reason: 'fullstop.stop.reason',
+  detail: 'fullstop.stop.detail',
   graceMs: 'fullstop.stop.grace_ms',
   settledCooperatively: 'fullstop.stop.settled_cooperatively',
 } as const;

@@ -118,6 +118,7 @@ export class TurnSpans {
         [StopAttr.graceMs]: report.graceMs,
         [StopAttr.settledCooperatively]: report.settledCooperatively,
       };
+      if (report.detail !== undefined) attributes[StopAttr.detail] = report.detail;
       for (const [phase, field] of STOP_PHASES) {
         if (Number.isFinite(report[field])) attributes[`fullstop.stop.${phase}_ms`] = report[field];
       }

@@ -10,6 +10,13 @@ export interface StopReport {
   turnId: string;
   /** The reason code given to `stop` (default `'cancel.user'`). */
   reason: string;
+  /**
+   * The text of the reason a caller's signal aborted with, when that abort made this stop (`run`'s
+   * `signal`): Hono's "Client connection prematurely closed.", BullMQ's "user pressed stop", an
+   * Error's message. At most `MAX_STOP_DETAIL_LENGTH` characters. Absent for any other stop. It is
+   * never the reason: `reason` is `run`'s `signalReason`.
+   */
+  detail?: string;
   /** The grace window this stop gave the turn's owners. */
   graceMs: number;
   /**

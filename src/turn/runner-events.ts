@@ -35,9 +35,10 @@ export interface TurnRunnerEvents {
   turn_failed: [TurnEvent & { error: unknown }];
   /**
    * A stop ended the turn; its history is flushed and the session is free for its next turn.
-   * `reason` is the stop's (as `report.reason`), the one the history's texts follow.
+   * `reason` is the stop's (as `report.reason`), the one the history's texts follow; `detail`, as
+   * `report.detail`, the text of a caller's signal's reason when its abort made the stop.
    */
-  turn_aborted: [TurnEvent & { reason: string; report: StopReport }];
+  turn_aborted: [TurnEvent & { reason: string; detail?: string; report: StopReport }];
   /**
    * A stop for a turn that has not started (`stop`/`requestStop` with its `turnId`) is kept until
    * `expiresAt` (epoch ms); that turn's `run` will start nothing of its body. Not a turn's event:

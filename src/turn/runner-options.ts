@@ -75,11 +75,25 @@ export interface RunOptions {
   /** The turn's id; must not be in the ledger yet. @default `turn-${randomUUID()}` */
   turnId?: string;
   /**
-   * A caller's AbortSignal (an HTTP request's, a parent task's): its abort is a stop of this turn
-   * under the runner's grace, with the signal's reason, exactly as `runner.stop` would be. An
-   * already aborted signal stops the turn before its body starts.
+   * A caller's AbortSignal (an HTTP request's, a BullMQ job's, a parent task's): its abort is a stop
+   * of this turn under the runner's grace, with reason `signalReason`, exactly as
+   * `runner.stop(sessionId, { reason: signalReason })` would be (its `cancelling` intent durable
+   * before the token trips). The signal's own reason — a framework's words, an Error, a
+   * DOMException — is never taken for the stop's reason: its text is kept as the stop's `detail`
+   * (`StopReport.detail`, the `turn_aborted` event, the `cancelling` entry). An already aborted
+   * signal stops the turn before its body starts.
    */
   signal?: AbortSignal;
+  /**
+   * The reason code of the stop `signal`'s abort makes (a `StopReasons` value or your own code; a
+   * non-empty string of at most 1,024 characters): the history's texts follow it, so only
+   * `cancel.user` tells the model the user stopped the turn. Only with `signal`.
+   * @default 'cancel.client' (`StopReasons.client`)
+   * @example
+   * // Hono: the client went away → 'cancel.disconnect', Hono's words as detail
+   * runner.run(sessionId, body, { signal: c.req.raw.signal, signalReason: StopReasons.disconnect });
+   */
+  signalReason?: string;
   /**
    * The user's message that started the turn (JSON-encodable): recorded on `turn_started` as
    * `input` and passed to its event, so the history can be replayed to a model.
@@ -87,11 +101,23 @@ export interface RunOptions {
   input?: unknown;
 }
 
-export function checkRunOptions(options: unknown): RunOptions {
-  const { turnId, signal, input } = fields('options', options, ['turnId', 'signal', 'input']);
+/** `RunOptions` checked; `signalReason` is set (its default) exactly when `signal` is. */
+export function checkRunOptions(options: unknown): Omit<RunOptions, 'signalReason'> & { signalReason?: string } {
+  const { turnId, signal, signalReason, input } = fields('options', options, ['turnId', 'signal', 'signalReason', 'input']);
   if (turnId !== undefined) checkId('options.turnId', turnId);
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`options.signal: expected an AbortSignal, got ${describe(signal)}`);
-  return { turnId, signal, input: input === undefined ? undefined : asJson('options.input', input) };
+  return { turnId, signal, ...checkSignalReason(signal, signalReason), input: input === undefined ? undefined : asJson('options.input', input) };
+}
+
+/**
+ * `options.signalReason` checked against `signal`: an id (TypeError/RangeError naming it), and only
+ * with a signal (a reason with nothing to abort is a mistake the caller should hear of).
+ */
+export function checkSignalReason(signal: AbortSignal | undefined, signalReason: unknown): { signalReason?: string } {
+  if (signalReason === undefined) return signal === undefined ? {} : { signalReason: StopReasons.client };
+  checkId('options.signalReason', signalReason);
+  if (signal === undefined) throw new TypeError('options.signalReason: given without options.signal; it is the reason of the stop that signal\'s abort makes');
+  return { signalReason };
 }
 
 /** What `TurnRunner.stop` takes besides the session. */

@@ -5,7 +5,8 @@
  * Rules kept here:
  * 1. Any cancel of a turn's token is a stop under this runner's grace from its first moment:
  *    `runner.stop`, `registry.markCancelled`, `cancelTurn()` in a worker, the abort of a caller's
- *    signal given to `run` (`options.signal`). The token is governed
+ *    signal given to `run` (`options.signal`: a stop with reason `signalReason`, the signal's own
+ *    reason its `detail`, never its reason — DESIGN §11.2). The token is governed
  *    (`governStop`) as it is made, so an owner told of the cancel defers to the runner
  *    (`isStopGoverned`), and its abort listener, added before anything else can see the token,
  *    begins the stop; so no pool task or exec child starts a grace timer of its own for it.
@@ -20,7 +21,7 @@
 
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
-import { MAX_ENDED_TURNS_KEPT, MAX_PENDING_STOPS, MAX_PENDING_STOPS_PER_SESSION, StopReasons } from '../constants.js';
+import { MAX_ENDED_TURNS_KEPT, MAX_PENDING_STOPS, MAX_PENDING_STOPS_PER_SESSION } from '../constants.js';
 import {
   cancelledError, checkFunction, checkId, SessionBusyError, ShuttingDownError, TurnIdUsedError,
 } from '../errors.js';
@@ -44,6 +45,7 @@ import {
   type RunOptions, type ShutdownOptions, type StopOptions, type TurnRunnerOptions,
 } from './runner-options.js';
 import { hardStopLeft, isBodyAbandoned, StopHistory, waitForGrace } from './stop-steps.js';
+import { stopDetail } from './stop-detail.js';
 
 export type { RunOptions, ShutdownOptions, StopOptions, TurnRunnerOptions } from './runner-options.js';
 export type { StopRequest, StopRefusal } from './stop-request.js';
@@ -117,7 +119,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   async run<T>(sessionId: string, body: (turn: Turn) => Promise<T>, options?: RunOptions): Promise<TurnOutcome<T>> {
     checkId('sessionId', sessionId);
     checkFunction('body', body);
-    const { turnId: given, signal, input } = checkRunOptions(options);
+    const { turnId: given, signal, signalReason, input } = checkRunOptions(options);
     if (this.#shutdown !== undefined) throw new ShuttingDownError('TurnRunner.run: the runner is shutting down; it starts no turn');
     if (this.#active.has(sessionId)) {
       throw new SessionBusyError(`TurnRunner.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`, sessionId);
@@ -136,7 +138,10 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
       if (!turn.finishing) void this.#beginStop(turn, this.graceMs, renderSafely(token.reason));
     };
     token.signal.addEventListener('abort', onAbort, { once: true });
-    const onCallerAbort = () => this.#cancelFor(turn, signal!.reason);
+    // As `runner.stop(sessionId, { reason: signalReason })`: the intent is durable before the token trips.
+    const onCallerAbort = () => {
+      if (!turn.finishing) void this.#beginStop(turn, this.graceMs, signalReason!, stopDetail(signal!.reason));
+    };
     turn.onRelease(() => {
       turn.closed = true;
       token.signal.removeEventListener('abort', onAbort);
@@ -338,30 +343,21 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     return ledgerError;
   }
 
-  /** A caller's signal aborted: cancel the token with its reason (rule 1 makes that the stop). */
-  #cancelFor(turn: ActiveTurn, reason: unknown): void {
-    try {
-      turn.token.cancel(reason ?? StopReasons.user);
-    } catch {
-      // A reason the token could not take still stops the turn.
-    }
-    if (!turn.finishing) void this.#beginStop(turn, this.graceMs, renderSafely(turn.token.reason ?? reason));
-  }
-
-  #beginStop(turn: ActiveTurn, graceMs: number, reason: string): Promise<StopReport> {
+  /** `detail`: the text of a caller's signal's reason, when its abort is this stop (`StopReport.detail`). */
+  #beginStop(turn: ActiveTurn, graceMs: number, reason: string, detail?: string): Promise<StopReport> {
     // 1. Already stopping → the stop under way (a repeat never resets the grace window).
-    return turn.stop(() => this.#stopSequence(turn, graceMs, reason));
+    return turn.stop(() => this.#stopSequence(turn, graceMs, reason, detail));
   }
 
   /** docs/design.md §2, steps 2–8, in order. */
-  async #stopSequence(turn: ActiveTurn, graceMs: number, reason: string): Promise<StopReport> {
+  async #stopSequence(turn: ActiveTurn, graceMs: number, reason: string, detail: string | undefined): Promise<StopReport> {
     const t0 = performance.now();
     const since = () => performance.now() - t0;
     const { sessionId, turnId, token } = turn;
     const history = new StopHistory(turn, this.ledger);
 
     // 2. Intent: `cancelling` is durable before any signal (a failed write is kept, not fatal).
-    await history.intent(reason);
+    await history.intent(reason, detail);
 
     // 3. Signal: the stop's grace governs every owner of the tree; then trip the token
     //    (slots + notify wake workers, `signal` unwinds awaits, exec groups get SIGTERM).
@@ -389,12 +385,12 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     // 8. Emit; the turn is `cancelled` (a user cancel is never `error`/`failed`).
     const settledCooperatively = grace.inTime && !bodyAbandoned && hardStopped.workers + hardStopped.processGroups === 0;
     const report: StopReport = {
-      sessionId, turnId, reason, graceMs, settledCooperatively, bodyAbandoned,
+      sessionId, turnId, reason, ...(detail === undefined ? {} : { detail }), graceMs, settledCooperatively, bodyAbandoned,
       signalledAt, settledAt, hardStopAt, markerAt, flushedAt, emittedAt: since(), hardStopped, ledgerError: history.error,
     };
     this.#ended.add(turnId, 'cancelled');
     turn.release(); // rule 4
-    this.notify('turn_aborted', { sessionId, turnId, reason, report });
+    this.notify('turn_aborted', detail === undefined ? { sessionId, turnId, reason, report } : { sessionId, turnId, reason, detail, report });
     return report;
   }
 }

@@ -87,15 +87,15 @@ export class StopHistory {
   }
 
   /**
-   * Step 2: the `cancelling` intent, durable. The flush is asked in the same synchronous run as the
+   * Step 2: the `cancelling` intent (with the stop's `detail`, when it has one), durable. The flush is asked in the same synchronous run as the
    * append, so it writes the line itself and syncs (see `Ledger.flush`): one trip to the disk.
    */
-  intent(reason: string): Promise<void> | undefined {
+  intent(reason: string, detail: string | undefined): Promise<void> | undefined {
     // Without a ledger nothing is written: the caller's await of undefined is one promise hop
     // to the signal instead of the write's several (and still one, so the stop is under way,
     // `ActiveTurn.stopping` set, before any abort listener can join it).
     if (this.#ledger === undefined) return undefined;
-    const written = this.#turn.write({ type: 'status', status: 'cancelling', reason });
+    const written = this.#turn.write(detail === undefined ? { type: 'status', status: 'cancelling', reason } : { type: 'status', status: 'cancelling', reason, detail });
     const kept = this.#keep([written, this.#ledger.flush()]);
     const bound = this.#ledger.intentTimeoutMs;
     return bound === undefined ? kept : this.#within(kept, bound);
