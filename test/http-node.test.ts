@@ -47,8 +47,11 @@ describe('a request\'s turn', () => {
     const outcome = await server.outcomes[0];
     expect(outcome.status).toBe('cancelled');
     expect(outcome.status === 'cancelled' && outcome.report.reason).toBe('cancel.disconnect');
+    // The adapter's own words are the detail, never the reason.
+    expect(outcome.status === 'cancelled' && outcome.report.detail).toMatch(/client closed the connection/);
     const history = await ledger.entries({ sessionId: 's1' });
     expect(history.find((e) => e.type === 'status' && e.status === 'cancelled')).toMatchObject({ reason: 'cancel.disconnect' });
+    expect(history.find((e) => e.type === 'turn_aborted')).toMatchObject({ reason: 'cancel.disconnect' });
     await eventually(() => streamStats(runner).streams === 0, 5000, 'the stream released');
     await server.close();
     expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
