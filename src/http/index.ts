@@ -8,5 +8,5 @@ export { eventStream, DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_POLL_MS, type EventStr
 export { stopResponse, STOP_STATUS, DEFAULT_MAX_STOP_BODY_BYTES, type FleetStopper, type StopResponseOptions } from './stop-response.js';
 export { turnOptions, type RequestTurnOptions, type TurnOptionsOptions } from './turn-options.js';
 export { streamStats, HEARTBEAT_MS, type StreamStats } from './runner-hub.js';
-export { StreamDroppedError } from './stream-client.js';
-export { toRequest, sendResponse, ClientGoneError } from './node.js';
+export { StreamDroppedError, ClientGoneError } from './errors.js';
+export { toRequest, sendResponse } from './node.js';

@@ -8,12 +8,8 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
+import { ClientGoneError } from './errors.js';
 
-/** The reason `toRequest`'s signal aborts with. */
-export class ClientGoneError extends Error {
-  readonly code = 'ERR_FULLSTOP_CLIENT_GONE';
-  override readonly name = 'ClientGoneError';
-}
 
 /**
  * The Fetch `Request` of a Node request. Its URL is built from `Host` (the scheme from the socket:

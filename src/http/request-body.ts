@@ -3,14 +3,7 @@
  * byte is read, and a body without one is read only up to the bound (then cancelled).
  */
 
-/** A body the caller must answer with `status` (400 bad JSON, 413 too large). */
-export class BodyRefusal extends Error {
-  readonly code = 'ERR_FULLSTOP_HTTP_BODY';
-  override readonly name = 'BodyRefusal';
-  constructor(readonly status: 400 | 413, message: string) {
-    super(message);
-  }
-}
+import { BodyRefusal } from './errors.js';
 
 /** The body as JSON; an empty body is `undefined`. Rejects with a `BodyRefusal`. */
 export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {

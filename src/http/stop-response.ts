@@ -6,7 +6,8 @@
 import { checkId, describe } from '../errors.js';
 import type { StopAnswer } from '../fleet/answers.js';
 import { TurnRunner } from '../turn/runner.js';
-import { BodyRefusal, readJsonBody } from './request-body.js';
+import { BodyRefusal } from './errors.js';
+import { readJsonBody } from './request-body.js';
 import { checkBytes, checkRequest, jsonResponse } from './responses.js';
 
 /** The default bound of a Stop's body, in bytes. */

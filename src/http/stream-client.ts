@@ -9,17 +9,13 @@
 
 import type { LedgerEntry } from '../ledger/entry.js';
 import type { RunnerHub } from './runner-hub.js';
+import { StreamDroppedError } from './errors.js';
 import { entryFrame } from './frames.js';
 import { PAGE_ENTRIES, type FeedClient, type SessionFeed } from './session-feed.js';
 
 /** Bytes the body's own queue asks for before the runtime reads it (the pull-side batch). */
 const HIGH_WATER_BYTES = 64 * 1024;
 
-/** Thrown into the body of a stream dropped for not reading (its consumer closes the connection). */
-export class StreamDroppedError extends Error {
-  readonly code = 'ERR_FULLSTOP_STREAM_DROPPED';
-  override readonly name = 'StreamDroppedError';
-}
 
 /** See the file comment. */
 export class StreamClient implements FeedClient {
