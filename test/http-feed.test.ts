@@ -46,7 +46,7 @@ describe('a stream joining its session\'s feed', () => {
     await reader.until((e) => e.some((x) => x.event === 'status' && x.data.status === 'completed'), 5000, 'the turn written meanwhile');
     expect(reader.events.map((e) => e.event)).toEqual(['turn_started', 'say', 'status']);
     cut.abort();
-    expect(streamStats(runner)).toMatchObject({ streams: 0, feeds: 0 });
+    expect(streamStats(runner)).toMatchObject({ streams: 0, feeds: 0, timers: 0 });
     expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
   });
 });

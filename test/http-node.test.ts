@@ -94,7 +94,7 @@ describe('a client that does not read', () => {
       for (let i = 0; i < 1000 && streamStats(runner).dropped === 0; i++) await turn.say(chunk);
     });
     expect(outcome.status).toBe('completed');
-    expect(streamStats(runner)).toMatchObject({ streams: 0, feeds: 0, dropped: 1 });
+    expect(streamStats(runner)).toMatchObject({ streams: 0, feeds: 0, dropped: 1, timers: 0 });
     socket.resume();
     await closed; // the server closed it
     await server.close();

@@ -19,6 +19,12 @@ const servers: Served[] = [];
 afterEach(async () => { await Promise.all(servers.splice(0).map((s) => s.close())); });
 
 const EVENTS = ['turn_started', 'tool_call', 'tool_progress', 'tool_output', 'say', 'question', 'turn_completed', 'turn_failed', 'turn_aborted'] as const;
+/** This process's active resources by kind (sockets, servers, timers). */
+function handles(): Record<string, number> {
+  const count: Record<string, number> = { TCPSocketWrap: 0, TCPServerWrap: 0, Timeout: 0 };
+  for (const kind of process.getActiveResourcesInfo()) count[kind] = (count[kind] ?? 0) + 1;
+  return count;
+}
 const listeners = (runner: TurnRunner) => EVENTS.reduce((n, e) => n + runner.listenerCount(e), 0);
 
 /** A turn body that says what it is told, when it is told, and returns on `finish`. */
@@ -88,8 +94,8 @@ describe('a session stream two instances share through PgLedger', () => {
 
     servers.splice(0).forEach((s) => void s.close());
     await eventually(() => streamStats(runnerB).streams === 0, 5000, 'B to release its stream');
-    expect(streamStats(runnerA)).toMatchObject({ streams: 0, feeds: 0, dropped: 0 });
-    expect(streamStats(runnerB)).toMatchObject({ streams: 0, feeds: 0, dropped: 0 });
+    expect(streamStats(runnerA)).toMatchObject({ streams: 0, feeds: 0, dropped: 0, timers: 0 });
+    expect(streamStats(runnerB)).toMatchObject({ streams: 0, feeds: 0, dropped: 0, timers: 0 });
     expect(listeners(runnerA) + listeners(runnerB)).toBe(0);
     await ledgerA.close();
     await ledgerB.close();
@@ -139,6 +145,7 @@ describe('many streams on one runner', () => {
       const registry = new TurnRegistry();
       const ledger = await PgLedger.open({ pool: pg.pool(), schema, instanceId: 'A' });
       const runner = new TurnRunner({ registry, ledger });
+      const before = handles();
       const a = await instance(runner);
       const cuts: AbortController[] = [];
       const readers: SseReader[] = [];
@@ -156,9 +163,12 @@ describe('many streams on one runner', () => {
       expect(readers.filter((_, i) => i % 10 !== 3).every((r) => r.events.length === 0)).toBe(true);
       for (const cut of cuts) cut.abort();
       await eventually(() => streamStats(runner).streams === 0, 20_000, 'every stream released');
-      expect(streamStats(runner)).toMatchObject({ streams: 0, feeds: 0, dropped: 0 });
+      expect(streamStats(runner)).toMatchObject({ streams: 0, feeds: 0, dropped: 0, timers: 0 });
       expect(listeners(runner)).toBe(0);
       await a.close();
+      servers.splice(0);
+      // No socket, server or timer of the streams is left (the pool's idle clients were there before).
+      await eventually(() => handles().TCPSocketWrap <= before.TCPSocketWrap && handles().TCPServerWrap <= before.TCPServerWrap && handles().Timeout <= before.Timeout, 10_000, `handles back to ${JSON.stringify(before)} (now ${JSON.stringify(handles())})`);
       await ledger.close();
       expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
     } finally {

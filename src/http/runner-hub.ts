@@ -34,6 +34,8 @@ export interface StreamStats {
   dropped: number;
   /** Store reads of the feeds that failed so far (each is tried again at the next event or poll). */
   readFailures: number;
+  /** Timers armed now: the heartbeat's and the feeds' polls (0 once every stream has ended). */
+  timers: number;
 }
 
 type Payload = { sessionId: string };
@@ -93,11 +95,15 @@ export class RunnerHub {
   stats(): StreamStats {
     let feeds = 0;
     let readFailures = this.#readFailures;
+    let timers = this.#heartbeat === undefined ? 0 : 1;
     for (const set of this.#feeds.values()) {
       feeds += set.size;
-      for (const feed of set) readFailures += feed.readFailures;
+      for (const feed of set) {
+        readFailures += feed.readFailures;
+        if (feed.polling) timers++;
+      }
     }
-    return { streams: this.#streams, feeds, dropped: this.#dropped, readFailures };
+    return { streams: this.#streams, feeds, dropped: this.#dropped, readFailures, timers };
   }
 
   #each(sessionId: string, act: (feed: SessionFeed) => void): void {
@@ -134,5 +140,5 @@ export function hubOf(runner: TurnRunner): RunnerHub {
  * (all zero but `dropped` and `readFailures` once every stream has ended) and a health figure.
  */
 export function streamStats(runner: TurnRunner): StreamStats {
-  return hubs.get(runner)?.stats() ?? { streams: 0, feeds: 0, dropped: 0, readFailures: 0 };
+  return hubs.get(runner)?.stats() ?? { streams: 0, feeds: 0, dropped: 0, readFailures: 0, timers: 0 };
 }

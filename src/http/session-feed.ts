@@ -88,6 +88,11 @@ export class SessionFeed {
     return true;
   }
 
+  /** True while a poll is armed. */
+  get polling(): boolean {
+    return this.#timer !== undefined;
+  }
+
   /** Removes `client` (its stream ended). */
   remove(client: FeedClient): void {
     this.clients.delete(client);
