@@ -101,3 +101,26 @@ describe('a client that does not read', () => {
     expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
   }, 60_000);
 });
+
+describe('toRequest', () => {
+  /** Sends `head` as a raw request and resolves with the raw answer. */
+  async function raw(url: string, head: string): Promise<string> {
+    const socket = connect(Number(new URL(url).port), '127.0.0.1');
+    let answer = '';
+    socket.on('data', (chunk) => { answer += chunk; });
+    socket.write(head);
+    await new Promise<void>((r) => socket.once('close', () => r()));
+    return answer;
+  }
+
+  it('gives a URL whatever Host the client sends, and keeps a path that looks like another host a path', async () => {
+    const server = await serve((request) => new Response(JSON.stringify({ url: request.url, host: request.headers.get('host') })));
+    const badHost = await raw(server.url, 'GET /a?b=1 HTTP/1.0\r\nhost: [bad\r\nconnection: close\r\n\r\n');
+    expect(badHost).toMatch(/^HTTP\/1.1 200/); // HTTP/1.0 asked: the body is not chunked
+    expect(JSON.parse(badHost.slice(badHost.indexOf('\r\n\r\n') + 4))).toEqual({ url: 'http://localhost/a?b=1', host: '[bad' });
+    const port = new URL(server.url).port;
+    const twoSlashes = await raw(server.url, `GET //other.example/x HTTP/1.0\r\nhost: 127.0.0.1:${port}\r\nconnection: close\r\n\r\n`);
+    expect(JSON.parse(twoSlashes.slice(twoSlashes.indexOf('\r\n\r\n') + 4)).url).toBe(`http://127.0.0.1:${port}//other.example/x`);
+    await server.close();
+  });
+});

@@ -30,8 +30,7 @@ export function toRequest(req: IncomingMessage, res: ServerResponse): Request {
   for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
     if (!req.rawHeaders[i].startsWith(':')) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
   }
-  const scheme = (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
-  const url = new URL(req.url ?? '/', `${scheme}://${req.headers.host ?? 'localhost'}`);
+  const url = requestUrl(req);
   const method = req.method ?? 'GET';
   const init: RequestInit & { duplex?: 'half' } = { method, headers, signal: controller.signal };
   if (method !== 'GET' && method !== 'HEAD') {
@@ -45,6 +44,27 @@ export function toRequest(req: IncomingMessage, res: ServerResponse): Request {
     }
   }
   return new Request(url, init);
+}
+
+/**
+ * The request's URL: its path under `Host` (the scheme from the socket), or its absolute-form
+ * target as sent to a proxy. Never throws: a `Host` no URL can hold (a client's to choose) gives
+ * `localhost` with the same path; the `Host` header is still in the headers for the app to refuse.
+ */
+function requestUrl(req: IncomingMessage): URL {
+  const scheme = (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
+  const target = req.url ?? '/';
+  const path = target.startsWith('/') ? target : '/';
+  try {
+    // Concatenated, not resolved: a path of `//other.example/x` stays a path of this host.
+    return target.startsWith('/') ? new URL(`${scheme}://${req.headers.host ?? 'localhost'}${target}`) : new URL(target);
+  } catch {
+    try {
+      return new URL(`${scheme}://localhost${path}`);
+    } catch {
+      return new URL(`${scheme}://localhost/`);
+    }
+  }
 }
 
 /**
