@@ -50,3 +50,24 @@ describe('a stream joining its session\'s feed', () => {
     expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
   });
 });
+
+describe('live-only events', () => {
+  it('a question reaches the live stream without an id, and its answer lets the turn go on', async () => {
+    const registry = new TurnRegistry();
+    const ledger = await openLedger();
+    const runner = new TurnRunner({ registry, ledger });
+    const cut = new AbortController();
+    const reader = new SseReader(eventStream(runner, new Request('http://x/events', { signal: cut.signal }), { sessionId: 's1' }));
+    await reader.until(() => streamStats(runner).feeds === 1 && streamStats(runner).streams === 1, 5000, 'the stream');
+    const outcome = runner.run('s1', async (turn) => turn.ask('go on?'), { turnId: 't1' });
+    await reader.until((e) => e.some((x) => x.event === 'question'), 5000, 'the question');
+    const question = reader.events.find((x) => x.event === 'question')!;
+    expect(question.id).toBeUndefined();
+    expect(question.data).toMatchObject({ sessionId: 's1', turnId: 't1', question: 'go on?' });
+    expect(runner.answer(question.data.questionId, 'yes')).toMatchObject({ outcome: 'accepted' });
+    expect(await outcome).toMatchObject({ status: 'completed', value: 'yes' });
+    await reader.until((e) => e.some((x) => x.event === 'status' && x.data.status === 'completed'), 5000, 'the end');
+    cut.abort();
+    expect(streamStats(runner)).toMatchObject({ streams: 0, feeds: 0, timers: 0 });
+  });
+});
