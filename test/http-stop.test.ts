@@ -8,17 +8,20 @@ import { TurnRegistry, TurnRunner, type Turn } from '../dist/src/index.js';
 import { Fleet } from '../dist/src/fleet/index.js';
 import { STOP_STATUS, stopResponse, type FleetStopper } from '../dist/src/http/index.js';
 import { serve, type Served } from './support/http.js';
-import { client, dropKeys, redisReachable, uniquePrefix, type Client } from './fixtures/fleet/support.js';
+import { eventually } from './support/leaks.js';
+import { client, dropKeys, RedisProxy, redisReachable, REDIS_PORT, uniquePrefix, type Client } from './fixtures/fleet/support.js';
 
 const up = await redisReachable();
 const servers: Served[] = [];
 afterEach(async () => { await Promise.all(servers.splice(0).map((s) => s.close())); });
 
 /** `POST /sessions/:id/stop` and `POST /sessions/:id/turns/:turnId/stop`, routed by hand (no framework). */
-async function stopServer(target: TurnRunner | FleetStopper, maxBodyBytes?: number): Promise<Served> {
+async function stopServer(target: TurnRunner | FleetStopper, maxBodyBytes?: number, runner?: TurnRunner): Promise<Served> {
   const served = await serve((request) => {
     const [, , sessionId, , turnId] = new URL(request.url).pathname.split('/');
-    return stopResponse(target, request, { sessionId, ...(turnId === undefined ? {} : { turnId }), ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }) });
+    return stopResponse(target, request, {
+      sessionId, ...(turnId === undefined ? {} : { turnId }), ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }), ...(runner === undefined ? {} : { runner }),
+    });
   });
   servers.push(served);
   return served;
@@ -119,13 +122,13 @@ describe.skipIf(!up)('stopResponse with a fleet', () => {
     for (const c of clients.splice(0)) c.destroy();
   });
 
-  async function instance(name: string, registry: TurnRegistry) {
-    const redis = await client();
+  async function instance(name: string, registry: TurnRegistry, port = REDIS_PORT) {
+    const redis = await client(port);
     clients.push(redis);
     const runner = new TurnRunner({ registry, graceMs: 50 });
     const fleet = await Fleet.start({ redis, runner, nodeId: `${name}-${prefix}`, prefix, leaseMs: 3000 });
     fleets.push(fleet);
-    return { runner, fleet };
+    return { runner, fleet, redis };
   }
 
   it('a Stop sent to B stops the turn running on A (200 stopped with A\'s report); pending 202; a closed fleet 503', async () => {
@@ -147,4 +150,31 @@ describe.skipIf(!up)('stopResponse with a fleet', () => {
     expect(away.headers.get('retry-after')).toBe('1');
     expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
   });
+
+  it('Redis away: a turn running on this instance is still stopped here when the runner is given (200 stopped, with relay)', async () => {
+    prefix = uniquePrefix();
+    const proxy = await RedisProxy.start();
+    try {
+      const registry = new TurnRegistry();
+      const a = await instance('A', registry, proxy.port);
+      const { url } = await stopServer(a.fleet, undefined, a.runner);
+      const turn = held();
+      const outcome = a.fleet.run('s1', turn.body, { turnId: 't1' });
+      await turn.started;
+      proxy.refuse();
+      await eventually(() => !a.redis.isReady, 5000, 'Redis to be away');
+      const answer = await post(`${url}/sessions/s1/turns/t1/stop`, '{}');
+      expect(answer).toMatchObject({ status: 200, body: { outcome: 'stopped', sessionId: 's1', turnId: 't1', report: { reason: 'cancel.user' } } });
+      expect(answer.body.relay).toMatch(/^Fleet\.stop: /);
+      expect((await outcome).status).toBe('cancelled');
+      // Nothing running here: the fleet's answer stands (503).
+      expect(await post(`${url}/sessions/s2/stop`, '{}')).toMatchObject({ status: 503, body: { outcome: 'relay_unavailable' } });
+      proxy.pass();
+      await eventually(() => a.redis.isReady, 5000, 'Redis to be back');
+      expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
+    } finally {
+      await proxy.close();
+    }
+  });
 });
+

@@ -38,6 +38,12 @@ export interface StopResponseOptions {
   turnId?: string;
   /** The largest body read, in bytes (a larger one is a 413). @default 16384 */
   maxBodyBytes?: number;
+  /**
+   * With a fleet: this instance's runner. When the fleet answers `relay_unavailable` (Redis away)
+   * and the turn runs here, it is stopped here all the same (a local stop needs no relay): the
+   * answer is then `stopped` with `relay`, the text of why Redis was skipped.
+   */
+  runner?: TurnRunner;
 }
 
 /**
@@ -58,6 +64,9 @@ export async function stopResponse(runnerOrFleet: TurnRunner | FleetStopper, req
   checkRequest('stopResponse', request);
   if (options === null || typeof options !== 'object') throw new TypeError(`stopResponse: options: expected { sessionId, ... }, got ${describe(options)}`);
   checkId('stopResponse: options.sessionId', options.sessionId);
+  if (options.runner !== undefined && !(options.runner instanceof TurnRunner)) {
+    throw new TypeError(`stopResponse: options.runner: expected a TurnRunner, got ${describe(options.runner)}`);
+  }
   if (options.turnId !== undefined) checkId('stopResponse: options.turnId', options.turnId);
   const maxBytes = checkBytes('stopResponse: options.maxBodyBytes', options.maxBodyBytes, DEFAULT_MAX_STOP_BODY_BYTES);
   let asked: { reason?: string; turnId?: string };
@@ -86,7 +95,28 @@ export async function stopResponse(runnerOrFleet: TurnRunner | FleetStopper, req
     if (error instanceof TypeError || error instanceof RangeError) return jsonResponse(400, { error: error.message });
     throw error;
   }
+  if (answer.outcome === 'relay_unavailable' && options.runner !== undefined) {
+    const local = await stoppedHere(options.runner, sessionId, asked);
+    if (local !== undefined) return jsonResponse(200, { ...local, relay: answer.error.message });
+  }
   return jsonResponse(STOP_STATUS[answer.outcome], answer, answer.outcome === 'relay_unavailable' ? { 'retry-after': '1' } : {});
+}
+
+/**
+ * The turn stopped by `runner` when it runs it now; `undefined` (nothing done) otherwise. With
+ * `turnId`, a turn that has not started is NOT kept here: that is the fleet's to keep, once Redis is back.
+ */
+async function stoppedHere(runner: TurnRunner, sessionId: string, asked: { reason?: string; turnId?: string }): Promise<object | undefined> {
+  // With `turnId`, only when that turn is the session's running one (requestStop would keep it otherwise).
+  if (asked.turnId !== undefined && runner.registry.currentToken(sessionId)?.turnId !== asked.turnId) return undefined;
+  let answer;
+  try {
+    answer = runner.requestStop(sessionId, asked);
+  } catch {
+    return undefined; // a reason the fleet took and the runner does not: the fleet's answer stands
+  }
+  if (answer.outcome !== 'stopping') return undefined;
+  return { outcome: 'stopped', sessionId, turnId: answer.turnId, report: await answer.report };
 }
 
 /** `{ reason?, turnId? }` of the body, or a 400 naming the field. */
