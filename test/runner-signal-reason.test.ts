@@ -98,6 +98,17 @@ describe('run(…, { signal, signalReason })', () => {
     expect(outcome.report.detail!.startsWith('xxxx')).toBe(true);
   });
 
+  it('as runner.stop: the cancelling intent is on disk before the turn\'s signal aborts', async () => {
+    const caller = new AbortController();
+    let onDiskAtAbort: LedgerEntry[] = [];
+    const outcome$ = scene.runner.run('s', (turn) => new Promise((resolve) => {
+      turn.signal.addEventListener('abort', () => { onDiskAtAbort = scene.onDisk(); resolve(undefined); }, { once: true });
+      caller.abort(HONO);
+    }), { signal: caller.signal, signalReason: StopReasons.disconnect });
+    expect(await outcome$).toMatchObject({ status: 'cancelled', report: { reason: 'cancel.disconnect' } });
+    expect(onDiskAtAbort.find((e) => e.type === 'status' && e.status === 'cancelling')).toMatchObject({ reason: 'cancel.disconnect', detail: HONO });
+  });
+
   it('a stop by runner.stop has no detail', async () => {
     const { outcome: outcome$ } = await turnInATool('s', {});
     await scene.runner.stop('s');

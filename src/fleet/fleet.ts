@@ -1,28 +1,32 @@
 /**
  * `Fleet`: stop a turn from any server instance, over Redis. The facade: it checks arguments,
  * runs the scripts (src/fleet/scripts.ts, one per decision) and hands the owner's side to
- * `Leases` (and a turn's last write to `TurnEnds`), questions to `Questions` and the sweep to
- * `Sweep`. docs/fleet.md has the key schema and the failure table.
+ * `Leases` (and a turn's last write to `TurnEnds`), questions to `Questions`, the sweep to
+ * `Sweep`, and the requester's side (stop, answer, turn) to `FleetRelay`, which a stop-only
+ * client (`Fleet.connect`, src/fleet/fleet-client.ts) shares. docs/fleet.md has the key schema
+ * and the failure table.
  */
 import { randomUUID } from 'node:crypto';
 import { FleetReasons } from '../constants.js';
 import { checkFunction, checkId, SessionBusyError, TurnIdUsedError } from '../errors.js';
-import { isTerminalStatus, type TerminalStatus } from '../ledger/entry.js';
+import { isTerminalStatus } from '../ledger/entry.js';
 import { nameNode } from '../turn/answer-reply.js';
 import type { Turn } from '../turn/active-turn.js';
 import type { StopReport } from '../turn/report.js';
 import type { AnswerReply, FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
 import { Questions } from './questions.js';
-import { duplicateSubscriber, ensureConnecting, type FleetRedisClient } from './client.js';
+import { ensureConnecting } from './client.js';
+import { NodeChannel } from './node-channel.js';
 import { FleetClosedError, FleetTurnRefusedError, FleetUnavailableError } from './errors.js';
 import { fleetKeys, type FleetKeys } from './keys.js';
 import { Leases, type OwnedTurn } from './leases.js';
 import { parseMessage } from './messages.js';
 import {
-  answerJson, resolveAnswerOptions, resolveFleetOptions, resolveRunOptions, resolveStopOptions, type FleetAnswerOptions, type FleetOptions, type FleetRunOptions, type FleetStopOptions, type ResolvedFleetOptions,
+  resolveFleetOptions, resolveRunOptions, type FleetAnswerOptions, type FleetClientOptions, type FleetOptions, type FleetRunOptions, type FleetStopOptions, type ResolvedFleetOptions,
 } from './options.js';
 import { TurnRecords, type RecordedStop } from './records.js';
-import { StopRequests } from './requests.js';
+import { FleetRelay } from './relay.js';
+import { FleetClient } from './fleet-client.js';
 import { Sweep } from './sweep.js';
 import { TurnClaims } from './turn-claims.js';
 import { TurnEnds } from './turn-ends.js';
@@ -46,21 +50,20 @@ export class Fleet {
   readonly #keys: FleetKeys;
   readonly #records: TurnRecords;
   readonly #claims: TurnClaims;
-  readonly #sub: FleetRedisClient;
+  readonly #channel: NodeChannel;
   readonly #leases: Leases;
   readonly #sweep: Sweep;
   readonly #questions: Questions;
-  readonly #requests = new StopRequests();
+  readonly #relay: FleetRelay;
   readonly #ends: TurnEnds;
   readonly #onClientError = () => { /* the client reconnects by itself; a request meanwhile fails fast */ };
   readonly #onMessage = (raw: string) => {
     const msg = parseMessage(raw);
     if (msg?.kind === 'stop') this.#leases.onStop(msg);
-    else if (msg?.kind === 'ended') this.#requests.onEnded(msg);
+    else if (msg?.kind === 'ended') this.#relay.onEnded(msg);
     else if (msg?.kind === 'answer') this.#questions.onAnswer(msg);
-    else if (msg?.kind === 'answered') this.#questions.onAnswered(msg);
+    else if (msg?.kind === 'answered') this.#relay.onAnswered(msg);
   };
-  #subscribed: Promise<unknown>;
   #closed: Promise<void> | undefined;
   /** Removes the hold that has `runner.shutdown()` wait for the records of the turns it stopped. */
   readonly #unholdShutdown: () => void;
@@ -75,14 +78,12 @@ export class Fleet {
     const closed = () => this.#closed !== undefined;
     o.redis.on('error', this.#onClientError);
     void ensureConnecting(o.redis, closed);
-    this.#sub = duplicateSubscriber(o.redis, this.subscriberName);
-    this.#sub.on('error', this.#onClientError);
-    this.#subscribed = ensureConnecting(this.#sub, closed).then(() => this.#sub.subscribe(this.#keys.nodeChannel(o.nodeId), this.#onMessage));
-    this.#subscribed.catch(() => { /* closed before Redis came back */ });
+    this.#channel = new NodeChannel(o.redis, this.#keys, o.nodeId, this.subscriberName, this.#onMessage, closed, o.commandTimeoutMs);
     this.#leases = new Leases({ ...o, records: this.#records, claims: this.#claims });
     this.#sweep = new Sweep({ ...o, keys: this.#keys, records: this.#records });
     this.#ends = new TurnEnds({ ...o, records: this.#records, claims: this.#claims, release: (owned) => this.#leases.release(owned), closed });
     this.#questions = new Questions({ ...o, keys: this.#keys, ownedEpoch: (s, t) => this.#leases.epochOf(s, t) });
+    this.#relay = new FleetRelay({ ...o, keys: this.#keys, records: this.#records, name: 'Fleet', closed });
     // runner.shutdown() resolves only once the records of the turns it stopped say `cancelled`, so
     // a stop sent to another instance right after answers already_finished, not after a sweep.
     this.#unholdShutdown = o.runner.holdShutdown((reports) => this.#recorded(reports));
@@ -97,16 +98,25 @@ export class Fleet {
    */
   static async start(options: FleetOptions): Promise<Fleet> {
     const fleet = new Fleet(resolveFleetOptions(options));
-    let timer: NodeJS.Timeout | undefined;
-    let onError: (() => void) | undefined;
-    await Promise.race([
-      fleet.#subscribed.catch(() => {}),
-      new Promise<void>((resolve) => { onError = resolve; fleet.#sub.on('error', resolve); }),
-      new Promise<void>((resolve) => { timer = setTimeout(resolve, fleet.#o.commandTimeoutMs); }),
-    ]);
-    clearTimeout(timer);
-    fleet.#sub.off('error', onError!);
+    await fleet.#channel.ready();
     return fleet;
+  }
+
+  /**
+   * Join the fleet as a stop-only client: a process that runs no turns (an API gateway) stops and
+   * answers through the fleet, and reads its turns, with no `TurnRunner`. The client has `stop`,
+   * `answer`, `turn` and `close` only, answering as a `Fleet`'s do; it renews and sweeps nothing,
+   * writes no key of its own, and keeps one connection besides the caller's client (a
+   * `duplicate()`, subscribed to its own channel for the owners' acknowledgements). Resolves as
+   * `Fleet.start` does: once subscribed, or while Redis is unreachable after the first connection
+   * error or `commandTimeoutMs`.
+   *
+   * @example
+   * const fleet = await Fleet.connect({ redis: createClient({ url: process.env.REDIS_URL }) });
+   * app.post('/stop', async (req) => (await fleet.stop(req.sessionId, { turnId: req.turnId })).outcome);
+   */
+  static connect(options: FleetClientOptions): Promise<FleetClient> {
+    return FleetClient.connect(options);
   }
 
   /**
@@ -229,40 +239,8 @@ export class Fleet {
    * `turnId` no instance has registered yet is kept for its `run` (`pending`, `pendingStopMs`).
    * Never rejects for Redis's sake: `relay_unavailable` says Redis could not be reached.
    */
-  async stop(sessionId: string, options: FleetStopOptions = {}): Promise<StopAnswer> {
-    checkId('sessionId', sessionId);
-    const { turnId, reason, graceMs, wait, timeoutMs } = resolveStopOptions(options);
-    const { redis } = this.#o;
-    if (this.#closed !== undefined) return { outcome: 'relay_unavailable', sessionId, error: new FleetUnavailableError('Fleet.stop: the fleet is closed') };
-    if (!redis.isReady) return { outcome: 'relay_unavailable', sessionId, error: new FleetUnavailableError('Fleet.stop: Redis is not reachable') };
-    const deadline = performance.now() + timeoutMs;
-    const waiting = wait ? this.#requests.wait(sessionId) : undefined;
-    let reply: Awaited<ReturnType<TurnRecords['requestStop']>>;
-    try {
-      reply = await this.#records.requestStop(sessionId, turnId, reason, graceMs, wait, Math.max(1, timeoutMs));
-    } catch (cause) {
-      waiting?.cancel();
-      return { outcome: 'relay_unavailable', sessionId, error: new FleetUnavailableError(`Fleet.stop: Redis did not answer (${cause instanceof Error ? cause.message : String(cause)})`, { cause }) };
-    }
-    if (reply.kind !== 'cancelling') waiting?.cancel();
-    switch (reply.kind) {
-      case 'not_found': return turnId === undefined ? { outcome: 'not_found', sessionId } : { outcome: 'not_found', sessionId, turnId };
-      case 'pending': return { outcome: 'pending', sessionId, turnId: reply.turnId };
-      case 'full': return { outcome: 'refused', sessionId, turnId: reply.turnId, reason, why: 'session_full' };
-      case 'finished': return { outcome: 'already_finished', sessionId, turnId: reply.turnId, status: reply.status as TerminalStatus };
-      case 'interrupted': return { outcome: 'interrupted', sessionId, turnId: reply.turnId, epoch: reply.epoch, node: reply.node };
-    }
-    const { turnId: id, epoch, node } = reply;
-    const cancelling = { outcome: 'cancelling' as const, sessionId, turnId: id, epoch, node };
-    if (waiting === undefined) return cancelling;
-    waiting.address(id, epoch, Math.max(0, deadline - performance.now()));
-    const ended = await waiting.ended;
-    if (ended === undefined) return cancelling;
-    if (ended.status === 'interrupted') return { outcome: 'interrupted', sessionId, turnId: id, epoch, node };
-    if (ended.status === 'cancelled' && ended.report !== undefined) {
-      return { outcome: 'stopped', sessionId, turnId: id, epoch, node, report: JSON.parse(ended.report) as StopReport };
-    }
-    return { outcome: 'already_finished', sessionId, turnId: id, status: ended.status as TerminalStatus };
+  stop(sessionId: string, options: FleetStopOptions = {}): Promise<StopAnswer> {
+    return this.#relay.stop(sessionId, options);
   }
 
   /**
@@ -277,19 +255,13 @@ export class Fleet {
    * runner.on('question', ({ questionId, question }) => sendToUser(questionId, question));
    * app.post('/answer', async (req) => (await fleet.answer(req.questionId, req.answer)).outcome);
    */
-  async answer(questionId: string, answer: unknown, options: FleetAnswerOptions = {}): Promise<AnswerReply> {
-    checkId('questionId', questionId);
-    const json = answerJson(answer, this.#o.maxAnswerBytes);
-    const { timeoutMs } = resolveAnswerOptions(options);
-    if (this.#closed !== undefined) return { outcome: 'relay_unavailable', questionId, error: new FleetUnavailableError('Fleet.answer: the fleet is closed') };
-    return this.#questions.answer(questionId, json, timeoutMs);
+  answer(questionId: string, answer: unknown, options: FleetAnswerOptions = {}): Promise<AnswerReply> {
+    return this.#relay.answer(questionId, answer, options);
   }
 
   /** The session's latest fleet turn as Redis has it; null when there is none (or Redis is unreachable: rejects). */
-  async turn(sessionId: string): Promise<FleetTurn | null> {
-    checkId('sessionId', sessionId);
-    if (!this.#o.redis.isReady) throw new FleetUnavailableError('Fleet.turn: Redis is not reachable');
-    return this.#records.latest(sessionId);
+  turn(sessionId: string): Promise<FleetTurn | null> {
+    return this.#relay.turn(sessionId);
   }
 
   /** Run one sweep now (the timer runs one every `sweepMs`); resolves with the turns it marked `interrupted`. */
@@ -316,29 +288,22 @@ export class Fleet {
     nameNode(this.#o.runner, undefined, this.nodeId);
     this.#leases.close();
     const swept = this.#sweep.close();
-    const questionsClosed = this.#questions.close();
+    const questionsClosed = Promise.all([this.#questions.close(), this.#relay.close()]);
     this.#ends.close();
-    this.#requests.cancelAll();
     await Promise.allSettled(this.#leases.turns().map(async (owned) => {
       if (owned.epoch === undefined || owned.ending) return;
       await this.#ends.record(owned, 'interrupted', FleetReasons.closed, undefined);
     }));
     await questionsClosed;
     await swept;
-    let closeTimer: NodeJS.Timeout | undefined;
-    if (this.#sub.isReady) {
-      await Promise.race([this.#sub.unsubscribe().catch(() => {}), new Promise((r) => { closeTimer = setTimeout(r, this.#o.commandTimeoutMs); })]);
-    }
-    clearTimeout(closeTimer);
-    this.#sub.destroy();
-    this.#sub.off('error', this.#onClientError);
+    await this.#channel.close();
     this.#o.redis.off('error', this.#onClientError);
   }
 
   /** @internal for leak checks: live owned turns, waiting stops, pending retries, open questions, live timers. */
   stats(): { ownedTurns: number; waitingStops: number; retries: number; openQuestions: number; timers: number } {
     return {
-      ownedTurns: this.#leases.size, waitingStops: this.#requests.size, retries: this.#ends.size, openQuestions: this.#questions.size,
+      ownedTurns: this.#leases.size, waitingStops: this.#relay.waitingStops, retries: this.#ends.size, openQuestions: this.#questions.size,
       timers: this.#leases.timers + this.#sweep.timers + this.#questions.timers + this.#ends.size,
     };
   }

@@ -5,7 +5,8 @@
  */
 
 export { Fleet } from './fleet.js';
-export type { FleetOptions, FleetStopOptions, FleetRunOptions, FleetAnswerOptions } from './options.js';
+export { FleetClient } from './fleet-client.js';
+export type { FleetOptions, FleetStopOptions, FleetRunOptions, FleetAnswerOptions, FleetClientOptions } from './options.js';
 export type { FleetRedisClient, FleetSingleClient, FleetClusterClient, FleetMessageListener } from './client.js';
 export { clusterRootNodes, type ClusterRootNode } from './root-nodes.js';
 export type { FleetTurn, FleetTurnStatus, StopAnswer, FleetOutcome, AnswerReply } from './answers.js';

@@ -167,22 +167,43 @@ function checkPositive(name: string, value: number | undefined): void {
   if (value === 0) throw new RangeError(`${name}: expected more than 0 ms, got 0`);
 }
 
-export function resolveFleetOptions(options: FleetOptions): ResolvedFleetOptions {
-  if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
-  checkRedisClient('options.redis', options.redis);
-  if (!(options.runner instanceof TurnRunner)) throw new TypeError(`options.runner: expected a TurnRunner, got ${describe(options.runner)}`);
-  const { nodeId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`, prefix = 'fullstop' } = options;
+/** A node's name and the prefix, checked (shared by `Fleet.start` and `Fleet.connect`). */
+function checkNaming(nodeId: unknown, prefix: unknown): asserts nodeId is string {
   checkId('options.nodeId', nodeId);
   checkWellFormed('options.nodeId', nodeId);
   if (/\s/.test(nodeId)) throw new TypeError(`options.nodeId: expected no whitespace (it names a connection), got ${describe(nodeId)}`);
   checkId('options.prefix', prefix);
   checkWellFormed('options.prefix', prefix);
+}
+
+/** The default `nodeId`: `${hostname}:${pid}:${random}`, after `kind:` when given. */
+function defaultNodeId(kind = ''): string {
+  return `${kind}${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+}
+
+export function resolveFleetOptions(options: FleetOptions): ResolvedFleetOptions {
+  if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
+  checkRedisClient('options.redis', options.redis);
+  if (!(options.runner instanceof TurnRunner)) throw new TypeError(`options.runner: expected a TurnRunner, got ${describe(options.runner)}`);
+  const { nodeId = defaultNodeId(), prefix = 'fullstop' } = options;
+  checkNaming(nodeId, prefix);
   const leaseMs = options.leaseMs ?? 15_000;
   checkPositive('options.leaseMs', leaseMs);
-  const { renewMs = leaseMs / 3, sweepMs = leaseMs / 3, finishedTtlMs = DAY_MS, commandTimeoutMs = 2000, pendingStopMs = 60_000 } = options;
+  const { renewMs = leaseMs / 3, sweepMs = leaseMs / 3 } = options;
   checkPositive('options.renewMs', renewMs);
   if (renewMs >= leaseMs) throw new RangeError(`options.renewMs: expected less than leaseMs (${leaseMs}), got ${renewMs}`);
   checkPositive('options.sweepMs', sweepMs);
+  const shared = resolveShared(options);
+  const onUnavailable = options.onUnavailable ?? 'refuse';
+  if (onUnavailable !== 'refuse' && onUnavailable !== 'local') {
+    throw new TypeError(`options.onUnavailable: expected 'refuse' or 'local', got ${describe(onUnavailable)}`);
+  }
+  return { redis: options.redis, runner: options.runner, nodeId, prefix, leaseMs, renewMs, sweepMs, onUnavailable, ...shared };
+}
+
+/** The options a stop or an answer uses, the same for `Fleet.start` and `Fleet.connect`, checked, with their defaults. */
+function resolveShared(options: FleetClientOptions): Pick<ResolvedFleetOptions, 'finishedTtlMs' | 'commandTimeoutMs' | 'pendingStopMs' | 'maxPendingStops' | 'maxAnswerBytes'> {
+  const { finishedTtlMs = DAY_MS, commandTimeoutMs = 2000, pendingStopMs = 60_000 } = options;
   checkPositive('options.finishedTtlMs', finishedTtlMs);
   checkPositive('options.commandTimeoutMs', commandTimeoutMs);
   checkPositive('options.pendingStopMs', pendingStopMs);
@@ -194,12 +215,32 @@ export function resolveFleetOptions(options: FleetOptions): ResolvedFleetOptions
   if (!Number.isSafeInteger(maxAnswerBytes) || maxAnswerBytes < 1) {
     throw new RangeError(`options.maxAnswerBytes: expected a positive integer, got ${describe(maxAnswerBytes)}`);
   }
-  const onUnavailable = options.onUnavailable ?? 'refuse';
-  if (onUnavailable !== 'refuse' && onUnavailable !== 'local') {
-    throw new TypeError(`options.onUnavailable: expected 'refuse' or 'local', got ${describe(onUnavailable)}`);
-  }
-  return {
-    redis: options.redis, runner: options.runner, nodeId, prefix, leaseMs, renewMs, sweepMs,
-    finishedTtlMs: Math.round(finishedTtlMs), onUnavailable, commandTimeoutMs, pendingStopMs: Math.ceil(pendingStopMs), maxPendingStops, maxAnswerBytes,
-  };
+  return { finishedTtlMs: Math.round(finishedTtlMs), commandTimeoutMs, pendingStopMs: Math.ceil(pendingStopMs), maxPendingStops, maxAnswerBytes };
+}
+
+/**
+ * `Fleet.connect`'s options: a stop-only client's. The fleet-wide ones (`prefix`,
+ * `finishedTtlMs`, `pendingStopMs`, `maxPendingStops`, `maxAnswerBytes`) must be the instances'
+ * (`Fleet.start`'s) values; each has the same default.
+ */
+export interface FleetClientOptions extends Pick<FleetOptions,
+  'redis' | 'prefix' | 'finishedTtlMs' | 'commandTimeoutMs' | 'pendingStopMs' | 'maxPendingStops' | 'maxAnswerBytes'> {
+  /**
+   * This client's name in Redis: the owners' acknowledgements come to its channel; unique among
+   * live instances and clients (no spaces or newlines).
+   * @default `client:${hostname}:${pid}:${random}`
+   */
+  nodeId?: string;
+}
+
+export type ResolvedClientOptions = Pick<ResolvedFleetOptions,
+  'redis' | 'nodeId' | 'prefix' | 'finishedTtlMs' | 'commandTimeoutMs' | 'pendingStopMs' | 'maxPendingStops' | 'maxAnswerBytes'>;
+
+export function resolveClientOptions(options: FleetClientOptions): ResolvedClientOptions {
+  if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
+  checkRedisClient('options.redis', options.redis);
+  if ('runner' in options) throw new TypeError('options.runner: a stop-only client runs no turns; start a Fleet (Fleet.start) to run them');
+  const { nodeId = defaultNodeId('client:'), prefix = 'fullstop' } = options;
+  checkNaming(nodeId, prefix);
+  return { redis: options.redis, nodeId, prefix, ...resolveShared(options) };
 }
