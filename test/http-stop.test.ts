@@ -176,5 +176,28 @@ describe.skipIf(!up)('stopResponse with a fleet', () => {
       await proxy.close();
     }
   });
+
+  it('a stop-only client (Fleet.connect: a gateway that runs no turns) answers through stopResponse as a fleet does', async () => {
+    prefix = uniquePrefix();
+    const registry = new TurnRegistry();
+    const a = await instance('A', registry);
+    const redis = await client();
+    clients.push(redis);
+    const gateway = await Fleet.connect({ redis, prefix, nodeId: `gw-${prefix}` });
+    try {
+      const { url } = await stopServer(gateway);
+      const turn = held();
+      const outcome = a.fleet.run('s1', turn.body, { turnId: 't1' });
+      await turn.started;
+      expect(await post(`${url}/sessions/s1/stop`, JSON.stringify({ reason: 'cancel.client' }))).toMatchObject({
+        status: 200, body: { outcome: 'stopped', sessionId: 's1', turnId: 't1', node: `A-${prefix}`, report: { reason: 'cancel.client' } },
+      });
+      expect((await outcome).status).toBe('cancelled');
+      expect(await post(`${url}/sessions/s1/stop`, '{}')).toMatchObject({ status: 200, body: { outcome: 'already_finished' } });
+    } finally {
+      await gateway.close();
+    }
+    expect(registry.stats()).toEqual({ liveTokens: 0, liveSlots: 0, liveBridges: 0, liveOwners: 0 });
+  });
 });
 

@@ -25,7 +25,7 @@ export const STOP_STATUS = Object.freeze({
   refused: 429, relay_unavailable: 503,
 } as const);
 
-/** Anything that stops as `fleet.stop` does (a `Fleet`, a stop-only client of one). */
+/** Anything that stops as `fleet.stop` does: a `Fleet`, or a stop-only `FleetClient` (`Fleet.connect`). */
 export interface FleetStopper {
   stop(sessionId: string, options?: { reason?: string; turnId?: string }): Promise<StopAnswer>;
 }
