@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const pkg = JSON.parse(readFileSync(`${root}/runtimes/package.json`, 'utf8'));
-const AREAS = ['pool', 'exec', 'runner', 'fleet'];
+const AREAS = ['pool', 'exec', 'runner', 'fleet', 'http'];
 /** How long one file of one runtime may run, in ms (its checks take seconds). */
 const FILE_LIMIT_MS = 180_000;
 
@@ -34,7 +34,8 @@ const RUNTIMES = {
   },
   deno: {
     paths: ['runtimes/node_modules/@deno/linux-x64-glibc/deno', 'runtimes/node_modules/deno/deno'],
-    argv: (file) => ['run', '-A', file],
+    // --unstable-no-legacy-abort: Deno.serve's request.signal aborts when the client goes away, not on every response (test/runtime/http.mjs).
+    argv: (file) => ['run', '-A', '--unstable-no-legacy-abort', file],
     version: new RegExp(`^deno ${pkg.devDependencies.deno.replaceAll('.', '\\.')} `),
   },
 };
