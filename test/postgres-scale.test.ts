@@ -23,7 +23,8 @@ const tick = () => new Promise((r) => setImmediate(r));
 /** One row for `append_entries` called by hand (a transaction the test holds open). */
 function handCall(schema: string, sessionId: string, turnId: string, text: string) {
   const body = JSON.stringify({ at: Date.now(), sessionId, turnId, type: 'say', text });
-  return { text: statementsFor(schema).append, values: ['A', `hand-${text}`, [1], [sessionId], [turnId], ['say'], [null], [Date.now()], [body], null, null, 5000, false] };
+  // The bodies go as one text, joined by newlines (statements.ts `joinBodies`): one body here.
+  return { text: statementsFor(schema).append, values: ['A', `hand-${text}`, [1], [sessionId], [turnId], ['say'], [null], [Date.now()], body, null, null, 5000, false] };
 }
 
 describe('sessions do not wait for each other', () => {

@@ -17,7 +17,7 @@
 import { LedgerTimeoutError } from '../../errors.js';
 import { idColumn } from './id-column.js';
 import { PgCallError, withClient, type PgPool } from './pool.js';
-import type { Statements } from './statements.js';
+import { joinBodies, type Statements } from './statements.js';
 
 /** One entry on its way to the database. */
 export interface Row {
@@ -29,7 +29,7 @@ export interface Row {
   /** A status entry's status; `null` for other types. */
   status: string | null;
   at: number;
-  /** The entry as JSON, without `seq`. */
+  /** The entry as JSON, without `seq` (`JSON.stringify` output: no raw newline, as `joinBodies` needs). */
   body: string;
   /** UTF-8 bytes of the row (its body and ids): what the queue and a batch are bounded by. */
   bytes: number;
@@ -75,7 +75,7 @@ export class Appender {
     const values = [
       idColumn(this.#owner), this.#writer, rows.map((r) => r.localSeq), rows.map((r) => idColumn(r.sessionId)),
       rows.map((r) => idColumn(r.turnId)), rows.map((r) => r.type), rows.map((r) => r.status), rows.map((r) => r.at),
-      rows.map((r) => r.body), expect === undefined ? null : idColumn(expect.turnId), expect?.lastSeq ?? null, 0,
+      joinBodies(rows.map((r) => r.body)), expect === undefined ? null : idColumn(expect.turnId), expect?.lastSeq ?? null, 0,
       rows.some((r) => r.maybeWritten === true),
     ];
     let lost: PgCallError | undefined;
