@@ -19,6 +19,10 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+// Node ignores SIGPIPE, and a child inherits an ignored signal; Deno.serve with SIGPIPE ignored never
+// sees a client go away (test/runtime/http.mjs). A handler here (reset to the default at exec) gives
+// every runtime the SIGPIPE a shell would: the disposition a server normally starts with.
+process.on('SIGPIPE', () => {});
 const pkg = JSON.parse(readFileSync(`${root}/runtimes/package.json`, 'utf8'));
 const AREAS = ['pool', 'exec', 'runner', 'fleet', 'http'];
 /** How long one file of one runtime may run, in ms (its checks take seconds). */
