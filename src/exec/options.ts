@@ -3,7 +3,7 @@
  * before anything is spawned. Messages name the argument and repeat the bad value.
  */
 
-import { DEFAULT_GRACE_MS } from '../constants.js';
+import { DEFAULT_EXEC_MAX_BUFFER, DEFAULT_GRACE_MS } from '../constants.js';
 import { checkMs, describe } from '../errors.js';
 import { isCancelToken, type CancelToken } from '../token/token.js';
 import type { OnOutput } from './output.js';
@@ -86,8 +86,6 @@ export interface ExecOptions {
 export type ContainmentOption = 'auto' | 'process-group' | 'tree-kill';
 const CONTAINMENT_OPTIONS: readonly ContainmentOption[] = ['auto', 'process-group', 'tree-kill'];
 
-const DEFAULT_MAX_BUFFER = 100_000_000;
-
 /** Options after validation, defaults applied. */
 export interface Checked {
   readonly file: string;
@@ -137,7 +135,7 @@ export function check(file: unknown, args: unknown, options: unknown): Checked {
     signal: o.signal as AbortSignal | undefined,
     graceMs: (o.graceMs as number | undefined) ?? DEFAULT_GRACE_MS,
     timeoutMs: o.timeoutMs === 0 ? undefined : (o.timeoutMs as number | undefined),
-    maxBuffer: (o.maxBuffer as number | undefined) ?? DEFAULT_MAX_BUFFER,
+    maxBuffer: (o.maxBuffer as number | undefined) ?? DEFAULT_EXEC_MAX_BUFFER,
     onOutput: o.onOutput as OnOutput | undefined,
     cwd: o.cwd as string | undefined,
     env: o.env as Record<string, string> | undefined,
