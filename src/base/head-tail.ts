@@ -10,6 +10,14 @@ export function omittedLine(bytes: number): string {
   return `… ${bytes} bytes omitted …`;
 }
 
+/**
+ * The one shape of a cut text, whoever cut it (exec's streams, the history's outputs and progress,
+ * the model's partials): `head`, a newline, the omitted-bytes line, a newline, `tail`.
+ */
+export function joinCut(head: string, omittedBytes: number, tail: string): string {
+  return `${head}\n${omittedLine(omittedBytes)}\n${tail}`;
+}
+
 /** The UTF-8 length of `text` (counted, not encoded). */
 export function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, 'utf8');
@@ -48,7 +56,7 @@ export function cutText(text: string, maxBytes: number): { text: string; omitted
   const head = headBytes(headChars(text.slice(0, half)), half);
   const tail = tailBytes(tailChars(text.slice(-half)), maxBytes - half);
   const omittedBytes = total - head.bytes - tail.bytes;
-  return { text: `${head.text}\n${omittedLine(omittedBytes)}\n${tail.text}`, omittedBytes };
+  return { text: joinCut(head.text, omittedBytes, tail.text), omittedBytes };
 }
 
 /**
@@ -73,7 +81,7 @@ export function cutAround(head: string, omittedBytes: number, tail: string, maxB
     kept = { head: h.text, tail: t.text, bytes: h.bytes + t.bytes };
   }
   const omitted = omittedBytes + headTotal + tailTotal - kept.bytes;
-  return { text: `${kept.head}\n${omittedLine(omitted)}\n${kept.tail}`, omittedBytes: omitted };
+  return { text: joinCut(kept.head, omitted, kept.tail), omittedBytes: omitted };
 }
 
 /**

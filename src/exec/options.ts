@@ -50,12 +50,14 @@ export interface ExecOptions {
    */
   timeoutMs?: number;
   /**
-   * Most characters kept of stdout and of stderr, each. Past it the command runs on, and the
-   * result keeps the stream's head and tail: its first `ceil(maxBuffer / 2)` characters, a line
-   * `… N bytes omitted …` (N: the bytes written between them), and its last `floor(maxBuffer / 2)`
-   * characters, so both the first error and the last lines are there. It bounds memory, not the
+   * Most bytes (UTF-8) kept of stdout and of stderr, each, as every output bound counts. Past it the
+   * command runs on, and the result keeps the stream's head and tail: its first `ceil(maxBuffer / 2)`
+   * bytes, a line `… N bytes omitted …` (N: the bytes written between them), and its last
+   * `floor(maxBuffer / 2)` bytes, so both the first error and the last lines are there. An end is
+   * never cut inside a character (it keeps up to 3 bytes less). It bounds memory, not the
    * run (`timeoutMs` or a token does that). Capped at the longest string V8 holds
    * (`buffer.constants.MAX_STRING_LENGTH`, less 64).
+   * (It counted UTF-16 characters before: see the changelog.)
    * @default 100_000_000
    */
   maxBuffer?: number;
@@ -167,9 +169,9 @@ function checkArgs(args: unknown): readonly string[] {
 
 function checkMaxBuffer(value: unknown): void {
   if (value === undefined) return;
-  if (typeof value !== 'number') throw new TypeError(`options.maxBuffer: expected a number of characters, got ${describe(value)}`);
+  if (typeof value !== 'number') throw new TypeError(`options.maxBuffer: expected a number of bytes, got ${describe(value)}`);
   if (Number.isNaN(value) || value < 1) {
-    throw new RangeError(`options.maxBuffer: expected a number of characters >= 1, got ${describe(value)}`);
+    throw new RangeError(`options.maxBuffer: expected a number of bytes >= 1, got ${describe(value)}`);
   }
 }
 

@@ -1,22 +1,21 @@
 /**
  * One stream of a child's output: decoded as it arrives, handed to `onOutput`, and kept within
- * `maxBuffer` characters as its head and its tail.
+ * `maxBuffer` bytes (UTF-8) as its head and its tail.
  *
  * Invariants:
  * 1. Text is decoded by one `StringDecoder` per stream, so a UTF-8 character split across reads
  *    reaches `onOutput` (and the result) whole, with the read that completes it.
- * 2. The budget: `headCap = ceil(cap / 2)` first characters and `tailCap = floor(cap / 2)` last
- *    ones. While the text fits in `cap` it is kept whole; past it, the result is the head, a line
- *    `… N bytes omitted …` and the tail (N: the UTF-8 bytes of the decoded text that neither
- *    holds, so the bytes the child wrote for UTF-8 output; a byte that is not UTF-8 counts as its
- *    replacement character, 3, so a cut stream never reads as 0 omitted). Neither end is cut
- *    inside a surrogate pair.
+ * 2. The budget, in UTF-8 bytes of the decoded text (the unit of every output bound): the first
+ *    `headCap = ceil(cap / 2)` bytes and the last `tailCap = floor(cap / 2)`. While the text fits
+ *    in `cap` it is kept whole; past it, the result is the head, a line `… N bytes omitted …` and
+ *    the tail (N: the bytes that neither holds, so the bytes the child wrote for UTF-8 output; a
+ *    byte that is not UTF-8 counts as its replacement character, 3, so a cut stream never reads as
+ *    0 omitted). Neither end is cut inside a character: an end keeps less rather than half of one.
  * 3. Memory is bounded and nothing is copied: the tail is a queue of the pieces as they arrived
  *    (small ones merged), whole pieces dropped from its front while the rest still holds
- *    `tailCap` characters, so it holds at most `tailCap` plus one piece. Head and tail are joined
- *    once, as rope strings (`+`), never flattened here: characters and bytes are counted per piece
- *    as it arrives (a flat string), and the tail's bytes piece by piece once the output is cut
- *    (reading a rope's characters would flatten, that is copy, all of it).
+ *    `tailCap` bytes, so it holds at most `tailCap` plus one piece. Head and tail are joined
+ *    once, as rope strings (`+`), never flattened here: bytes are counted per piece as it arrives
+ *    (a flat string), and only the tail's first piece is re-read when the output is cut.
  * 4. `onOutput` is never called once the result is made: by then the stream has closed (child.ts
  *    awaits it, or destroys it after a bounded read, drain.ts), and nothing comes after 'close'. A
  *    throw (or a rejected promise) from it is reported once per stream as a warning, never thrown
@@ -29,7 +28,7 @@
 import { constants } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { isHighSurrogate, omittedLine, tailChars, utf8Bytes } from '../base/head-tail.js';
+import { headBytes, joinCut, tailBytes as lastBytes, utf8Bytes } from '../base/head-tail.js';
 import { renderSafely } from '../base/render.js';
 import { callGuarded, warnCallbackFailed } from '../base/user-callback.js';
 
@@ -46,6 +45,7 @@ export type OnOutput = (chunk: OutputChunk) => void;
 
 /**
  * The longest string V8 can make, less room for the omitted-bytes line: a `maxBuffer` above it
+ * (bytes, so at least as many characters)
  * keeps this much instead (one more append would throw `RangeError: Invalid string length` from a
  * stream callback, where nothing can catch it).
  */
@@ -65,15 +65,15 @@ export class Output {
   readonly #headCap: number;
   readonly #tailCap: number;
   #head = '';
-  #headLength = 0;
   #headBytes = 0;
-  /** True once the head takes no more (its cap reached, or one short of a cut surrogate pair). */
+  /** True once the head takes no more (its cap reached, or one short of a cut character). */
   #headFull = false;
-  /** The tail's pieces from `#first` on, and their characters in all. */
+  /** The tail's pieces from `#first` on, the UTF-8 bytes of each, and their bytes in all. */
   #pieces: string[] = [];
+  #pieceBytes: number[] = [];
   #first = 0;
-  #tailLength = 0;
-  /** True once a piece was dropped from the tail: more than `cap` characters arrived. */
+  #tailBytes = 0;
+  /** True once a piece was dropped from the tail: more than `cap` bytes arrived. */
   #cut = false;
   /** UTF-8 bytes of the text decoded so far (the bytes read, for UTF-8 output; invariant 2). */
   #bytes = 0;
@@ -110,24 +110,24 @@ export class Output {
    */
   kept(): { text: string; omittedBytes: number } {
     let tail = '';
-    if (!this.#cut && this.#headLength + this.#tailLength <= this.#cap) {
+    if (!this.#cut && this.#headBytes + this.#tailBytes <= this.#cap) {
       for (let i = this.#first; i < this.#pieces.length; i++) tail += this.#pieces[i];
       return { text: this.#head + tail, omittedBytes: 0 };
     }
-    let tailBytes = 0;
-    const excess = this.#tailLength - this.#tailCap;
+    let keptBytes = 0;
+    const excess = this.#tailBytes - this.#tailCap;
     for (let i = this.#first; i < this.#pieces.length; i++) {
       let piece = this.#pieces[i]!;
+      let bytes = this.#pieceBytes[i]!;
       if (i === this.#first && excess > 0) {
-        // Only this piece is cut, and it is small: reading its characters copies little.
-        piece = tailChars(piece.slice(excess));
+        // Only this piece is cut, and it is one read at most: re-reading it copies little.
+        ({ text: piece, bytes } = lastBytes(piece, bytes - excess));
       }
       tail += piece;
-      tailBytes += utf8Bytes(piece);
+      keptBytes += bytes;
     }
-    const omittedBytes = Math.max(0, this.#bytes - this.#headBytes - tailBytes);
-    // The same shape as the runner's bounded outputs and toModelMessages' partials: `head\n… N …\ntail`.
-    return { text: `${this.#head}\n${omittedLine(omittedBytes)}\n${tail}`, omittedBytes };
+    const omittedBytes = Math.max(0, this.#bytes - this.#headBytes - keptBytes);
+    return { text: joinCut(this.#head, omittedBytes, tail), omittedBytes };
   }
 
   destroy(): void {
@@ -138,46 +138,54 @@ export class Output {
     if (part === '') return;
     // Counted on the decoded part (a flat string), not the read: where the bytes are not UTF-8, the
     // head and tail are counted on their replacement characters, and so must the whole be.
-    this.#bytes += utf8Bytes(part);
-    this.#keep(part);
+    const bytes = utf8Bytes(part);
+    this.#bytes += bytes;
+    this.#keep(part, bytes);
     if (this.#onOutput !== undefined) this.#emit(part);
   }
 
-  #keep(part: string): void {
+  #keep(part: string, bytes: number): void {
     let rest = part;
+    let restBytes = bytes;
     if (!this.#headFull) {
-      const room = this.#headCap - this.#headLength;
-      if (rest.length < room) return this.#addToHead(rest);
-      // The head is full: cut the part, one character short if that would split a surrogate pair.
-      const cut = room > 0 && isHighSurrogate(rest.charCodeAt(room - 1)) ? room - 1 : room;
-      this.#addToHead(rest.slice(0, cut));
+      const room = this.#headCap - this.#headBytes;
+      if (bytes < room) return this.#addToHead(part, bytes);
+      // The head is full: its part ends on a character boundary at or before `room` bytes.
+      const head = headBytes(part, room);
+      this.#addToHead(head.text, head.bytes);
       this.#headFull = true;
-      rest = rest.slice(cut);
+      rest = part.slice(head.text.length);
+      restBytes = bytes - head.bytes;
       if (rest === '') return;
     }
-    this.#addToTail(rest);
+    this.#addToTail(rest, restBytes);
   }
 
-  #addToHead(piece: string): void {
+  #addToHead(piece: string, bytes: number): void {
     if (piece === '') return;
     this.#head += piece;
-    this.#headLength += piece.length;
-    this.#headBytes += utf8Bytes(piece);
+    this.#headBytes += bytes;
   }
 
-  #addToTail(piece: string): void {
+  #addToTail(piece: string, bytes: number): void {
     const last = this.#pieces.length - 1;
-    if (last >= this.#first && this.#pieces[last]!.length < MERGE_BELOW) this.#pieces[last] += piece;
-    else this.#pieces.push(piece);
-    this.#tailLength += piece.length;
-    // Drop whole pieces from the front while the rest still holds `tailCap` characters.
-    while (this.#first < this.#pieces.length && this.#tailLength - this.#pieces[this.#first]!.length >= this.#tailCap) {
-      this.#tailLength -= this.#pieces[this.#first]!.length;
+    if (last >= this.#first && this.#pieces[last]!.length < MERGE_BELOW) {
+      this.#pieces[last] += piece;
+      this.#pieceBytes[last] += bytes;
+    } else {
+      this.#pieces.push(piece);
+      this.#pieceBytes.push(bytes);
+    }
+    this.#tailBytes += bytes;
+    // Drop whole pieces from the front while the rest still holds `tailCap` bytes.
+    while (this.#first < this.#pieces.length && this.#tailBytes - this.#pieceBytes[this.#first]! >= this.#tailCap) {
+      this.#tailBytes -= this.#pieceBytes[this.#first]!;
       this.#pieces[this.#first++] = ''; // let it go now, not at the next compaction
       this.#cut = true;
     }
     if (this.#first > 1024 && this.#first * 2 > this.#pieces.length) {
       this.#pieces = this.#pieces.slice(this.#first);
+      this.#pieceBytes = this.#pieceBytes.slice(this.#first);
       this.#first = 0;
     }
   }
