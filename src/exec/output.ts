@@ -5,9 +5,9 @@
  * Invariants:
  * 1. Text is decoded by one `StringDecoder` per stream, so a UTF-8 character split across reads
  *    reaches `onOutput` (and the result) whole, with the read that completes it.
- * 2. The budget, in UTF-8 bytes of the decoded text (the unit of every output bound): the first
- *    `headCap = ceil(cap / 2)` bytes and the last `tailCap = floor(cap / 2)`. While the text fits
- *    in `cap` it is kept whole; past it, the result is the head, a line `… N bytes omitted …` and
+ * 2. The budget, in UTF-8 bytes of the decoded text (the unit of every output bound), split as
+ *    every head and tail is (`splitBudget`): the first `ceil(cap / 2)` bytes and the last
+ *    `floor(cap / 2)`. While the text fits in `cap` it is kept whole; past it, the result is the head, a line `… N bytes omitted …` and
  *    the tail (N: the bytes that neither holds, so the bytes the child wrote for UTF-8 output; a
  *    byte that is not UTF-8 counts as its replacement character, 3, so a cut stream never reads as
  *    0 omitted). Neither end is cut inside a character: an end keeps less rather than half of one.
@@ -28,7 +28,7 @@
 import { constants } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { headBytes, joinCut, tailBytes as lastBytes, utf8Bytes } from '../base/head-tail.js';
+import { headBytes, joinCut, splitBudget, tailBytes as lastBytes, utf8Bytes } from '../base/head-tail.js';
 import { renderSafely } from '../base/render.js';
 import { callGuarded, warnCallbackFailed } from '../base/user-callback.js';
 
@@ -91,8 +91,7 @@ export class Output {
     this.#name = name;
     this.#onOutput = onOutput;
     this.#cap = Math.min(maxBuffer, MAX_OUTPUT_CHARS);
-    this.#headCap = Math.ceil(this.#cap / 2);
-    this.#tailCap = this.#cap - this.#headCap;
+    ({ head: this.#headCap, tail: this.#tailCap } = splitBudget(this.#cap));
     stream.on('data', (chunk: Buffer) => this.#take(this.#decoder.write(chunk)));
     this.closed = new Promise((resolve) => {
       stream.once('close', () => {
