@@ -16,6 +16,7 @@ import type { AnsweredMessage } from './messages.js';
 import { QUESTION_SCRIPTS } from './question-scripts.js';
 import { runScript, type FleetScript } from './scripts.js';
 import { toWire } from './wire-id.js';
+import { waitAtMost } from '../base/within.js';
 
 export interface AnswerRequestsContext {
   redis: FleetRedisClient; keys: FleetKeys;
@@ -137,10 +138,6 @@ export class AnswerRequests {
   async close(): Promise<void> {
     this.#closing = true;
     for (const settle of this.#waiting.values()) settle(undefined);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.#answering]),
-      new Promise((resolve) => { timer = setTimeout(resolve, this.#ctx.commandTimeoutMs); }),
-    ]).finally(() => clearTimeout(timer));
+    await waitAtMost(Promise.allSettled([...this.#answering]), this.#ctx.commandTimeoutMs);
   }
 }
