@@ -11,11 +11,10 @@
  *    the tail (N: the bytes that neither holds, so the bytes the child wrote for UTF-8 output; a
  *    byte that is not UTF-8 counts as its replacement character, 3, so a cut stream never reads as
  *    0 omitted). Neither end is cut inside a character: an end keeps less rather than half of one.
- * 3. Memory is bounded and nothing is copied: the tail is a queue of the pieces as they arrived
- *    (small ones merged), whole pieces dropped from its front while the rest still holds
- *    `tailCap` bytes, so it holds at most `tailCap` plus one piece. Head and tail are joined
- *    once, as rope strings (`+`), never flattened here: bytes are counted per piece as it arrives
- *    (a flat string), and only the tail's first piece is re-read when the output is cut.
+ * 3. Memory is bounded: head and tail are kept by a `HeadTailKeeper` (src/base/head-tail-keeper.ts,
+ *    the one streaming head-and-tail, as a call's progress is kept), which holds the head, the
+ *    tail and one read beyond; bytes are counted per read as it arrives (a flat string), and the
+ *    result is joined once, as rope strings, never flattened here.
  * 4. `onOutput` is never called once the result is made: by then the stream has closed (child.ts
  *    awaits it, or destroys it after a bounded read, drain.ts), and nothing comes after 'close'. A
  *    throw (or a rejected promise) from it is reported once per stream as a warning, never thrown
@@ -28,7 +27,8 @@
 import { constants } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { headBytes, joinCut, splitBudget, tailBytes as lastBytes, utf8Bytes } from '../base/head-tail.js';
+import { joinCut, splitBudget, utf8Bytes } from '../base/head-tail.js';
+import { HeadTailKeeper } from '../base/head-tail-keeper.js';
 import { renderSafely } from '../base/render.js';
 import { callGuarded, warnCallbackFailed } from '../base/user-callback.js';
 
@@ -51,9 +51,6 @@ export type OnOutput = (chunk: OutputChunk) => void;
  */
 export const MAX_OUTPUT_CHARS = constants.MAX_STRING_LENGTH - 64;
 
-/** Pieces shorter than this are merged into the tail's last piece (per-string overhead, invariant 3). */
-const MERGE_BELOW = 8192;
-
 export class Output {
   /** Resolves (never rejects) when the stream has closed. */
   readonly closed: Promise<void>;
@@ -61,22 +58,8 @@ export class Output {
   readonly #name: 'stdout' | 'stderr';
   readonly #decoder = new StringDecoder('utf8');
   readonly #onOutput: OnOutput | undefined;
-  readonly #cap: number;
-  readonly #headCap: number;
-  readonly #tailCap: number;
-  #head = '';
-  #headBytes = 0;
-  /** True once the head takes no more (its cap reached, or one short of a cut character). */
-  #headFull = false;
-  /** The tail's pieces from `#first` on, the UTF-8 bytes of each, and their bytes in all. */
-  #pieces: string[] = [];
-  #pieceBytes: number[] = [];
-  #first = 0;
-  #tailBytes = 0;
-  /** True once a piece was dropped from the tail: more than `cap` bytes arrived. */
-  #cut = false;
-  /** UTF-8 bytes of the text decoded so far (the bytes read, for UTF-8 output; invariant 2). */
-  #bytes = 0;
+  /** The head and the tail kept (invariants 2 and 3). */
+  readonly #keeper: HeadTailKeeper;
   /** True once a throw of `onOutput` was reported (one warning a stream). */
   #warned = false;
   /**
@@ -90,8 +73,8 @@ export class Output {
     this.#stream = stream;
     this.#name = name;
     this.#onOutput = onOutput;
-    this.#cap = Math.min(maxBuffer, MAX_OUTPUT_CHARS);
-    ({ head: this.#headCap, tail: this.#tailCap } = splitBudget(this.#cap));
+    const { head, tail } = splitBudget(Math.min(maxBuffer, MAX_OUTPUT_CHARS));
+    this.#keeper = new HeadTailKeeper(head, tail);
     stream.on('data', (chunk: Buffer) => this.#take(this.#decoder.write(chunk)));
     this.closed = new Promise((resolve) => {
       stream.once('close', () => {
@@ -108,25 +91,8 @@ export class Output {
    * the bytes the child wrote that it does not hold (0 when it fits in `maxBuffer`).
    */
   kept(): { text: string; omittedBytes: number } {
-    let tail = '';
-    if (!this.#cut && this.#headBytes + this.#tailBytes <= this.#cap) {
-      for (let i = this.#first; i < this.#pieces.length; i++) tail += this.#pieces[i];
-      return { text: this.#head + tail, omittedBytes: 0 };
-    }
-    let keptBytes = 0;
-    const excess = this.#tailBytes - this.#tailCap;
-    for (let i = this.#first; i < this.#pieces.length; i++) {
-      let piece = this.#pieces[i]!;
-      let bytes = this.#pieceBytes[i]!;
-      if (i === this.#first && excess > 0) {
-        // Only this piece is cut, and it is one read at most: re-reading it copies little.
-        ({ text: piece, bytes } = lastBytes(piece, bytes - excess));
-      }
-      tail += piece;
-      keptBytes += bytes;
-    }
-    const omittedBytes = Math.max(0, this.#bytes - this.#headBytes - keptBytes);
-    return { text: joinCut(this.#head, omittedBytes, tail), omittedBytes };
+    const { head, tail, omittedBytes } = this.#keeper.kept();
+    return { text: omittedBytes === 0 ? head + tail : joinCut(head, omittedBytes, tail), omittedBytes };
   }
 
   destroy(): void {
@@ -137,56 +103,8 @@ export class Output {
     if (part === '') return;
     // Counted on the decoded part (a flat string), not the read: where the bytes are not UTF-8, the
     // head and tail are counted on their replacement characters, and so must the whole be.
-    const bytes = utf8Bytes(part);
-    this.#bytes += bytes;
-    this.#keep(part, bytes);
+    this.#keeper.add(part, utf8Bytes(part));
     if (this.#onOutput !== undefined) this.#emit(part);
-  }
-
-  #keep(part: string, bytes: number): void {
-    let rest = part;
-    let restBytes = bytes;
-    if (!this.#headFull) {
-      const room = this.#headCap - this.#headBytes;
-      if (bytes < room) return this.#addToHead(part, bytes);
-      // The head is full: its part ends on a character boundary at or before `room` bytes.
-      const head = headBytes(part, room);
-      this.#addToHead(head.text, head.bytes);
-      this.#headFull = true;
-      rest = part.slice(head.text.length);
-      restBytes = bytes - head.bytes;
-      if (rest === '') return;
-    }
-    this.#addToTail(rest, restBytes);
-  }
-
-  #addToHead(piece: string, bytes: number): void {
-    if (piece === '') return;
-    this.#head += piece;
-    this.#headBytes += bytes;
-  }
-
-  #addToTail(piece: string, bytes: number): void {
-    const last = this.#pieces.length - 1;
-    if (last >= this.#first && this.#pieces[last]!.length < MERGE_BELOW) {
-      this.#pieces[last] += piece;
-      this.#pieceBytes[last] += bytes;
-    } else {
-      this.#pieces.push(piece);
-      this.#pieceBytes.push(bytes);
-    }
-    this.#tailBytes += bytes;
-    // Drop whole pieces from the front while the rest still holds `tailCap` bytes.
-    while (this.#first < this.#pieces.length && this.#tailBytes - this.#pieceBytes[this.#first]! >= this.#tailCap) {
-      this.#tailBytes -= this.#pieceBytes[this.#first]!;
-      this.#pieces[this.#first++] = ''; // let it go now, not at the next compaction
-      this.#cut = true;
-    }
-    if (this.#first > 1024 && this.#first * 2 > this.#pieces.length) {
-      this.#pieces = this.#pieces.slice(this.#first);
-      this.#pieceBytes = this.#pieceBytes.slice(this.#first);
-      this.#first = 0;
-    }
   }
 
   #emit(text: string): void {
