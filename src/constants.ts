@@ -100,6 +100,15 @@ export const DEFAULT_FLEET_CALL_TIMEOUT_MS = 2_000;
  */
 export const DEFAULT_FLEET_MAX_PENDING_STOPS = 100;
 
+/** `fullstop/bullmq`: how long a job that could not start a turn now waits (delayed, no attempt counted), in ms. */
+export const DEFAULT_BULLMQ_REQUEUE_DELAY_MS = 1000;
+
+/** `fullstop/bullmq`: the least time between two `job.updateProgress` calls of a job, in ms. */
+export const DEFAULT_BULLMQ_PROGRESS_INTERVAL_MS = 250;
+
+/** `fullstop/bullmq`: the most UTF-8 bytes of text one job progress carries. */
+export const DEFAULT_BULLMQ_PROGRESS_MAX_BYTES = 4096;
+
 /** `fullstop/postgres`: the schema `PgLedger.open` keeps its tables in when none is given. */
 export const DEFAULT_PG_SCHEMA = 'fullstop';
 
