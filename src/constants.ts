@@ -73,6 +73,42 @@ export const MAX_ID_LENGTH = 1024;
  */
 export const MAX_STOP_DETAIL_LENGTH = 1024;
 
+/**
+ * `exec`: the most of each stream (stdout, stderr) a result keeps (`ExecOptions` `maxBuffer`), in
+ * UTF-8 bytes; past it the stream's head and tail around a `… N bytes omitted …` line.
+ */
+export const DEFAULT_EXEC_MAX_BUFFER = 100_000_000;
+
+/** `fullstop/fleet`: the prefix of every key and channel (`FleetOptions` `prefix`). */
+export const DEFAULT_FLEET_PREFIX = 'fullstop';
+
+/** `fullstop/fleet`: how long a turn stays owned without a renewal (`FleetOptions` `leaseMs`), in ms. */
+export const DEFAULT_FLEET_LEASE_MS = 15_000;
+
+/** `fullstop/fleet`: how long a finished turn's record answers `already_finished` (`finishedTtlMs`), in ms (24 h). */
+export const DEFAULT_FLEET_FINISHED_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** `fullstop/fleet`: the longest wait for a Redis reply when registering or recording a turn (`commandTimeoutMs`), in ms. */
+export const DEFAULT_FLEET_COMMAND_TIMEOUT_MS = 2_000;
+
+/** `fullstop/fleet`: the bound of a whole `fleet.stop` or `fleet.answer` call (their `timeoutMs`), in ms. */
+export const DEFAULT_FLEET_CALL_TIMEOUT_MS = 2_000;
+
+/**
+ * `fullstop/fleet`: the most pending stops Redis keeps for one session (`FleetOptions`
+ * `maxPendingStops`); the runner's own bound is `MAX_PENDING_STOPS_PER_SESSION`.
+ */
+export const DEFAULT_FLEET_MAX_PENDING_STOPS = 100;
+
+/** `fullstop/bullmq`: how long a job that could not start a turn now waits (delayed, no attempt counted), in ms. */
+export const DEFAULT_BULLMQ_REQUEUE_DELAY_MS = 1000;
+
+/** `fullstop/bullmq`: the least time between two `job.updateProgress` calls of a job, in ms. */
+export const DEFAULT_BULLMQ_PROGRESS_INTERVAL_MS = 250;
+
+/** `fullstop/bullmq`: the most UTF-8 bytes of text one job progress carries. */
+export const DEFAULT_BULLMQ_PROGRESS_MAX_BYTES = 4096;
+
 /** `fullstop/postgres`: the schema `PgLedger.open` keeps its tables in when none is given. */
 export const DEFAULT_PG_SCHEMA = 'fullstop';
 

@@ -187,7 +187,7 @@ describe('exec onOutput: the output as it arrives', () => {
 });
 
 describe('exec maxBuffer: past it, the head and the tail', () => {
-  it('keeps the first ceil(max/2) and last floor(max/2) characters of each stream, with the omitted bytes between', async () => {
+  it('keeps the first ceil(max/2) and last floor(max/2) bytes of each stream, with the omitted bytes between', async () => {
     const r = await exec('sh', ['-c', 'printf 0123456789abcdefghij; printf ABCDEFGHIJK >&2'], { maxBuffer: 10 });
     expect(r.stdout).toBe('01234\n… 10 bytes omitted …\nfghij');
     expect(r.stderr).toBe('ABCDE\n… 1 bytes omitted …\nGHIJK');
@@ -202,18 +202,24 @@ describe('exec maxBuffer: past it, the head and the tail', () => {
     expect(whole).toMatchObject({ stdout: 'ab\ncd\n', omittedBytes: { stdout: 0, stderr: 0 } });
   });
 
-  it('counts omitted bytes, not characters, and never cuts a character or a surrogate pair in two', async () => {
-    const euros = await exec('printf', ['€€€€€€€€€€'], { maxBuffer: 4 });
-    expect(euros.stdout).toBe('€€\n… 18 bytes omitted …\n€€');
-    const smiles = await exec('printf', ['😀😀😀😀'], { maxBuffer: 3 }); // 8 UTF-16 units: 2 + 1
-    expect(smiles.stdout.isWellFormed()).toBe(true);
-    expect(smiles.stdout).toBe('😀\n… 12 bytes omitted …\n');
-    expect(smiles.omittedBytes.stdout).toBe(12);
+  it('counts maxBuffer in UTF-8 bytes, as the omitted bytes, and never cuts a character or a surrogate pair in two', async () => {
+    // 10 × 3 bytes: 6 bytes keep one euro each end (as characters, 6 would keep three).
+    const euros = await exec('printf', ['€€€€€€€€€€'], { maxBuffer: 6 });
+    expect(euros.stdout).toBe('€\n… 24 bytes omitted …\n€');
+    expect(euros.omittedBytes.stdout).toBe(24);
+    // 4 × 4 bytes (8 UTF-16 units): 8 bytes keep one each end (as characters, 8 would keep all four).
+    const smiles = await exec('printf', ['😀😀😀😀'], { maxBuffer: 8 });
+    expect(smiles.stdout).toBe('😀\n… 8 bytes omitted …\n😀');
+    // A bound inside a character keeps less, never half of it.
+    const cut = await exec('printf', ['😀😀😀😀'], { maxBuffer: 7 });
+    expect(cut.stdout.isWellFormed()).toBe(true);
+    expect(cut.stdout).toBe('😀\n… 12 bytes omitted …\n'); // head 4 bytes, tail 3: no room for a whole one
+    expect(cut.omittedBytes.stdout).toBe(12);
   });
 
   it('counts a cut stream of bytes that are not UTF-8 on their replacement characters: never 0 bytes omitted when it was cut', async () => {
-    // 250 bytes 0xFF: 250 U+FFFD (3 bytes each in UTF-8), 100 of them kept.
-    const r = await exec('sh', ['-c', 'head -c 250 /dev/zero | tr "\\0" "\\377"'], { maxBuffer: 100 });
+    // 250 bytes 0xFF: 250 U+FFFD (3 bytes each in UTF-8), 300 bytes of them kept (50 each end).
+    const r = await exec('sh', ['-c', 'head -c 250 /dev/zero | tr "\\0" "\\377"'], { maxBuffer: 300 });
     expect(r.stdout).toBe(`${'\uFFFD'.repeat(50)}\n… 450 bytes omitted …\n${'\uFFFD'.repeat(50)}`);
     expect(r.omittedBytes).toEqual({ stdout: 450, stderr: 0 });
   });

@@ -18,10 +18,12 @@
  *    out, and a user needs them only for several Sends in flight at once).
  * 3. A kept stop is never dropped for another's sake: only its expiry or its turn starting removes
  *    it. Past a bound a new stop is refused, and the answer says so.
- * 4. Every operation is O(1), amortised over expiries: entries live on a list in insertion order,
- *    which is expiry order (every entry lives the same `ttlMs`), unlinked from its front as the
- *    book is used, with no timer and no scan; a `take` unlinks its entry in place.
+ * 4. Every operation is O(1), amortised over expiries, with no timer and no scan: the stops live in
+ *    fullstop's `ExpiringBook` (src/base/expiring-book.ts), the runner's mechanism for its own
+ *    pending stops; this file holds only the server's policy (which stop is refused, and why).
  */
+
+import { ExpiringBook, type Expiring } from '../../src/base/expiring-book.js';
 
 /** The most stops one session keeps at once (the runner's and the fleet's per-session bound). */
 export const MAX_KEPT_STOPS_PER_SESSION = 100;
@@ -41,49 +43,33 @@ export interface KeptStop {
   readonly expiresAt: number;
 }
 
-interface Entry extends KeptStop {
-  readonly key: string;
-  readonly sessionId: string;
-  /** performance.now() past which it is forgotten (monotonic; `expiresAt` is for the answer). */
-  readonly deadline: number;
-  prev: Entry | undefined;
-  next: Entry | undefined;
-}
-
 /** The book; see the file comment. */
 export class KeptStops {
   readonly #ttlMs: number;
-  /** (sessionId, turnId) → entry. */
-  readonly #entries = new Map<string, Entry>();
-  /** sessionId → how many stops it keeps (a session is removed with its last one). */
-  readonly #perSession = new Map<string, number>();
-  /** Entries past their session's first (invariant 2). */
-  #shared = 0;
-  /** Oldest (next to expire) and newest entry; both `undefined` when the book is empty. */
-  #head: Entry | undefined;
-  #tail: Entry | undefined;
+  /** sessionId → turnId → the stop's reason. */
+  readonly #book: ExpiringBook<string>;
 
   /** @param ttlMs how long a stop waits for its turn (the runner's `pendingStopMs`; 0 keeps none). */
   constructor(ttlMs: number) {
     this.#ttlMs = ttlMs;
+    this.#book = new ExpiringBook(ttlMs);
   }
 
   /** Stops kept now. */
   get size(): number {
-    this.#dropExpired(performance.now());
-    return this.#entries.size;
+    return this.#book.size;
   }
 
   /** Why a stop for the session's turn `turnId` could not be kept now; `undefined` when it can (or is kept already). */
   refusal(sessionId: string, turnId: string): KeepRefusal | undefined {
     if (this.#ttlMs === 0) return 'disabled';
-    this.#dropExpired(performance.now());
-    if (this.#entries.has(keyOf(sessionId, turnId))) return undefined;
-    const held = this.#perSession.get(sessionId) ?? 0;
+    if (this.#book.get(sessionId, turnId) !== undefined) return undefined;
+    const held = this.#book.held(sessionId);
     if (held >= MAX_KEPT_STOPS_PER_SESSION) return 'session_full';
     // Invariant 1: a session's first stop is measured against the memory bound only.
-    if (held === 0) return this.#perSession.size >= MAX_SESSIONS_WITH_STOPS ? 'book_full' : undefined;
-    return this.#shared >= MAX_SHARED_KEPT_STOPS ? 'book_full' : undefined;
+    if (held === 0) return this.#book.groups >= MAX_SESSIONS_WITH_STOPS ? 'book_full' : undefined;
+    // Invariant 2: the stops past each session's first, all sessions together.
+    return this.#book.size - this.#book.groups >= MAX_SHARED_KEPT_STOPS ? 'book_full' : undefined;
   }
 
   /**
@@ -91,57 +77,16 @@ export class KeptStops {
    * and expiry), as a repeat stop joins the first.
    */
   add(sessionId: string, turnId: string, reason: string): KeptStop {
-    const now = performance.now();
-    this.#dropExpired(now);
-    const key = keyOf(sessionId, turnId);
-    const first = this.#entries.get(key);
-    if (first !== undefined) return copyOf(first);
-    const held = this.#perSession.get(sessionId) ?? 0;
-    const entry: Entry = { key, sessionId, reason, expiresAt: Date.now() + this.#ttlMs, deadline: now + this.#ttlMs, prev: this.#tail, next: undefined };
-    if (this.#tail === undefined) this.#head = entry;
-    else this.#tail.next = entry;
-    this.#tail = entry;
-    this.#entries.set(key, entry);
-    this.#perSession.set(sessionId, held + 1);
-    if (held > 0) this.#shared += 1;
-    return copyOf(entry);
+    return stopOf(this.#book.add(sessionId, turnId, reason));
   }
 
   /** The turn starts: its kept stop, removed; `undefined` when there is none (or it expired). */
   take(sessionId: string, turnId: string): KeptStop | undefined {
-    this.#dropExpired(performance.now());
-    const entry = this.#entries.get(keyOf(sessionId, turnId));
-    if (entry === undefined) return undefined;
-    this.#remove(entry);
-    return copyOf(entry);
-  }
-
-  #dropExpired(now: number): void {
-    while (this.#head !== undefined && this.#head.deadline <= now) this.#remove(this.#head);
-  }
-
-  /** Unlinks `entry` (invariant 4: O(1)). */
-  #remove(entry: Entry): void {
-    if (entry.prev === undefined) this.#head = entry.next;
-    else entry.prev.next = entry.next;
-    if (entry.next === undefined) this.#tail = entry.prev;
-    else entry.next.prev = entry.prev;
-    entry.prev = entry.next = undefined;
-    this.#entries.delete(entry.key);
-    const held = this.#perSession.get(entry.sessionId)! - 1;
-    if (held === 0) this.#perSession.delete(entry.sessionId);
-    else this.#perSession.set(entry.sessionId, held);
-    // The shared count is the sum of (kept − 1) over sessions: whichever stop goes, it drops by
-    // one unless that was the session's last.
-    if (held > 0) this.#shared -= 1;
+    const kept = this.#book.take(sessionId, turnId);
+    return kept === undefined ? undefined : stopOf(kept);
   }
 }
 
-/** One key per (sessionId, turnId) pair (JSON keeps the boundary). */
-function keyOf(sessionId: string, turnId: string): string {
-  return JSON.stringify([sessionId, turnId]);
-}
-
-function copyOf({ reason, expiresAt }: KeptStop): KeptStop {
-  return { reason, expiresAt };
+function stopOf({ value, expiresAt }: Expiring<string>): KeptStop {
+  return { reason: value, expiresAt };
 }

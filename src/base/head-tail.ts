@@ -10,6 +10,25 @@ export function omittedLine(bytes: number): string {
   return `… ${bytes} bytes omitted …`;
 }
 
+/**
+ * The one shape of a cut text, whoever cut it (exec's streams, the history's outputs and progress,
+ * the model's partials): `head`, a newline, the omitted-bytes line, a newline, `tail`.
+ */
+export function joinCut(head: string, omittedBytes: number, tail: string): string {
+  return `${head}\n${omittedLine(omittedBytes)}\n${tail}`;
+}
+
+/**
+ * The one split of a byte budget between a head and a tail: the head gets the odd byte (the first
+ * error is what a reader looks for first). exec's `maxBuffer`, the history's `maxOutputBytes` and
+ * `toModelMessages`' budget all split this way; a call's progress keeps more tail by design
+ * (`MAX_PROGRESS_BYTES`: the latest output is what a stopped call is judged by).
+ */
+export function splitBudget(maxBytes: number): { head: number; tail: number } {
+  const head = Math.ceil(maxBytes / 2);
+  return { head, tail: maxBytes - head };
+}
+
 /** The UTF-8 length of `text` (counted, not encoded). */
 export function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, 'utf8');
@@ -29,8 +48,8 @@ export const isHighSurrogate = (unit: number): boolean => unit >= 0xd800 && unit
 export const isLowSurrogate = (unit: number): boolean => unit >= 0xdc00 && unit <= 0xdfff;
 
 /**
- * `text` when it fits `maxBytes` (UTF-8); else its first and last bytes (about half each, cut on
- * character boundaries) with `\n… N bytes omitted …\n` between, N counting the bytes left out.
+ * `text` when it fits `maxBytes` (UTF-8); else its first and last bytes (`splitBudget`: half each,
+ * the odd one to the head, cut on character boundaries) with `\n… N bytes omitted …\n` between, N counting the bytes left out.
  *
  * @example
  * headAndTail('a'.repeat(100), 20) // 'aaaaaaaaaa\n… 80 bytes omitted …\naaaaaaaaaa'
@@ -43,12 +62,12 @@ export function headAndTail(text: string, maxBytes: number): string {
 export function cutText(text: string, maxBytes: number): { text: string; omittedBytes: number } {
   const total = utf8Bytes(text);
   if (total <= maxBytes) return { text, omittedBytes: 0 };
-  const half = Math.floor(maxBytes / 2);
-  // Each UTF-16 unit is at most 3 UTF-8 bytes: `half` units hold at least `half` bytes of text.
-  const head = headBytes(headChars(text.slice(0, half)), half);
-  const tail = tailBytes(tailChars(text.slice(-half)), maxBytes - half);
+  const room = splitBudget(maxBytes);
+  // Each UTF-16 unit is at most 3 UTF-8 bytes: n units hold at least n bytes of text.
+  const head = headBytes(headChars(text.slice(0, room.head)), room.head);
+  const tail = tailBytes(tailChars(lastUnits(text, room.tail)), room.tail);
   const omittedBytes = total - head.bytes - tail.bytes;
-  return { text: `${head.text}\n${omittedLine(omittedBytes)}\n${tail.text}`, omittedBytes };
+  return { text: joinCut(head.text, omittedBytes, tail.text), omittedBytes };
 }
 
 /**
@@ -67,13 +86,13 @@ export function cutAround(head: string, omittedBytes: number, tail: string, maxB
   let kept = { head, tail, bytes: headTotal + tailTotal };
   if (kept.bytes > maxBytes) {
     // Half each; an end shorter than its half leaves the rest of the budget to the other.
-    const headRoom = Math.max(Math.floor(maxBytes / 2), maxBytes - tailTotal);
+    const headRoom = Math.max(splitBudget(maxBytes).head, maxBytes - tailTotal);
     const h = headBytes(headChars(head.slice(0, headRoom)), headRoom);
     const t = tailBytes(tailChars(lastUnits(tail, maxBytes - h.bytes)), maxBytes - h.bytes);
     kept = { head: h.text, tail: t.text, bytes: h.bytes + t.bytes };
   }
   const omitted = omittedBytes + headTotal + tailTotal - kept.bytes;
-  return { text: `${kept.head}\n${omittedLine(omitted)}\n${kept.tail}`, omittedBytes: omitted };
+  return { text: joinCut(kept.head, omitted, kept.tail), omittedBytes: omitted };
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 
 import { sharedNow } from '../../workers/probe-record.js';
+import { waitAtMost } from '../base/within.js';
 
 /** Spin for at most this long; wait on a timer before it. */
 const SPIN_MS = 1.5;
@@ -26,9 +27,7 @@ export async function reach(at: number, stopWaiting: Promise<unknown>): Promise<
     const left = at - sharedNow();
     if (stopped) return false;
     if (left <= SPIN_MS) break;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([onStop, new Promise((r) => { timer = setTimeout(r, left - SPIN_MS); })]);
-    clearTimeout(timer);
+    await waitAtMost(onStop, left - SPIN_MS);
   }
   while (sharedNow() < at) { /* the last stretch: spin (see above) */ }
   return true;

@@ -10,6 +10,7 @@
 
 import type { ToolError } from '../errors.js';
 import type { Output } from './output.js';
+import { within, waitAtMost } from '../base/within.js';
 
 /** How long the pipes may stay open once a stop has ended the tree. */
 export const DRAIN_BOUND_MS = 200;
@@ -32,14 +33,8 @@ export function allClosed(outputs: readonly Output[]): Promise<void> {
  * loop turn as the reads it should wait for, after a long block of the event loop), or once `stop`
  * resolves (the stop's drain bounds the rest).
  */
-export async function closedAfterExit(outputs: readonly Output[], boundMs: number, stop: Promise<void>): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<false>((resolve) => { timer = setTimeout(() => void afterPendingReads().then(() => resolve(false)), boundMs); });
-  try {
-    return await Promise.race([allClosed(outputs).then(() => true), bound, stop.then(() => false)]);
-  } finally {
-    clearTimeout(timer);
-  }
+export function closedAfterExit(outputs: readonly Output[], boundMs: number, stop: Promise<void>): Promise<boolean> {
+  return within(Promise.race([allClosed(outputs).then(() => true), stop.then(() => false)]), boundMs, () => afterPendingReads().then(() => false));
 }
 
 /** Two turns of the loop: the poll phase between them reads what the pipes hold, and their end. */
@@ -49,10 +44,7 @@ function afterPendingReads(): Promise<void> {
 
 /** Wait up to `boundMs` for the streams to close, then destroy the ones still open. */
 export async function drain(outputs: readonly Output[], boundMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<void>((resolve) => { timer = setTimeout(resolve, boundMs); });
-  await Promise.race([allClosed(outputs), bound]);
-  clearTimeout(timer);
+  await waitAtMost(allClosed(outputs), boundMs);
   for (const output of outputs) output.destroy();
   await allClosed(outputs);
 }

@@ -8,6 +8,7 @@
  * the poll too. The nudge is latched: one given while nobody waits is not lost.
  */
 
+import { within } from '../base/within.js';
 import type { Tree } from './tree.js';
 
 /** Poll period. A poll reads one small file (`cgroup.events`) or the stat of each recorded process. */
@@ -26,7 +27,9 @@ export class Wake {
   #end: (() => void) | undefined;
 
   nudge(): void {
-    if (this.#end !== undefined) this.#end();
+    const end = this.#end;
+    this.#end = undefined; // one nudge ends one sleep; the next one latches
+    if (end !== undefined) end();
     else this.#pending = true;
   }
 
@@ -36,17 +39,7 @@ export class Wake {
       this.#pending = false;
       return Promise.resolve();
     }
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.#end = undefined;
-        resolve();
-      }, ms);
-      this.#end = () => {
-        clearTimeout(timer);
-        this.#end = undefined;
-        resolve();
-      };
-    });
+    return within(new Promise<void>((resolve) => { this.#end = resolve; }), ms, () => { this.#end = undefined; });
   }
 }
 

@@ -3,7 +3,7 @@
  * before anything is spawned. Messages name the argument and repeat the bad value.
  */
 
-import { DEFAULT_GRACE_MS } from '../constants.js';
+import { DEFAULT_EXEC_MAX_BUFFER, DEFAULT_GRACE_MS } from '../constants.js';
 import { checkMs, describe } from '../errors.js';
 import { isCancelToken, type CancelToken } from '../token/token.js';
 import type { OnOutput } from './output.js';
@@ -50,12 +50,14 @@ export interface ExecOptions {
    */
   timeoutMs?: number;
   /**
-   * Most characters kept of stdout and of stderr, each. Past it the command runs on, and the
-   * result keeps the stream's head and tail: its first `ceil(maxBuffer / 2)` characters, a line
-   * `… N bytes omitted …` (N: the bytes written between them), and its last `floor(maxBuffer / 2)`
-   * characters, so both the first error and the last lines are there. It bounds memory, not the
+   * Most bytes (UTF-8) kept of stdout and of stderr, each, as every output bound counts. Past it the
+   * command runs on, and the result keeps the stream's head and tail: its first `ceil(maxBuffer / 2)`
+   * bytes, a line `… N bytes omitted …` (N: the bytes written between them), and its last
+   * `floor(maxBuffer / 2)` bytes, so both the first error and the last lines are there. An end is
+   * never cut inside a character (it keeps up to 3 bytes less). It bounds memory, not the
    * run (`timeoutMs` or a token does that). Capped at the longest string V8 holds
    * (`buffer.constants.MAX_STRING_LENGTH`, less 64).
+   * (It counted UTF-16 characters before: see the changelog.)
    * @default 100_000_000
    */
   maxBuffer?: number;
@@ -85,8 +87,6 @@ export interface ExecOptions {
 /** The values of `ExecOptions.containment`. */
 export type ContainmentOption = 'auto' | 'process-group' | 'tree-kill';
 const CONTAINMENT_OPTIONS: readonly ContainmentOption[] = ['auto', 'process-group', 'tree-kill'];
-
-const DEFAULT_MAX_BUFFER = 100_000_000;
 
 /** Options after validation, defaults applied. */
 export interface Checked {
@@ -137,7 +137,7 @@ export function check(file: unknown, args: unknown, options: unknown): Checked {
     signal: o.signal as AbortSignal | undefined,
     graceMs: (o.graceMs as number | undefined) ?? DEFAULT_GRACE_MS,
     timeoutMs: o.timeoutMs === 0 ? undefined : (o.timeoutMs as number | undefined),
-    maxBuffer: (o.maxBuffer as number | undefined) ?? DEFAULT_MAX_BUFFER,
+    maxBuffer: (o.maxBuffer as number | undefined) ?? DEFAULT_EXEC_MAX_BUFFER,
     onOutput: o.onOutput as OnOutput | undefined,
     cwd: o.cwd as string | undefined,
     env: o.env as Record<string, string> | undefined,
@@ -169,9 +169,9 @@ function checkArgs(args: unknown): readonly string[] {
 
 function checkMaxBuffer(value: unknown): void {
   if (value === undefined) return;
-  if (typeof value !== 'number') throw new TypeError(`options.maxBuffer: expected a number of characters, got ${describe(value)}`);
+  if (typeof value !== 'number') throw new TypeError(`options.maxBuffer: expected a number of bytes, got ${describe(value)}`);
   if (Number.isNaN(value) || value < 1) {
-    throw new RangeError(`options.maxBuffer: expected a number of characters >= 1, got ${describe(value)}`);
+    throw new RangeError(`options.maxBuffer: expected a number of bytes >= 1, got ${describe(value)}`);
   }
 }
 

@@ -1,22 +1,20 @@
 /**
  * One stream of a child's output: decoded as it arrives, handed to `onOutput`, and kept within
- * `maxBuffer` characters as its head and its tail.
+ * `maxBuffer` bytes (UTF-8) as its head and its tail.
  *
  * Invariants:
  * 1. Text is decoded by one `StringDecoder` per stream, so a UTF-8 character split across reads
  *    reaches `onOutput` (and the result) whole, with the read that completes it.
- * 2. The budget: `headCap = ceil(cap / 2)` first characters and `tailCap = floor(cap / 2)` last
- *    ones. While the text fits in `cap` it is kept whole; past it, the result is the head, a line
- *    `… N bytes omitted …` and the tail (N: the UTF-8 bytes of the decoded text that neither
- *    holds, so the bytes the child wrote for UTF-8 output; a byte that is not UTF-8 counts as its
- *    replacement character, 3, so a cut stream never reads as 0 omitted). Neither end is cut
- *    inside a surrogate pair.
- * 3. Memory is bounded and nothing is copied: the tail is a queue of the pieces as they arrived
- *    (small ones merged), whole pieces dropped from its front while the rest still holds
- *    `tailCap` characters, so it holds at most `tailCap` plus one piece. Head and tail are joined
- *    once, as rope strings (`+`), never flattened here: characters and bytes are counted per piece
- *    as it arrives (a flat string), and the tail's bytes piece by piece once the output is cut
- *    (reading a rope's characters would flatten, that is copy, all of it).
+ * 2. The budget, in UTF-8 bytes of the decoded text (the unit of every output bound), split as
+ *    every head and tail is (`splitBudget`): the first `ceil(cap / 2)` bytes and the last
+ *    `floor(cap / 2)`. While the text fits in `cap` it is kept whole; past it, the result is the head, a line `… N bytes omitted …` and
+ *    the tail (N: the bytes that neither holds, so the bytes the child wrote for UTF-8 output; a
+ *    byte that is not UTF-8 counts as its replacement character, 3, so a cut stream never reads as
+ *    0 omitted). Neither end is cut inside a character: an end keeps less rather than half of one.
+ * 3. Memory is bounded: head and tail are kept by a `HeadTailKeeper` (src/base/head-tail-keeper.ts,
+ *    the one streaming head-and-tail, as a call's progress is kept), which holds the head, the
+ *    tail and one read beyond; bytes are counted per read as it arrives (a flat string), and the
+ *    result is joined once, as rope strings, never flattened here.
  * 4. `onOutput` is never called once the result is made: by then the stream has closed (child.ts
  *    awaits it, or destroys it after a bounded read, drain.ts), and nothing comes after 'close'. A
  *    throw (or a rejected promise) from it is reported once per stream as a warning, never thrown
@@ -29,7 +27,8 @@
 import { constants } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { isHighSurrogate, omittedLine, tailChars, utf8Bytes } from '../base/head-tail.js';
+import { joinCut, splitBudget, utf8Bytes } from '../base/head-tail.js';
+import { HeadTailKeeper } from '../base/head-tail-keeper.js';
 import { renderSafely } from '../base/render.js';
 import { callGuarded, warnCallbackFailed } from '../base/user-callback.js';
 
@@ -46,13 +45,11 @@ export type OnOutput = (chunk: OutputChunk) => void;
 
 /**
  * The longest string V8 can make, less room for the omitted-bytes line: a `maxBuffer` above it
+ * (bytes, so at least as many characters)
  * keeps this much instead (one more append would throw `RangeError: Invalid string length` from a
  * stream callback, where nothing can catch it).
  */
 export const MAX_OUTPUT_CHARS = constants.MAX_STRING_LENGTH - 64;
-
-/** Pieces shorter than this are merged into the tail's last piece (per-string overhead, invariant 3). */
-const MERGE_BELOW = 8192;
 
 export class Output {
   /** Resolves (never rejects) when the stream has closed. */
@@ -61,22 +58,8 @@ export class Output {
   readonly #name: 'stdout' | 'stderr';
   readonly #decoder = new StringDecoder('utf8');
   readonly #onOutput: OnOutput | undefined;
-  readonly #cap: number;
-  readonly #headCap: number;
-  readonly #tailCap: number;
-  #head = '';
-  #headLength = 0;
-  #headBytes = 0;
-  /** True once the head takes no more (its cap reached, or one short of a cut surrogate pair). */
-  #headFull = false;
-  /** The tail's pieces from `#first` on, and their characters in all. */
-  #pieces: string[] = [];
-  #first = 0;
-  #tailLength = 0;
-  /** True once a piece was dropped from the tail: more than `cap` characters arrived. */
-  #cut = false;
-  /** UTF-8 bytes of the text decoded so far (the bytes read, for UTF-8 output; invariant 2). */
-  #bytes = 0;
+  /** The head and the tail kept (invariants 2 and 3). */
+  readonly #keeper: HeadTailKeeper;
   /** True once a throw of `onOutput` was reported (one warning a stream). */
   #warned = false;
   /**
@@ -90,9 +73,8 @@ export class Output {
     this.#stream = stream;
     this.#name = name;
     this.#onOutput = onOutput;
-    this.#cap = Math.min(maxBuffer, MAX_OUTPUT_CHARS);
-    this.#headCap = Math.ceil(this.#cap / 2);
-    this.#tailCap = this.#cap - this.#headCap;
+    const { head, tail } = splitBudget(Math.min(maxBuffer, MAX_OUTPUT_CHARS));
+    this.#keeper = new HeadTailKeeper(head, tail);
     stream.on('data', (chunk: Buffer) => this.#take(this.#decoder.write(chunk)));
     this.closed = new Promise((resolve) => {
       stream.once('close', () => {
@@ -109,25 +91,8 @@ export class Output {
    * the bytes the child wrote that it does not hold (0 when it fits in `maxBuffer`).
    */
   kept(): { text: string; omittedBytes: number } {
-    let tail = '';
-    if (!this.#cut && this.#headLength + this.#tailLength <= this.#cap) {
-      for (let i = this.#first; i < this.#pieces.length; i++) tail += this.#pieces[i];
-      return { text: this.#head + tail, omittedBytes: 0 };
-    }
-    let tailBytes = 0;
-    const excess = this.#tailLength - this.#tailCap;
-    for (let i = this.#first; i < this.#pieces.length; i++) {
-      let piece = this.#pieces[i]!;
-      if (i === this.#first && excess > 0) {
-        // Only this piece is cut, and it is small: reading its characters copies little.
-        piece = tailChars(piece.slice(excess));
-      }
-      tail += piece;
-      tailBytes += utf8Bytes(piece);
-    }
-    const omittedBytes = Math.max(0, this.#bytes - this.#headBytes - tailBytes);
-    // The same shape as the runner's bounded outputs and toModelMessages' partials: `head\n… N …\ntail`.
-    return { text: `${this.#head}\n${omittedLine(omittedBytes)}\n${tail}`, omittedBytes };
+    const { head, tail, omittedBytes } = this.#keeper.kept();
+    return { text: omittedBytes === 0 ? head + tail : joinCut(head, omittedBytes, tail), omittedBytes };
   }
 
   destroy(): void {
@@ -138,48 +103,8 @@ export class Output {
     if (part === '') return;
     // Counted on the decoded part (a flat string), not the read: where the bytes are not UTF-8, the
     // head and tail are counted on their replacement characters, and so must the whole be.
-    this.#bytes += utf8Bytes(part);
-    this.#keep(part);
+    this.#keeper.add(part, utf8Bytes(part));
     if (this.#onOutput !== undefined) this.#emit(part);
-  }
-
-  #keep(part: string): void {
-    let rest = part;
-    if (!this.#headFull) {
-      const room = this.#headCap - this.#headLength;
-      if (rest.length < room) return this.#addToHead(rest);
-      // The head is full: cut the part, one character short if that would split a surrogate pair.
-      const cut = room > 0 && isHighSurrogate(rest.charCodeAt(room - 1)) ? room - 1 : room;
-      this.#addToHead(rest.slice(0, cut));
-      this.#headFull = true;
-      rest = rest.slice(cut);
-      if (rest === '') return;
-    }
-    this.#addToTail(rest);
-  }
-
-  #addToHead(piece: string): void {
-    if (piece === '') return;
-    this.#head += piece;
-    this.#headLength += piece.length;
-    this.#headBytes += utf8Bytes(piece);
-  }
-
-  #addToTail(piece: string): void {
-    const last = this.#pieces.length - 1;
-    if (last >= this.#first && this.#pieces[last]!.length < MERGE_BELOW) this.#pieces[last] += piece;
-    else this.#pieces.push(piece);
-    this.#tailLength += piece.length;
-    // Drop whole pieces from the front while the rest still holds `tailCap` characters.
-    while (this.#first < this.#pieces.length && this.#tailLength - this.#pieces[this.#first]!.length >= this.#tailCap) {
-      this.#tailLength -= this.#pieces[this.#first]!.length;
-      this.#pieces[this.#first++] = ''; // let it go now, not at the next compaction
-      this.#cut = true;
-    }
-    if (this.#first > 1024 && this.#first * 2 > this.#pieces.length) {
-      this.#pieces = this.#pieces.slice(this.#first);
-      this.#first = 0;
-    }
   }
 
   #emit(text: string): void {

@@ -20,7 +20,7 @@ export interface ExecResult {
   signal: string | null;
   /**
    * What the tree wrote to stdout, as written (no trailing newline stripped), up to the stop. Past
-   * `maxBuffer` characters: its first half, a line `… N bytes omitted …` and its last half (see
+   * `maxBuffer` bytes: its first half, a line `… N bytes omitted …` and its last half (see
    * `ExecOptions.maxBuffer`).
    */
   stdout: string;

@@ -16,6 +16,7 @@ import type { AnsweredMessage } from './messages.js';
 import { QUESTION_SCRIPTS } from './question-scripts.js';
 import { runScript, type FleetScript } from './scripts.js';
 import { toWire } from './wire-id.js';
+import { waitAtMost, within } from '../base/within.js';
 
 export interface AnswerRequestsContext {
   redis: FleetRedisClient; keys: FleetKeys;
@@ -64,7 +65,6 @@ export class AnswerRequests {
     let settle!: (msg: AnsweredMessage | undefined) => void;
     const answered = new Promise<AnsweredMessage | undefined>((resolve) => { settle = resolve; });
     this.#waiting.set(claim, settle);
-    let timer: NodeJS.Timeout | undefined;
     try {
       let reply: string[];
       try {
@@ -83,8 +83,7 @@ export class AnswerRequests {
       }
       if (reply[0] === 'not_found') return { outcome: 'not_found', questionId };
       if (reply[0] === 'already_answered') return { outcome: 'already_answered', questionId };
-      timer = setTimeout(() => settle(undefined), Math.max(0, deadline - performance.now()));
-      const msg = await answered;
+      const msg = await within(answered, Math.max(0, deadline - performance.now()), () => undefined);
       if (msg !== undefined) return msg.accepted ? { outcome: 'accepted', questionId, node: msg.node } : { outcome: 'not_found', questionId };
       // No word from the owner in time (or the fleet is closing): undo the claim unless the owner has taken it.
       const when = this.#closing ? 'before the fleet closed' : `within ${timeoutMs} ms`;
@@ -99,7 +98,6 @@ export class AnswerRequests {
       if (released[0] === 'delivered') return unavailable(`the owner ${reply[1]} took the answer but did not confirm ${when}`);
       return unavailable(`the owner ${reply[1]} did not take the answer ${when}; nothing was given (the question is open again)`);
     } finally {
-      clearTimeout(timer);
       this.#waiting.delete(claim);
     }
   }
@@ -137,10 +135,6 @@ export class AnswerRequests {
   async close(): Promise<void> {
     this.#closing = true;
     for (const settle of this.#waiting.values()) settle(undefined);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.#answering]),
-      new Promise((resolve) => { timer = setTimeout(resolve, this.#ctx.commandTimeoutMs); }),
-    ]).finally(() => clearTimeout(timer));
+    await waitAtMost(Promise.allSettled([...this.#answering]), this.#ctx.commandTimeoutMs);
   }
 }

@@ -10,6 +10,7 @@
  */
 import { ErrorCodes } from '../constants.js';
 import { describe } from '../errors.js';
+import { within } from '../base/within.js';
 
 /** A reply listener of `subscribe`. */
 export type FleetMessageListener = (message: string, channel: string) => void;
@@ -105,10 +106,6 @@ class RedisTimeoutError extends Error {
  */
 export function command(client: FleetRedisClient, key: string | undefined, args: string[], ms: number): Promise<unknown> {
   ms = Math.max(1, Math.ceil(ms)); // node-redis's timeout must be an integer
-  let timer: NodeJS.Timeout | undefined;
   const sent = isCluster(client) ? client.sendCommand(key, false, args, { timeout: ms }) : client.sendCommand(args, { timeout: ms });
-  return Promise.race([
-    sent,
-    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new RedisTimeoutError(`no reply from Redis within ${ms} ms`)), ms); }),
-  ]).finally(() => clearTimeout(timer));
+  return within(sent, ms, () => { throw new RedisTimeoutError(`no reply from Redis within ${ms} ms`); });
 }

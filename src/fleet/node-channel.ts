@@ -7,6 +7,7 @@
  */
 import { duplicateSubscriber, ensureConnecting, type FleetRedisClient } from './client.js';
 import type { FleetKeys } from './keys.js';
+import { waitAtMost } from '../base/within.js';
 
 export class NodeChannel {
   /** `CLIENT SETNAME` of the connection, to find it in `CLIENT LIST` (single-node clients only). */
@@ -31,24 +32,17 @@ export class NodeChannel {
    * or `commandTimeoutMs` (the connection keeps trying meanwhile).
    */
   async ready(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
     let onError: (() => void) | undefined;
-    await Promise.race([
-      this.#subscribed.catch(() => {}),
+    await waitAtMost(Promise.race([
+      this.#subscribed,
       new Promise<void>((resolve) => { onError = resolve; this.#sub.on('error', resolve); }),
-      new Promise<void>((resolve) => { timer = setTimeout(resolve, this.#commandTimeoutMs); }),
-    ]);
-    clearTimeout(timer);
+    ]), this.#commandTimeoutMs);
     this.#sub.off('error', onError!);
   }
 
   /** Unsubscribe (within `commandTimeoutMs`) and close the connection. */
   async close(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    if (this.#sub.isReady) {
-      await Promise.race([this.#sub.unsubscribe().catch(() => {}), new Promise((r) => { timer = setTimeout(r, this.#commandTimeoutMs); })]);
-    }
-    clearTimeout(timer);
+    if (this.#sub.isReady) await waitAtMost(this.#sub.unsubscribe(), this.#commandTimeoutMs);
     this.#sub.destroy();
     this.#sub.off('error', this.#onError);
   }

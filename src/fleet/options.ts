@@ -3,7 +3,10 @@
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_MAX_ANSWER_BYTES, StopReasons } from '../constants.js';
+import {
+  DEFAULT_FLEET_CALL_TIMEOUT_MS, DEFAULT_FLEET_COMMAND_TIMEOUT_MS, DEFAULT_FLEET_FINISHED_TTL_MS, DEFAULT_FLEET_LEASE_MS,
+  DEFAULT_FLEET_MAX_PENDING_STOPS, DEFAULT_FLEET_PREFIX, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_PENDING_STOP_MS, StopReasons,
+} from '../constants.js';
 import { checkId, checkMs, describe } from '../errors.js';
 import { asJson, jsonText } from '../base/json.js';
 import { TurnRunner } from '../turn/runner.js';
@@ -113,8 +116,6 @@ export interface FleetStopOptions {
   timeoutMs?: number;
 }
 
-const DEFAULT_STOP_TIMEOUT_MS = 2000;
-
 /** Options of `Fleet.answer`. */
 export interface FleetAnswerOptions {
   /** Bound on the whole call: Redis's reply plus the owner's confirmation. @default 2000 */
@@ -133,7 +134,7 @@ export function answerJson(answer: unknown, maxBytes: number): string {
 /** `Fleet.answer`'s options checked, with their defaults. */
 export function resolveAnswerOptions(options: FleetAnswerOptions): { timeoutMs: number } {
   if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
-  const { timeoutMs = DEFAULT_STOP_TIMEOUT_MS } = options;
+  const { timeoutMs = DEFAULT_FLEET_CALL_TIMEOUT_MS } = options;
   checkMs('options.timeoutMs', timeoutMs);
   return { timeoutMs };
 }
@@ -141,7 +142,7 @@ export function resolveAnswerOptions(options: FleetAnswerOptions): { timeoutMs: 
 /** `Fleet.stop`'s options checked, with their defaults. */
 export function resolveStopOptions(options: FleetStopOptions): FleetStopOptions & { reason: string; wait: boolean; timeoutMs: number } {
   if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
-  const { turnId, reason = StopReasons.user, graceMs, wait = true, timeoutMs = DEFAULT_STOP_TIMEOUT_MS } = options;
+  const { turnId, reason = StopReasons.user, graceMs, wait = true, timeoutMs = DEFAULT_FLEET_CALL_TIMEOUT_MS } = options;
   if (turnId !== undefined) checkId('options.turnId', turnId);
   checkId('options.reason', reason);
   checkWellFormed('options.reason', reason);
@@ -156,11 +157,6 @@ export interface ResolvedFleetOptions {
   renewMs: number; sweepMs: number; finishedTtlMs: number; onUnavailable: 'refuse' | 'local';
   commandTimeoutMs: number; pendingStopMs: number; maxPendingStops: number; maxAnswerBytes: number;
 }
-
-/** `maxPendingStops`' default: pending stops Redis keeps per session. */
-const DEFAULT_MAX_PENDING_STOPS = 100;
-
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 function checkPositive(name: string, value: number | undefined): void {
   checkMs(name, value);
@@ -185,9 +181,9 @@ export function resolveFleetOptions(options: FleetOptions): ResolvedFleetOptions
   if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
   checkRedisClient('options.redis', options.redis);
   if (!(options.runner instanceof TurnRunner)) throw new TypeError(`options.runner: expected a TurnRunner, got ${describe(options.runner)}`);
-  const { nodeId = defaultNodeId(), prefix = 'fullstop' } = options;
+  const { nodeId = defaultNodeId(), prefix = DEFAULT_FLEET_PREFIX } = options;
   checkNaming(nodeId, prefix);
-  const leaseMs = options.leaseMs ?? 15_000;
+  const leaseMs = options.leaseMs ?? DEFAULT_FLEET_LEASE_MS;
   checkPositive('options.leaseMs', leaseMs);
   const { renewMs = leaseMs / 3, sweepMs = leaseMs / 3 } = options;
   checkPositive('options.renewMs', renewMs);
@@ -203,11 +199,11 @@ export function resolveFleetOptions(options: FleetOptions): ResolvedFleetOptions
 
 /** The options a stop or an answer uses, the same for `Fleet.start` and `Fleet.connect`, checked, with their defaults. */
 function resolveShared(options: FleetClientOptions): Pick<ResolvedFleetOptions, 'finishedTtlMs' | 'commandTimeoutMs' | 'pendingStopMs' | 'maxPendingStops' | 'maxAnswerBytes'> {
-  const { finishedTtlMs = DAY_MS, commandTimeoutMs = 2000, pendingStopMs = 60_000 } = options;
+  const { finishedTtlMs = DEFAULT_FLEET_FINISHED_TTL_MS, commandTimeoutMs = DEFAULT_FLEET_COMMAND_TIMEOUT_MS, pendingStopMs = DEFAULT_PENDING_STOP_MS } = options;
   checkPositive('options.finishedTtlMs', finishedTtlMs);
   checkPositive('options.commandTimeoutMs', commandTimeoutMs);
   checkPositive('options.pendingStopMs', pendingStopMs);
-  const { maxPendingStops = DEFAULT_MAX_PENDING_STOPS } = options;
+  const { maxPendingStops = DEFAULT_FLEET_MAX_PENDING_STOPS } = options;
   if (!Number.isSafeInteger(maxPendingStops) || maxPendingStops < 1) {
     throw new RangeError(`options.maxPendingStops: expected a positive integer, got ${describe(maxPendingStops)}`);
   }
@@ -240,7 +236,7 @@ export function resolveClientOptions(options: FleetClientOptions): ResolvedClien
   if (options === null || typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
   checkRedisClient('options.redis', options.redis);
   if ('runner' in options) throw new TypeError('options.runner: a stop-only client runs no turns; start a Fleet (Fleet.start) to run them');
-  const { nodeId = defaultNodeId('client:'), prefix = 'fullstop' } = options;
+  const { nodeId = defaultNodeId('client:'), prefix = DEFAULT_FLEET_PREFIX } = options;
   checkNaming(nodeId, prefix);
   return { redis: options.redis, nodeId, prefix, ...resolveShared(options) };
 }

@@ -5,6 +5,7 @@
  */
 
 import { isTerminalStatus } from './entry.js';
+import { waitAtMost } from '../base/within.js';
 
 export class StopsUnderWay {
   readonly #turns = new Set<string>();
@@ -25,12 +26,7 @@ export class StopsUnderWay {
   /** Resolves once no stop is under way, or after `ms`. */
   async settled(ms: number): Promise<void> {
     if (this.#turns.size === 0) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await new Promise<void>((resolve) => {
-      this.#done = resolve;
-      timer = setTimeout(resolve, ms);
-    });
-    clearTimeout(timer);
+    await waitAtMost(new Promise<void>((resolve) => { this.#done = resolve; }), ms);
     this.#done = undefined;
   }
 }

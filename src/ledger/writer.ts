@@ -28,6 +28,7 @@ import { ReleaseQueue, releaseSliced } from './release.js';
 import { isHighSurrogate } from '../base/head-tail.js';
 import { renderSafely } from '../base/render.js';
 import { LedgerTimeoutError } from '../errors.js';
+import { within } from '../base/within.js';
 
 /** A promise's settlers. */
 interface Waiter {
@@ -145,7 +146,7 @@ export class LedgerWriter {
       else if (this.#syncing.covers >= target) this.#syncing.waiters.push(waiter);
       else (this.#pending ??= []).push(waiter);
     });
-    return within(synced, this.#timeoutMs, () => new LedgerTimeoutError(`Ledger.flush: the disk holding "${this.#path}" did not confirm ` +
+    return rejectLate(synced, this.#timeoutMs, () => new LedgerTimeoutError(`Ledger.flush: the disk holding "${this.#path}" did not confirm ` +
       `the sync within ${this.#timeoutMs} ms (timeoutMs); the sync goes on, and a later flush confirms it`));
   }
 
@@ -159,7 +160,7 @@ export class LedgerWriter {
       return true;
     })();
     if (timeoutMs === Infinity) return drained;
-    return within(drained, timeoutMs, () => undefined).catch(() => false);
+    return rejectLate(drained, timeoutMs, () => undefined).catch(() => false);
   }
 
   /**
@@ -370,8 +371,6 @@ async function writeSliced(handle: FileHandle, batch: readonly PendingLine[]): P
 function noop(): void {}
 
 /** `promise`, or at `ms` a rejection with `late()`, whichever comes first (the promise goes on). */
-function within<T>(promise: Promise<T>, ms: number, late: () => unknown): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(late()), ms); });
-  return Promise.race([promise.finally(() => clearTimeout(timer)), timeout]);
+function rejectLate<T>(promise: Promise<T>, ms: number, late: () => unknown): Promise<T> {
+  return within(promise, ms, () => { throw late(); });
 }

@@ -7,6 +7,8 @@
  * immediate. Piscina is reached through its public API only (its `close`, `run`, `queueSize`).
  */
 
+import { within } from '../base/within.js';
+
 /**
  * Why a task run after `close()` began is refused: piscina's own reason while it closes (its
  * `AbortError`, made by piscina from an aborted signal, so the rejection is exactly piscina's).
@@ -16,7 +18,7 @@ export const CLOSING_REASON = 'queue is being terminated';
 /** One wait for "nothing left to wait for", re-checked whenever a task settles. */
 export class IdleWait {
   /** `undefined` unless a close is waiting. */
-  #waiter: { idle: () => boolean; resolve: () => void; timer: NodeJS.Timeout } | undefined;
+  #waiter: { idle: () => boolean; resolve: () => void } | undefined;
 
   /**
    * Resolves once `idle()` holds, or after `timeoutMs` (then piscina's own close takes over, with
@@ -24,17 +26,12 @@ export class IdleWait {
    */
   until(idle: () => boolean, timeoutMs: number): Promise<void> {
     if (idle()) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(this.#waiter?.timer);
-        this.#waiter = undefined;
-        resolve();
-      };
-      // Unref'd, as piscina's own close timer is: a close must not keep the process alive.
-      const timer = setTimeout(done, timeoutMs);
-      timer.unref();
-      this.#waiter = { idle, resolve: done, timer };
-    });
+    // Unref'd, as piscina's own close timer is: a close must not keep the process alive.
+    const waiter = { idle, resolve: () => {} };
+    const idleNow = new Promise<void>((resolve) => { waiter.resolve = resolve; });
+    this.#waiter = waiter;
+    const forget = () => { if (this.#waiter === waiter) this.#waiter = undefined; };
+    return within(idleNow, timeoutMs, forget, { unref: true }).then(forget);
   }
 
   /** A task settled (or a worker came up): resolve the wait if nothing is left. Cheap when nobody waits. */

@@ -11,6 +11,7 @@ import { abortedToolText, turnAbortedMarker } from '../ledger/texts.js';
 import { hasLiveBackground } from '../exec/background-live.js';
 import type { LedgerStore } from '../ledger/store.js';
 import { LedgerTimeoutError } from '../errors.js';
+import { within } from '../base/within.js';
 
 /** What the grace window saw. */
 export interface Grace {
@@ -34,12 +35,7 @@ export async function waitForGrace(turn: ActiveTurn, graceMs: number): Promise<G
   const waitsOnUser = owners.some((o) => o.kind === 'question');
   const awaited: Promise<unknown>[] = owners.filter((o) => settlesByItself(o.kind)).map((o) => o.settled);
   if (!waitsOnUser) awaited.push(turn.bodySettled);
-  let timer: NodeJS.Timeout | undefined;
-  const inTime = await Promise.race([
-    Promise.all(awaited).then(() => true),
-    new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), graceMs); }),
-  ]);
-  clearTimeout(timer);
+  const inTime = await within(Promise.all(awaited).then(() => true), graceMs, () => false);
   return { owners, inTime, bodyAbandoned: !waitsOnUser && !turn.bodyOver, waitsOnUser };
 }
 
@@ -107,14 +103,9 @@ export class StopHistory {
    * `intentTimeoutMs`: a Stop never waits seconds on a sick database). The write goes on.
    */
   #within(kept: Promise<void>, ms: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        this.error ??= new LedgerTimeoutError(`the stop's intent was not confirmed by the ledger within ${ms} ms (intentTimeoutMs); the stop went on`);
-        resolve();
-      }, ms);
+    return within(kept, ms, () => {
+      this.error ??= new LedgerTimeoutError(`the stop's intent was not confirmed by the ledger within ${ms} ms (intentTimeoutMs); the stop went on`);
     });
-    return Promise.race([kept.finally(() => clearTimeout(timer)), late]);
   }
 
   /**

@@ -7,6 +7,7 @@
  */
 
 import { LedgerTimeoutError } from '../../errors.js';
+import { within } from '../../base/within.js';
 
 /** One query as `pg` takes it (`query_timeout`: `pg`'s read timeout for this query, in ms). */
 export interface PgQuery {
@@ -101,21 +102,15 @@ export async function withClient<T>(pool: PgPool, where: string, timeoutMs: numb
 
 /** A client of `pool` within `timeoutMs`; one that arrives after it is destroyed. */
 async function checkout(pool: PgPool, where: string, timeoutMs: number): Promise<PgPoolClient> {
-  let timer: NodeJS.Timeout | undefined;
   const connecting = pool.connect();
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      connecting.then((client) => client.release(true), () => {});
-      reject(new PgCallError(`${where}: no connection to the database within ${timeoutMs} ms (timeoutMs)`, 'before',
-        new LedgerTimeoutError(`${where}: no connection within ${timeoutMs} ms`)));
-    }, timeoutMs);
-  });
   try {
-    return await Promise.race([connecting, late]);
+    return await within(connecting, timeoutMs, () => {
+      connecting.then((client) => client.release(true), () => {});
+      throw new PgCallError(`${where}: no connection to the database within ${timeoutMs} ms (timeoutMs)`, 'before',
+        new LedgerTimeoutError(`${where}: no connection within ${timeoutMs} ms`));
+    });
   } catch (error) {
     if (error instanceof PgCallError) throw error;
     throw new PgCallError(`${where}: cannot connect to the database: ${(error as Error)?.message ?? String(error)}`, 'before', error);
-  } finally {
-    clearTimeout(timer);
   }
 }
