@@ -302,7 +302,7 @@ export class Fleet {
     this.#o.redis.off('error', this.#onClientError);
   }
 
-  /** @internal for leak checks: live owned turns, waiting stops, pending retries, open questions, live timers. */
+  /** What this instance holds now: owned turns, waiting stops, turn ends to retry, open questions, live timers (all 0 after `close()`). */
   stats(): { ownedTurns: number; waitingStops: number; retries: number; openQuestions: number; timers: number } {
     return {
       ownedTurns: this.#leases.size, waitingStops: this.#relay.waitingStops, retries: this.#ends.size, openQuestions: this.#questions.size,
