@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Ledger, TurnPool, TurnRegistry, TurnRunner, type StopReport, type TurnOutcome } from '../src/index.js';
+import { ledgerHooks } from '../src/ledger/ledger-hooks.js';
 import { TASKS } from './handshake.js';
 import { assertNothingLive, compare, median, samplePairs, suiteOf, summarize } from './harness.js';
 import { countdown, waitingTurn } from './turns.js';
@@ -53,7 +54,7 @@ async function storm(runner: TurnRunner, ledger: Ledger | undefined, tag: string
   const aborted = countdown(STORM);
   const onAborted = () => aborted.tick();
   runner.on('turn_aborted', onAborted);
-  const syncs = ledger?.syncs ?? 0;
+  const syncs = (ledger === undefined ? 0 : ledgerHooks(ledger)!.syncs);
   const blocks = blockProbe();
   const t0 = performance.now();
   for (const s of sessions) void runner.stop(s);
@@ -66,7 +67,7 @@ async function storm(runner: TurnRunner, ledger: Ledger | undefined, tag: string
   runner.off('turn_aborted', onAborted);
   const statuses = new Set((await Promise.all(outcomes)).map((o) => o.status));
   if (statuses.size !== 1 || !statuses.has('cancelled')) throw new Error(`L1: a storm ended ${[...statuses].join(', ')}`);
-  return { ms, syncs: (ledger?.syncs ?? 0) - syncs, loopDelayMaxMs: loop.max / 1e6, cpuBlockMaxMs };
+  return { ms, syncs: ((ledger === undefined ? 0 : ledgerHooks(ledger)!.syncs)) - syncs, loopDelayMaxMs: loop.max / 1e6, cpuBlockMaxMs };
 }
 
 /** A stop's phases (ms) from its StopReport. */

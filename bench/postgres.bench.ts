@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { Ledger, TurnRegistry, TurnRunner, type LedgerStore, type TurnOutcome } from '../src/index.js';
 import { PgLedger } from '../src/ledger/postgres/index.js';
+import { pgLedgerHooks } from '../src/ledger/postgres/pg-ledger-hooks.js';
 import { assertNothingLive, compare, median, samplePairs, suiteOf, type SuiteContext } from './harness.js';
 import { countdown, untilStopped, waitingTurn } from './turns.js';
 
@@ -50,9 +51,9 @@ async function oneStop(runner: TurnRunner, ledger: PgLedger, turnId: string, tra
   await ledger.flush(); // the turn's entries so far committed: the stop is measured alone
   let heardAt = Number.NaN;
   runner.once('turn_aborted', () => { heardAt = performance.now(); });
-  const [t0, before] = [performance.now(), ledger.transactions];
+  const [t0, before] = [performance.now(), pgLedgerHooks(ledger)!.transactions];
   const report = await runner.stop('measured');
-  transactions.push(ledger.transactions - before);
+  transactions.push(pgLedgerHooks(ledger)!.transactions - before);
   const { status } = await outcome;
   if (report === null || status !== 'cancelled' || !report.settledCooperatively || report.ledgerError !== undefined) {
     throw new Error(`R1-pg: ${turnId} ended ${status} (${String(report?.ledgerError)})`);
@@ -84,7 +85,7 @@ async function storm(runner: TurnRunner, ledger: LedgerStore | undefined, tag: s
   const outcomes: Promise<TurnOutcome<unknown>>[] = sessions.map((s) => runner.run(s, waitingTurn('llm', running.tick)));
   await running.done;
   await ledger?.flush();
-  const before = ledger instanceof PgLedger ? ledger.transactions : 0;
+  const before = ledger instanceof PgLedger ? pgLedgerHooks(ledger)!.transactions : 0;
   const aborted = countdown(STORM);
   const onAborted = () => aborted.tick();
   runner.on('turn_aborted', onAborted);
@@ -95,7 +96,7 @@ async function storm(runner: TurnRunner, ledger: LedgerStore | undefined, tag: s
   runner.off('turn_aborted', onAborted);
   const statuses = new Set((await Promise.all(outcomes)).map((o) => o.status));
   if (statuses.size !== 1 || !statuses.has('cancelled')) throw new Error(`L1-pg: a storm ended ${[...statuses].join(', ')}`);
-  return { ms, transactions: (ledger instanceof PgLedger ? ledger.transactions : 0) - before };
+  return { ms, transactions: (ledger instanceof PgLedger ? pgLedgerHooks(ledger)!.transactions : 0) - before };
 }
 
 /** One turn of `SAYS` awaited `turn.say`: ms from its first say to its last one resolved, then its flush (outside the time). */

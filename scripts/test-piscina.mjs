@@ -126,7 +126,7 @@ Object.defineProperty(exports, '__esModule', { value: true });
 exports.default = TurnPool;
 exports.Piscina = TurnPool;
 for (const name of ['move', 'isWorkerThread', 'workerData', 'transferableSymbol', 'valueSymbol', 'queueOptionsSymbol', 'FixedQueue', 'ArrayTaskQueue']) {
-  exports[name] = fullstop[name];
+  exports[name] = TurnPool[name]; // piscina's named exports are TurnPool's statics too
 }
 exports.version = TurnPool.version;
 `;

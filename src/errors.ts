@@ -9,7 +9,7 @@ import { ErrorCodes, MAX_ID_LENGTH } from './constants.js';
 
 /**
  * Marker that survives structured cloning, so a CancelledError that crossed threads is still known.
- * @internal
+ * Not exported from a package entry.
  */
 export const CANCELLED_CODE = ErrorCodes.cancelled;
 
@@ -61,7 +61,7 @@ export class CancelledError extends Error {
  * flow, not a bug, and capturing a trace is a measurable part of the time it takes to notice one
  * (bench rows P2 and P3). The stack's first line still names the class, which is how the
  * error is recognised after crossing threads.
- * @internal
+ * Not exported from a package entry.
  */
 export function cancelledError(message: string, options: CancelledErrorOptions): CancelledError {
   const limit = Error.stackTraceLimit;
@@ -85,7 +85,7 @@ export function cancelledError(message: string, options: CancelledErrorOptions):
  * `AbortSignal` (fetch, the AI SDK, the OpenAI SDK, node-redis) recognise an abort by that name
  * and take their own abort path, where another name reads to them as a failure. It is still a
  * `CancelledError` (`instanceof`, `code`, `isCancelledError`).
- * @internal
+ * Not exported from a package entry.
  */
 export function abortReasonError(message: string, options: CancelledErrorOptions): CancelledError {
   const error = cancelledError(message, options);
@@ -226,7 +226,7 @@ export class LedgerTimeoutError extends Error {
 /**
  * A short rendering of a bad value for an error message. Never throws: a Proxy or an object with
  * a throwing getter is still described, so a refused argument always gets its TypeError.
- * @internal
+ * Not exported from a package entry.
  */
 export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
@@ -283,7 +283,7 @@ function constructorName(value: object): string {
 
 /**
  * `name` must be an id: a non-empty string of at most `MAX_ID_LENGTH` characters (a TypeError, or
- * a RangeError naming the argument and its length), checked before anything is kept. @internal
+ * a RangeError naming the argument and its length), checked before anything is kept.
  */
 export function checkId(name: string, value: unknown): asserts value is string {
   checkText(name, value);
@@ -292,7 +292,7 @@ export function checkId(name: string, value: unknown): asserts value is string {
   }
 }
 
-/** `name` must be a non-empty string (a path, say: no length bound of ours). @internal */
+/** `name` must be a non-empty string (a path, say: no length bound of ours). */
 export function checkText(name: string, value: unknown): asserts value is string {
   if (typeof value !== 'string' || value.length === 0) {
     throw new TypeError(`${name}: expected a non-empty string, got ${describe(value)}`);
@@ -305,13 +305,13 @@ export function checkText(name: string, value: unknown): asserts value is string
  */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** `name` must be a finite number in [0, MAX_TIMER_MS], or undefined (then the default applies). @internal */
+/** `name` must be a finite number in [0, MAX_TIMER_MS], or undefined (then the default applies). */
 export function checkMs(name: string, value: unknown): asserts value is number | undefined {
   if (value === undefined) return;
   checkRequiredMs(name, value);
 }
 
-/** `name` must be a finite number in [0, MAX_TIMER_MS]; undefined is refused too. @internal */
+/** `name` must be a finite number in [0, MAX_TIMER_MS]; undefined is refused too. */
 export function checkRequiredMs(name: string, value: unknown): asserts value is number {
   if (typeof value !== 'number') {
     throw new TypeError(`${name}: expected a number of milliseconds, got ${describe(value)}`);
@@ -321,7 +321,7 @@ export function checkRequiredMs(name: string, value: unknown): asserts value is 
   }
 }
 
-/** `name` must be a function. @internal */
+/** `name` must be a function. */
 export function checkFunction(name: string, value: unknown): asserts value is (...args: never[]) => unknown {
   if (typeof value !== 'function') {
     throw new TypeError(`${name}: expected a function, got ${describe(value)}`);

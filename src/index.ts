@@ -10,18 +10,14 @@ export {
   TurnEndedError, LedgerClosedError,
   type CancelledErrorOptions,
 } from './errors.js';
+// Tuning defaults are not exported: each is the documented default of its option, and the object
+// made with it reads it back (`runner.graceMs`, `ledger.timeoutMs`, …). The limits a caller's own
+// input must keep within are.
 export {
-  StopReasons, ErrorCodes, MAX_ID_LENGTH, MAX_STOP_DETAIL_LENGTH, DEFAULT_GRACE_MS, DEFAULT_PENDING_STOP_MS, DEFAULT_SHUTDOWN_DEADLINE_MS, type StopReason,
-  FleetReasons, type FleetReason, MAX_PENDING_STOPS, MAX_PENDING_STOPS_PER_SESSION, DEFAULT_MAX_OUTPUT_BYTES, MAX_PROGRESS_BYTES,
-  LEDGER_MAX_LINE_BYTES, DEFAULT_LEDGER_CLOSE_WAIT_MS, DEFAULT_LEDGER_INTENT_TIMEOUT_MS, DEFAULT_LEDGER_TIMEOUT_MS, DEFAULT_LEDGER_LOCK_STALE_MS,
+  StopReasons, ErrorCodes, FleetReasons, type StopReason, type FleetReason, MAX_ID_LENGTH, MAX_STOP_DETAIL_LENGTH, LEDGER_MAX_LINE_BYTES,
 } from './constants.js';
 export type { TokenHandle } from './token/slot.js';
 export { TurnPool, type TurnPoolOptions, type TurnPoolRunOptions, type TurnPoolStats } from './pool/pool.js';
-/** Piscina's named exports, where a caller moving from `piscina` to `TurnPool` imports them. */
-export {
-  move, isWorkerThread, workerData, transferableSymbol, valueSymbol, queueOptionsSymbol, FixedQueue, ArrayTaskQueue,
-  type TaskQueue, type PiscinaTask,
-} from 'piscina';
 export {
   TurnRunner, LISTENER_WARNING, type TurnRunnerOptions, type RunOptions, type StopOptions, type ShutdownOptions,
   type StopRequest, type StopRefusal, type AnswerReply,
@@ -40,6 +36,6 @@ export type { LedgerStore, LedgerFilter } from './ledger/store.js';
 export { ShardedLedger, type ShardedLedgerOptions } from './ledger/sharded.js';
 export {
   exec, spawnBackground, killAllBackground, execContainment,
-  type ExecOptions, type ExecResult, type BackgroundProcess, type Containment, type ContainmentOption, type OutputError, type OutputChunk, type OnOutput,
+  type ExecOptions, type ExecResult, type BackgroundProcess, type Containment, type ContainmentOption, type OutputChunk, type OnOutput,
 } from './exec/index.js';
 export { RUNTIME_WARNING } from './base/refused.js';

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Ledger, TurnRegistry, TurnRunner, type LedgerEntry, type StopReport } from '../dist/src/index.js';
 import { RELEASE_SLICE } from '../dist/src/ledger/release.js';
+import { ledgerHooks } from '../dist/src/ledger/ledger-hooks.js';
 import { spyOnFdatasync } from './support/fdatasync-spy.js';
 
 const TURNS = 1000;
@@ -51,13 +52,13 @@ async function stopStorm(): Promise<Storm> {
   const runner = new TurnRunner({ registry, ledger, graceMs: 5000 });
   const durableAtSignal = new Map<string, number>();
   const durableAtEvent = new Map<string, number>();
-  runner.on('turn_aborted', ({ turnId }: { turnId: string }) => durableAtEvent.set(turnId, ledger.durableSeq));
+  runner.on('turn_aborted', ({ turnId }: { turnId: string }) => durableAtEvent.set(turnId, ledgerHooks(ledger)!.durableSeq));
   let running = 0;
   let allRunning!: () => void;
   const everyBodyRuns = new Promise<void>((resolve) => { allRunning = resolve; });
   const outcomes = Array.from({ length: TURNS }, (_, i) => runner.run(`s${i}`, (turn) => new Promise((_, reject) => {
     turn.signal.addEventListener('abort', () => {
-      durableAtSignal.set(turn.turnId, ledger.durableSeq);
+      durableAtSignal.set(turn.turnId, ledgerHooks(ledger)!.durableSeq);
       reject(turn.signal.reason);
     }, { once: true });
     if (++running === TURNS) allRunning();
@@ -122,7 +123,7 @@ describe('group commit', () => {
     }) as never);
     const first = ledger.flush();
     await firstStarted;
-    const seqOfLate = ledger.seq + 1;
+    const seqOfLate = ledgerHooks(ledger)!.seq + 1;
     const lateWritten = ledger.append({ sessionId: 's', turnId: 't', type: 'say', text: 'late' });
     let lateDone = false;
     const late = Promise.all([ledger.flush(), ledger.flush(), ledger.flush()]).then(() => { lateDone = true; });
@@ -130,11 +131,11 @@ describe('group commit', () => {
     expect(calls).toBe(1); // at most one sync in flight: the late flushes wait, they start none
     release();
     await first;
-    expect(ledger.durableSeq).toBe(seqOfLate - 1); // the first sync did not cover the late append…
+    expect(ledgerHooks(ledger)!.durableSeq).toBe(seqOfLate - 1); // the first sync did not cover the late append…
     expect(lateDone).toBe(false); // …so the late flushes are still waiting
     await late;
     expect(calls).toBe(2); // three late flushes, one sync
-    expect(ledger.durableSeq).toBe(seqOfLate);
-    expect(ledger.syncs).toBeGreaterThanOrEqual(2);
+    expect(ledgerHooks(ledger)!.durableSeq).toBe(seqOfLate);
+    expect(ledgerHooks(ledger)!.syncs).toBeGreaterThanOrEqual(2);
   });
 });

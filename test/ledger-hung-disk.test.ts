@@ -6,7 +6,8 @@
  */
 import fs from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
-import { CancelledError, DEFAULT_LEDGER_INTENT_TIMEOUT_MS, Ledger, LedgerTimeoutError, TurnRunner } from '../dist/src/index.js';
+import { CancelledError, Ledger, LedgerTimeoutError, TurnRunner } from '../dist/src/index.js';
+import { DEFAULT_LEDGER_INTENT_TIMEOUT_MS } from '../dist/src/constants.js';
 import { file, useLedgerScratch } from './support/ledger-scratch.js';
 
 useLedgerScratch('fullstop-ledger-hung-disk-');

@@ -9,7 +9,8 @@ import { promisify } from 'node:util';
 import { readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_LEDGER_LOCK_STALE_MS, Ledger } from '../dist/src/index.js';
+import { Ledger } from '../dist/src/index.js';
+import { DEFAULT_LEDGER_LOCK_STALE_MS } from '../dist/src/constants.js';
 import { file, openLedger, useLedgerScratch } from './support/ledger-scratch.js';
 
 useLedgerScratch('fullstop-ledger-lock-');

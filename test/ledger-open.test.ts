@@ -7,6 +7,7 @@ import { readFileSync, rmSync, writeFileSync, openSync, writeSync, closeSync, ex
 import { describe, expect, it } from 'vitest';
 import { Ledger, type LedgerEntry } from '../dist/src/index.js';
 import { LEDGER_MAX_LINE_BYTES } from '../dist/src/constants.js';
+import { ledgerHooks } from '../dist/src/ledger/ledger-hooks.js';
 import { file, openLedger, useLedgerScratch } from './support/ledger-scratch.js';
 
 useLedgerScratch('fullstop-ledger-open-');
@@ -101,7 +102,7 @@ describe('a bad line is named', () => {
     const ledger = await openLedger();
     const text = 'y'.repeat(LEDGER_MAX_LINE_BYTES);
     await expect(ledger.append({ sessionId: 's', turnId: 't', type: 'say', text })).rejects.toThrow(RangeError);
-    expect(ledger.seq).toBe(0);
+    expect(ledgerHooks(ledger)!.seq).toBe(0);
   });
 });
 
@@ -231,7 +232,7 @@ describe('segments: Ledger.open(path, { segmentBytes })', () => {
     for (let i = 0; i < 300; i++) {
       void ledger.append({ sessionId: `s${i % 3}`, turnId: `t${i % 3}`, type: 'say', text: `${i}` });
       if (i % 7 === 0) {
-        const seq = ledger.seq;
+        const seq = ledgerHooks(ledger)!.seq;
         const session = `s${i % 3}`;
         checks.push(ledger.entries().then((all) => { expect(all.slice(0, seq).map((e) => e.seq)).toEqual(Array.from({ length: seq }, (_, k) => k + 1)); }));
         checks.push(ledger.entries({ sessionId: session }).then((mine) => {

@@ -1,10 +1,8 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { EventEmitter } from 'node:events';
 import { Piscina } from 'piscina';
-import {
-  TurnPool, TurnRegistry, isCancelledError, CancelledError, move, isWorkerThread, workerData, transferableSymbol,
-  valueSymbol, queueOptionsSymbol, FixedQueue, ArrayTaskQueue,
-} from '../dist/src/index.js';
+import * as fullstop from '../dist/src/index.js';
+import { TurnPool, TurnRegistry, isCancelledError, CancelledError } from '../dist/src/index.js';
 import { governStop, ownersOf } from '../dist/src/token/owners.js';
 import { flags, started } from './support/handshake.js';
 import { eventually } from './support/leaks.js';
@@ -42,14 +40,16 @@ afterAll(async () => {
 });
 
 describe('TurnPool is a Piscina', () => {
-  it('is an EventEmitter and a Piscina, with piscina\'s statics and named exports', () => {
+  it('is an EventEmitter and a Piscina, with piscina\'s statics (its named exports), which fullstop does not re-export', () => {
     const p = pool();
     expect(p).toBeInstanceOf(Piscina);
     expect(p).toBeInstanceOf(EventEmitter);
     expect(TurnPool.isWorkerThread).toBe(false);
     expect(TurnPool.version).toBe(Piscina.version);
     expect(TurnPool.move).toBe(Piscina.move);
-    expect([move, isWorkerThread, workerData, transferableSymbol, valueSymbol, queueOptionsSymbol, FixedQueue, ArrayTaskQueue])
+    const names = ['move', 'isWorkerThread', 'workerData', 'transferableSymbol', 'valueSymbol', 'queueOptionsSymbol', 'FixedQueue', 'ArrayTaskQueue'] as const;
+    for (const name of names) expect(Object.keys(fullstop), name).not.toContain(name);
+    expect(names.map((name) => TurnPool[name]))
       .toEqual([Piscina.move, false, undefined, Piscina.transferableSymbol, Piscina.valueSymbol, Piscina.queueOptionsSymbol, Piscina.FixedQueue, Piscina.ArrayTaskQueue]);
   });
 
@@ -112,7 +112,7 @@ describe('TurnPool is a Piscina', () => {
     expect(listed.byteLength).toBe(0);
     expect([...back.listed]).toEqual([4, 5]);
     const whole = new Uint8Array([6]);
-    expect([...(await p.run(move(whole), { name: 'fine', token }) as Uint8Array)]).toEqual([6]);
+    expect([...(await p.run(TurnPool.move(whole), { name: 'fine', token }) as Uint8Array)]).toEqual([6]);
     expect(whole.byteLength).toBe(0);
   });
 

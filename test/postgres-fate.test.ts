@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import pgLib from 'pg';
 import { LedgerTimeoutError, TurnRegistry, TurnRunner, type LedgerEntry, type Turn } from '../dist/src/index.js';
 import { PgLedger } from '../dist/src/ledger/postgres/index.js';
+import { pgLedgerHooks } from '../dist/src/ledger/postgres/pg-ledger-hooks.js';
 import { untilStopped } from '../dist/bench/turns.js';
 import { PG, pgScene } from './support/pg.js';
 
@@ -142,7 +143,7 @@ describe('re-sends go on while timeoutMs lasts', () => {
       // The append waits for the entries table, locked here; its backend is ended while it waits.
       await held.query('BEGIN');
       await held.query(`LOCK TABLE "${schema}".entries IN ACCESS EXCLUSIVE MODE`);
-      const before = ledger.transactions;
+      const before = pgLedgerHooks(ledger)!.transactions;
       const append = ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
       let failed: unknown;
       append.catch((error: unknown) => { failed = error; });
@@ -159,7 +160,7 @@ describe('re-sends go on while timeoutMs lasts', () => {
       await held.query('ROLLBACK');
       expect(failed).toBeUndefined();
       await append;
-      expect(ledger.transactions - before).toBe(5);
+      expect(pgLedgerHooks(ledger)!.transactions - before).toBe(5);
       expect((await ledger.entries({ sessionId: 's' })).map(typeOf)).toEqual(['turn_started']);
     } finally {
       held.release();

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ledger, TurnIdUsedError, type LedgerEntry, type LedgerEntryInput } from '../dist/src/index.js';
 import { PgLedger } from '../dist/src/ledger/postgres/index.js';
+import { pgLedgerHooks } from '../dist/src/ledger/postgres/pg-ledger-hooks.js';
 import { INTERRUPTED_TOOL_TEXT, TURN_ABORTED_MARKER } from '../dist/src/ledger/entry.js';
 import { statementsFor } from '../dist/src/ledger/postgres/statements.js';
 import { pgScene } from './support/pg.js';
@@ -254,7 +255,7 @@ describe('one batch decides as the rows would one by one', () => {
       const schema = pg.schema();
       const ledger = await open(schema, 'A');
       await ledger.append({ sessionId: 'old', turnId: 'old', type: 'turn_started' });
-      const before = ledger.transactions;
+      const before = pgLedgerHooks(ledger)!.transactions;
       const results = await Promise.allSettled([
         ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' }),
         ...Array.from({ length: filler }, (_, i) => ledger.append({ sessionId: `f${i}`, turnId: `f${i}`, type: 'turn_started' })),
@@ -263,7 +264,7 @@ describe('one batch decides as the rows would one by one', () => {
         ledger.append({ sessionId: 's2', turnId: 't', type: 'turn_started' }),
         ledger.append({ sessionId: 's3', turnId: 'old', type: 'turn_started' }),
       ]);
-      expect(ledger.transactions - before).toBe(1);
+      expect(pgLedgerHooks(ledger)!.transactions - before).toBe(1);
       const tail = results.slice(filler + 1).map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as Error).name));
       expect([results[0]!.status, ...tail]).toEqual(['fulfilled', 'ok', 'TurnEndedError', 'TurnIdUsedError', 'TurnIdUsedError']);
       expect((await ledger.entries({ turnId: 't' })).map(typeOf)).toEqual(['turn_started', 'status:completed']);

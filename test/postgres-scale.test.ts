@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { LedgerTimeoutError, TurnIdUsedError, TurnRegistry, TurnRunner, type LedgerEntry, type Turn } from '../dist/src/index.js';
 import { PgLedger } from '../dist/src/ledger/postgres/index.js';
+import { pgLedgerHooks } from '../dist/src/ledger/postgres/pg-ledger-hooks.js';
 import { statementsFor } from '../dist/src/ledger/postgres/statements.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 import { PG, pgScene } from './support/pg.js';
@@ -135,10 +136,10 @@ describe('a streamed token', () => {
     let after = 0;
     const outcome = await runner.run('s', async (turn: Turn) => {
       await ledger.flush();
-      before = ledger.transactions;
+      before = pgLedgerHooks(ledger)!.transactions;
       for (let i = 0; i < 1000; i++) await turn.say(`token ${i} `);
       await ledger.flush();
-      after = ledger.transactions;
+      after = pgLedgerHooks(ledger)!.transactions;
     });
     expect(outcome.status).toBe('completed');
     expect(after - before).toBeLessThanOrEqual(50); // 1,000 before: a commit each

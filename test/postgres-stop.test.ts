@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CancelledError, TurnIdUsedError, TurnRegistry, TurnRunner, type LedgerEntry, type Turn } from '../dist/src/index.js';
 import { PgLedger } from '../dist/src/ledger/postgres/index.js';
+import { pgLedgerHooks } from '../dist/src/ledger/postgres/pg-ledger-hooks.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 import { PG, pgScene } from './support/pg.js';
 
@@ -52,10 +53,10 @@ describe('the stop order across instances', () => {
     }, { turnId: 't' });
     await running.done;
     await a.flush(); // the tool calls' entries (queued: a tool call waits for no commit)
-    const before = a.transactions;
+    const before = pgLedgerHooks(a)!.transactions;
     const report = await runner.stop('s', { graceMs: 50 });
     expect(report?.ledgerError).toBeUndefined();
-    expect(a.transactions - before).toBe(2); // the intent's, then the history's (both tool_aborted, marker, cancelled)
+    expect(pgLedgerHooks(a)!.transactions - before).toBe(2); // the intent's, then the history's (both tool_aborted, marker, cancelled)
     expect((await outcome).status).toBe('cancelled');
     const seenAtSignal = (await atSignal!).map(typeOf);
     expect(seenAtSignal).toContain('status:cancelling');
@@ -97,9 +98,9 @@ describe('group commit', () => {
     const outcomes = sessions.map((s) => runner.run(s, (turn) => turn.tool('stream', {}, () => { running.tick(); return untilStopped(turn.signal); }), { turnId: `t-${s}` }));
     await running.done;
     await ledger.flush();
-    const before = ledger.transactions;
+    const before = pgLedgerHooks(ledger)!.transactions;
     const reports = await Promise.all(sessions.map((s) => runner.stop(s)));
-    const transactions = ledger.transactions - before;
+    const transactions = pgLedgerHooks(ledger)!.transactions - before;
     expect(reports.every((r) => r !== null && r.ledgerError === undefined)).toBe(true);
     expect(new Set((await Promise.all(outcomes)).map((o) => o.status))).toEqual(new Set(['cancelled']));
     expect(transactions).toBeLessThanOrEqual(100);

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCodes, ShuttingDownError, TurnRunner, type LedgerEntry } from '../dist/src/index.js';
 import { flags, started } from './support/handshake.js';
 import { runnerScene } from './support/runner-scene.js';
+import { runnerHooks } from '../dist/src/turn/runner-hooks.js';
 
 const scene = runnerScene('fullstop-shutdown-', { tasks: new URL('./fixtures/pool/tasks.mjs', import.meta.url) });
 const { registry, pool } = scene;
@@ -68,8 +69,8 @@ describe('shutdown', () => {
     let seen: readonly unknown[] | undefined;
     let done = false;
     let removedCalled = false;
-    scene.runner.holdShutdown(async (reports) => { seen = reports.map((r) => r.turnId); await new Promise((r) => setTimeout(r, 100)); done = true; });
-    const remove = scene.runner.holdShutdown(async () => { removedCalled = true; });
+    runnerHooks(scene.runner)!.holdShutdown(async (reports) => { seen = reports.map((r) => r.turnId); await new Promise((r) => setTimeout(r, 100)); done = true; });
+    const remove = runnerHooks(scene.runner)!.holdShutdown(async () => { removedCalled = true; });
     remove();
     await scene.runner.shutdown();
     expect(seen).toEqual(['held']);
@@ -81,7 +82,7 @@ describe('shutdown', () => {
   it('a hold that never settles does not outlast the deadline: shutdown resolves at it with the reports', async () => {
     const { outcome: a } = await sleepingTurn('a', 'stuck-hold');
     const entered = new Promise<void>((resolve) => {
-      scene.runner.holdShutdown(() => { resolve(); return new Promise(() => {}); });
+      runnerHooks(scene.runner)!.holdShutdown(() => { resolve(); return new Promise(() => {}); });
     });
     const deadlineMs = 500;
     const t0 = performance.now();

@@ -3,9 +3,8 @@
  * stops that turn, and only it.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  MAX_ID_LENGTH, MAX_PENDING_STOPS, MAX_PENDING_STOPS_PER_SESSION, TurnRunner, type LedgerEntry, type StopRequest,
-} from '../dist/src/index.js';
+import { MAX_ID_LENGTH, TurnRunner, type LedgerEntry, type StopRequest } from '../dist/src/index.js';
+import { MAX_PENDING_STOPS, MAX_PENDING_STOPS_PER_SESSION } from '../dist/src/constants.js';
 import { runnerScene } from './support/runner-scene.js';
 
 const scene = runnerScene('fullstop-stop-before-start-');

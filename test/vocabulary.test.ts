@@ -8,7 +8,8 @@
  * `not_found`.
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_PENDING_STOPS_PER_SESSION, TurnRegistry, TurnRunner, type Turn } from '../dist/src/index.js';
+import { TurnRegistry, TurnRunner, type Turn } from '../dist/src/index.js';
+import { MAX_PENDING_STOPS_PER_SESSION } from '../dist/src/constants.js';
 import { redisReachable, REDIS_PORT } from './fixtures/fleet/support.js';
 import { redisScene } from './fixtures/fleet/backends.js';
 import { eventually, held, type FleetScene } from './fixtures/fleet/scene.js';

@@ -95,7 +95,7 @@ export class FleetClient {
     this.#o.redis.off('error', this.#onClientError);
   }
 
-  /** @internal for leak checks: stops waiting for their acknowledgement, answers under way, its connection open. */
+  /** Stops waiting for their acknowledgement, answers under way, its connection open (0, 0, false after `close()`). */
   stats(): { waitingStops: number; answering: number; connected: boolean } {
     return { waitingStops: this.#relay.waitingStops, answering: this.#relay.answering, connected: this.#channel.isOpen };
   }

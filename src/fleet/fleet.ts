@@ -11,6 +11,7 @@ import { FleetReasons } from '../constants.js';
 import { checkFunction, checkId, SessionBusyError, TurnIdUsedError } from '../errors.js';
 import { isTerminalStatus } from '../ledger/entry.js';
 import { nameNode } from '../turn/answer-reply.js';
+import { runnerHooks } from '../turn/runner-hooks.js';
 import type { Turn } from '../turn/active-turn.js';
 import type { StopReport } from '../turn/report.js';
 import type { AnswerReply, FleetOutcome, FleetTurn, StopAnswer } from './answers.js';
@@ -86,7 +87,8 @@ export class Fleet {
     this.#relay = new FleetRelay({ ...o, keys: this.#keys, records: this.#records, name: 'Fleet', closed });
     // runner.shutdown() resolves only once the records of the turns it stopped say `cancelled`, so
     // a stop sent to another instance right after answers already_finished, not after a sweep.
-    this.#unholdShutdown = o.runner.holdShutdown((reports) => this.#recorded(reports));
+    // (A runner of another copy of the library has no hooks: its shutdown does not wait for them.)
+    this.#unholdShutdown = runnerHooks(o.runner)?.holdShutdown((reports) => this.#recorded(reports)) ?? (() => {});
     // The runner's own answers (`runner.answer`) name this node, as the fleet's do.
     nameNode(o.runner, o.nodeId);
   }
@@ -300,7 +302,7 @@ export class Fleet {
     this.#o.redis.off('error', this.#onClientError);
   }
 
-  /** @internal for leak checks: live owned turns, waiting stops, pending retries, open questions, live timers. */
+  /** What this instance holds now: owned turns, waiting stops, turn ends to retry, open questions, live timers (all 0 after `close()`). */
   stats(): { ownedTurns: number; waitingStops: number; retries: number; openQuestions: number; timers: number } {
     return {
       ownedTurns: this.#leases.size, waitingStops: this.#relay.waitingStops, retries: this.#ends.size, openQuestions: this.#questions.size,

@@ -206,11 +206,11 @@ function stringify(value: object): string {
   }
 }
 
-/** @internal An entry of one turn without its ids, `type` first: what fullstop's runner writes. */
+/** An entry of one turn without its ids, `type` first: what fullstop's runner writes. */
 export type TurnEntryBody = LedgerEntryInput extends infer E ? (E extends unknown ? Omit<E, 'sessionId' | 'turnId'> : never) : never;
 
 /**
- * @internal The `"sessionId":…,"turnId":…,` part of every line of one turn, checked and encoded
+ * The `"sessionId":…,"turnId":…,` part of every line of one turn, checked and encoded
  * once a turn (`renderTurnEntry`).
  */
 export function turnIdsJson(sessionId: string, turnId: string): string {
@@ -220,7 +220,7 @@ export function turnIdsJson(sessionId: string, turnId: string): string {
 }
 
 /**
- * @internal The line `renderEntry` makes of `{ ...body, sessionId, turnId }`, byte for byte, for a
+ * The line `renderEntry` makes of `{ ...body, sessionId, turnId }`, byte for byte, for a
  * body fullstop's runner built itself (an object literal with `type` first and none of the fields
  * the ledger or the ids own; tool values already made plain JSON at the call). The same checks
  * of the type and its fields, and none of `renderEntry`'s copies: a stop writes its entries on a

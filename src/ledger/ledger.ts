@@ -63,6 +63,7 @@ import { sealedPath, type LedgerSegment, type PlacedSegment } from './segments.j
 import { readSession, type SessionIndex } from './session-index.js';
 import { LedgerWriter, type Rotate } from './writer.js';
 import { StopsUnderWay } from './stops-under-way.js';
+import { setLedgerHooks } from './ledger-hooks.js';
 import type { TurnIds } from './turn-ids.js';
 import type { LedgerFilter, LedgerStore } from './store.js';
 
@@ -185,6 +186,14 @@ export class Ledger implements LedgerStore {
     this.#seq = loaded.seq;
     this.#end = loaded.activeBase + loaded.completeBytes;
     this.#writer = new LedgerWriter(path, handle, loaded.seq, this.timeoutMs);
+    const writer = this.#writer;
+    const seqOf = () => this.#seq;
+    setLedgerHooks(this, {
+      get durableSeq() { return writer.durableSeq; },
+      get seq() { return seqOf(); },
+      get syncs() { return writer.syncs; },
+      appendForTurn: (sessionId, turnId, idsJson, body) => this.#appendForTurn(sessionId, turnId, idsJson, body),
+    });
   }
 
   /**
@@ -291,15 +300,6 @@ export class Ledger implements LedgerStore {
     return this.#turnIds.has(turnId);
   }
 
-  /** @internal The highest seq known to be on disk (an `fdatasync` covered it); -1 before the first sync. */
-  get durableSeq(): number { return this.#writer.durableSeq; }
-
-  /** @internal The last seq assigned (0 for an empty file). */
-  get seq(): number { return this.#seq; }
-
-  /** @internal The `fdatasync`s this ledger has issued since it was opened. */
-  get syncs(): number { return this.#writer.syncs; }
-
   /**
    * The sealed segments, oldest first (the file at `path` being written is not one). Empty unless
    * the ledger was opened with `segmentBytes` (or found segments at open).
@@ -348,12 +348,8 @@ export class Ledger implements LedgerStore {
     return this.#enqueue(rendered.line, rendered.sessionId, rendered.turnId, rendered.type, rendered.status);
   }
 
-  /**
-   * @internal `append` for a runner's turn: `idsJson` from `turnIdsJson(sessionId, turnId)`, made
-   * once a turn, and a body the runner built (`renderTurnEntry` says what it must be). The same
-   * line, the same checks of the type's fields and the same refusals as `append`.
-   */
-  appendForTurn(sessionId: string, turnId: string, idsJson: string, body: TurnEntryBody): Promise<void> {
+  /** `LedgerHooks.appendForTurn` (ledger-hooks.ts): `append` for a runner's turn, its ids encoded once. */
+  #appendForTurn(sessionId: string, turnId: string, idsJson: string, body: TurnEntryBody): Promise<void> {
     const refused = this.#refusal();
     if (refused !== undefined) return refused;
     let line: string;

@@ -6,6 +6,7 @@
 import { context, metrics, trace, type MeterProvider, type TracerProvider } from '@opentelemetry/api';
 import { describe } from '../errors.js';
 import type { TurnRunner } from '../turn/runner.js';
+import { runnerHooks } from '../turn/runner-hooks.js';
 import type { TurnRunnerEventName, TurnRunnerEvents } from '../turn/runner-events.js';
 import { SCOPE } from './names.js';
 import { StopMetrics } from './stop-metrics.js';
@@ -96,8 +97,9 @@ export function instrument(runner: TurnRunner, options: InstrumentOptions = {}):
   });
 
   // The turn's span is the active context while its body runs, so the spans the body starts
-  // (a model call, fetch) are its children. A runner without the hook is traced all the same.
-  const scopes = (runner as Partial<Pick<TurnRunner, 'bodyScopes'>>).bodyScopes;
+  // (a model call, fetch) are its children. A runner of another copy of the library (no hooks) is
+  // traced all the same, without that context.
+  const scopes = runnerHooks(runner)?.bodyScopes;
   const scope = (turnId: string, run: () => Promise<unknown>) => {
     const active = spans.contextOf(turnId);
     return active === undefined ? run() : context.with(active, run);

@@ -17,10 +17,10 @@ export type PiscinaOptions = NonNullable<ConstructorParameters<typeof Piscina>[0
 export type PiscinaRunOptions = NonNullable<Parameters<Piscina['run']>[1]>;
 export type Signal = NonNullable<PiscinaRunOptions['signal']>;
 
-/** @internal */
+/** The file every pool worker starts from (workers/pool-entry.cjs). */
 export const ENTRY = fileURLToPath(new URL('../../workers/pool-entry.cjs', import.meta.url));
 
-/** @internal What the constructor works out before piscina's constructor runs. */
+/** What the constructor works out before piscina's constructor runs. */
 export interface PoolSetup {
   graceMs: number;
   /** The user's default filename as a path; `null` when every `run` must name one. */
@@ -35,13 +35,13 @@ export interface PoolSetup {
   piscina: PiscinaOptions;
 }
 
-/** @internal
+/**
  * A worker whose stopped task ignored its grace while it had neighbours; it ends when they settle,
  * or when `deadline` fires (one more grace window: a task that blocks its thread starves them).
  */
 export interface Condemned { worker: WorkerView; abandoned: number; deadline: NodeJS.Timeout }
 
-/** @internal */
+/** Check `TurnPool`'s options (a TypeError/RangeError naming a bad one) and work out its setup. */
 export function setupPool(options: unknown): PoolSetup {
   if (options != null && typeof options !== 'object') throw new TypeError(`options: expected an object, got ${describe(options)}`);
   const own = Object.assign(Object.create(null), options) as PiscinaOptions & { graceMs?: unknown };
@@ -74,7 +74,7 @@ export function setupPool(options: unknown): PoolSetup {
   };
 }
 
-/** @internal
+/**
  * A file URL becomes a path; `./x.js` is taken from the current directory, where piscina's
  * `import()` fallback finds it too. A bare specifier stays as given (`require` resolves it).
  */
@@ -83,7 +83,7 @@ export function toPath(filename: string): string {
   return !isAbsolute(filename) && (filename.startsWith('./') || filename.startsWith('../')) ? resolve(filename) : filename;
 }
 
-/** @internal `run`'s options as read. */
+/** `run`'s options as read. */
 export interface RunOptionsRead {
   transferList: unknown; filename: unknown; name: unknown; signal: unknown; token: unknown; graceMs: unknown;
 }
@@ -93,13 +93,13 @@ const NOTHING_READ: RunOptionsRead = Object.freeze({
 });
 
 /**
- * @internal Returned (as a mark, never read) when the options are `{ token }` alone, the common
+ * Returned (as a mark, never read) when the options are `{ token }` alone, the common
  * case: the caller then reads `token` itself, once, and has nothing else to check.
  */
 export const TOKEN_ONLY: RunOptionsRead = Object.freeze({ ...NOTHING_READ });
 
 /**
- * @internal Read `run`'s options once (a getter runs once), then piscina's checks with its messages
+ * Read `run`'s options once (a getter runs once), then piscina's checks with its messages
  * (its callers match on them); a bad one rejects. `Object.keys` is what piscina's `Object.assign`
  * copy reads too (own enumerable properties), without building a dictionary object on every task.
  */
@@ -142,7 +142,7 @@ function isTokenOnly(options: object): boolean {
   return seen && Object.hasOwn(options, 'token');
 }
 
-/** @internal Listen once for the signal's abort, as piscina does for either kind; returns the remover. */
+/** Listen once for the signal's abort, as piscina does for either kind; returns the remover. */
 export function onAbort(signal: Signal, listener: () => void): () => void {
   if ('addEventListener' in signal) {
     signal.addEventListener('abort', listener, { once: true });

@@ -319,9 +319,6 @@ export class TurnPool<T = any, R = any> extends Piscina<T, R> {
     };
   }
 
-  /** @deprecated A TurnPool is a Piscina: use the pool itself. */
-  get piscina(): Piscina { return this; }
-
   /** The encoded target of a run that names its own filename or export; `undefined` without a filename. */
   #targetOf(filename: string | null | undefined, name: string | null | undefined, wrapped: boolean): string | undefined {
     const path = filename == null ? this.#setup.filename : toPath(filename);

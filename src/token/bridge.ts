@@ -21,14 +21,14 @@
 import type { Slab, SlotRef } from './slab.js';
 import { BRIDGE_INDEX } from './slot.js';
 
-/** @internal What the bridge needs of a token. */
+/** What the bridge needs of a token. */
 export interface Watched {
   readonly slot: SlotRef;
   /** Another thread cancelled this token's slot. Called on the main thread, at most once a wake. */
   cancelFromSlot(): void;
 }
 
-/** @internal The registry's count of armed bridges (behind `stats().liveBridges`). */
+/** The registry's count of armed bridges (behind `stats().liveBridges`). */
 export interface BridgeCounts {
   bridges: number;
 }
@@ -47,7 +47,7 @@ interface SlabBridge {
  */
 const bridges: (SlabBridge | undefined)[] = [];
 
-/** @internal The handle of `target` is leaving this thread: from now on a cancel may come from elsewhere. */
+/** The handle of `target` is leaving this thread: from now on a cancel may come from elsewhere. */
 export function watch(target: Watched, counts: BridgeCounts): void {
   const slab = target.slot.slab;
   let bridge = bridges[slab.id];
@@ -60,7 +60,7 @@ export function watch(target: Watched, counts: BridgeCounts): void {
   bridge.watched.add(target);
 }
 
-/** @internal The main thread cancelled or retired `target`: it needs the bridge no more. Idempotent. */
+/** The main thread cancelled or retired `target`: it needs the bridge no more. Idempotent. */
 export function unwatch(target: Watched): void {
   const slab = target.slot.slab;
   const bridge = bridges[slab.id];

@@ -18,7 +18,7 @@
  */
 
 import type { OwnerEntry, TokenState, TreeMember } from './state.js';
-import { STATE, type CancelToken } from './token.js';
+import { tokenState, type CancelToken } from './token.js';
 
 /**
  * What an owner is, and so how a stop treats it:
@@ -56,47 +56,47 @@ export function settlesByItself(kind: OwnerKind): boolean {
 /** The roots whose stops govern their trees' grace (rule 3); a retired root is collected with its state. */
 const governed = new WeakSet<TokenState>();
 
-/** @internal Register `owner` under `token`; returns its disposer (idempotent). */
+/** Register `owner` under `token`; returns its disposer (idempotent). */
 export function addOwner(token: CancelToken, owner: Owner): () => void {
-  const state = token[STATE];
+  const state = tokenState(token);
   const entry: OwnerEntry = { owner, ownerPrev: undefined, ownerNext: undefined, ownerLinked: false };
   state.addOwner(entry);
   return () => state.removeOwner(entry);
 }
 
 /**
- * @internal `addOwner` for an owner that is its own list entry and removes itself (pool tasks: one
+ * `addOwner` for an owner that is its own list entry and removes itself (pool tasks: one
  * per task, so no entry and no disposer to allocate); a second call does nothing.
  */
 export function addOwnerOf(token: CancelToken, owner: LinkedOwner): void {
-  token[STATE].addOwner(owner);
+  tokenState(token).addOwner(owner);
 }
 
-/** @internal Remove `owner` (added by `addOwnerOf`) from `token`; a second call does nothing. */
+/** Remove `owner` (added by `addOwnerOf`) from `token`; a second call does nothing. */
 export function removeOwnerOf(token: CancelToken, owner: LinkedOwner): void {
-  token[STATE].removeOwner(owner);
+  tokenState(token).removeOwner(owner);
 }
 
-/** @internal Every owner still registered under `token` or any of its descendants. */
+/** Every owner still registered under `token` or any of its descendants. */
 export function ownersOf(token: CancelToken): Owner[] {
   // Every member of a tree is added through this module, so each is an Owner.
-  return token[STATE].collectOwners([]) as Owner[];
+  return tokenState(token).collectOwners([]) as Owner[];
 }
 
-/** @internal From now on the caller's grace governs every owner of `token`'s tree (rule 3). */
+/** From now on the caller's grace governs every owner of `token`'s tree (rule 3). */
 export function governStop(token: CancelToken): void {
-  governed.add(token[STATE]);
+  governed.add(tokenState(token));
 }
 
 /**
- * @internal True when a runner stop governs the grace of `token` (rule 3): it or an ancestor is
+ * True when a runner stop governs the grace of `token` (rule 3): it or an ancestor is
  * governed *and* cancelled. A runner governs its turn's root from the start and stops the turn on
  * any cancel of it, so a cancelled governed root means its stop is under way, whoever cancelled
  * it. `isCancelled()` folds in a cancel another thread wrote into an ancestor's slot, so an owner
  * told of its own cancel before the root has heard of it still sees the governed stop.
  */
 export function isStopGoverned(token: CancelToken): boolean {
-  for (let s: TokenState | undefined = token[STATE]; s !== undefined; s = s.parent) {
+  for (let s: TokenState | undefined = tokenState(token); s !== undefined; s = s.parent) {
     if (governed.has(s) && s.isCancelled()) return true;
   }
   return false;

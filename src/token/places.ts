@@ -5,11 +5,11 @@
  */
 
 import type { SlotRef } from './slab.js';
-import { STATE, type CancelToken } from './token.js';
+import { tokenState, type CancelToken } from './token.js';
 
 /** The token's slot, exported for sleepers on other threads (its cancel then wakes them). */
 export function sharedSlot(token: CancelToken): SlotRef {
-  return token[STATE].exportSlot();
+  return tokenState(token).exportSlot();
 }
 
 /**
@@ -17,7 +17,7 @@ export function sharedSlot(token: CancelToken): SlotRef {
  * `cancelTurn()` trips the whole turn; nothing sleeps on it there); `undefined` for a root token.
  */
 export function sharedRootSlot(token: CancelToken): SlotRef | undefined {
-  let root = token[STATE].parent;
+  let root = tokenState(token).parent;
   if (root === undefined) return undefined;
   while (root.parent !== undefined) root = root.parent;
   return root.exportSlot(false);

@@ -10,7 +10,7 @@
 import { checkId, describe } from '../errors.js';
 import { MAX_SLOTS_PER_SLAB, SlabSet } from './slab.js';
 import { TokenState, type TokenHost } from './state.js';
-import { CancelToken, isCancelToken, STATE, wrap } from './token.js';
+import { CancelToken, isCancelToken, tokenState, wrap } from './token.js';
 
 export interface TurnRegistryOptions {
   /**
@@ -79,7 +79,7 @@ export class TurnRegistry {
     checkId('sessionId', sessionId);
     if (token === undefined) return this.#current.get(sessionId)?.retire();
     this.#checkToken(token, sessionId);
-    token[STATE].retire();
+    tokenState(token).retire();
   }
 
   /** The session's running turn, or undefined between turns. */
@@ -146,9 +146,9 @@ export class TurnRegistry {
 
   #checkToken(token: unknown, sessionId: string): asserts token is CancelToken {
     if (!isCancelToken(token)) throw new TypeError(`token: expected a CancelToken, got ${describe(token)}`);
-    if (token[STATE].host !== this.#host) throw new TypeError('token: belongs to another TurnRegistry');
-    if (token[STATE].sessionId !== sessionId) {
-      throw new TypeError(`token: belongs to session ${JSON.stringify(token[STATE].sessionId)}, not ${JSON.stringify(sessionId)}`);
+    if (tokenState(token).host !== this.#host) throw new TypeError('token: belongs to another TurnRegistry');
+    if (tokenState(token).sessionId !== sessionId) {
+      throw new TypeError(`token: belongs to session ${JSON.stringify(tokenState(token).sessionId)}, not ${JSON.stringify(sessionId)}`);
     }
   }
 }

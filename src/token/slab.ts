@@ -16,7 +16,7 @@
 
 import { claimSlot, FIRST_SLOT, pack, retireSlot, setPaused, STATE_CANCELLED, STATE_RUNNING } from './slot.js';
 
-/** @internal One SharedArrayBuffer of slots. */
+/** One SharedArrayBuffer of slots. */
 export interface Slab {
   /** Process-wide unique id; workers look slabs up by it. */
   readonly id: number;
@@ -27,7 +27,7 @@ export interface Slab {
 }
 
 /**
- * @internal Where a token's slot lives, and what a cancel needs to flip it with no other object
+ * Where a token's slot lives, and what a cancel needs to flip it with no other object
  * to fetch (`CancelToken.cancel` flips through it before it calls anything).
  */
 export interface SlotRef {
@@ -56,12 +56,12 @@ export const MAX_SLOTS_PER_SLAB = 2 ** 20;
 let nextSlabId = 1;
 const slabsById = new Map<number, Slab>();
 
-/** @internal Every slab of the process by id (the pool sends these to its workers once). */
+/** Every slab of the process by id (the pool sends these to its workers once). */
 export function slabById(id: number): Slab | undefined {
   return slabsById.get(id);
 }
 
-/** @internal The slabs of one registry. */
+/** The slabs of one registry. */
 export class SlabSet {
   readonly slotsPerSlab: number;
   readonly slabs: Slab[] = [];

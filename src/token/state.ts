@@ -60,22 +60,22 @@ export interface OwnerEntry {
   readonly owner?: TreeMember;
 }
 
-/** @internal Per-registry resource counts behind `stats()`. */
+/** Per-registry resource counts behind `stats()`. */
 export interface Counters {
   tokens: number;
   bridges: number;
   owners: number;
 }
 
-/** @internal What a registry lends its tokens: where slots come from and where they are counted. */
+/** What a registry lends its tokens: where slots come from and where they are counted. */
 export interface TokenHost {
   readonly slabs: SlabSet;
   readonly counters: Counters;
 }
 
-/** @internal The reason of a cancel with none given. */
+/** The reason of a cancel with none given. */
 export const DEFAULT_CANCEL_REASON = StopReasons.user;
-/** @internal The reason of a token cancelled because its parent was. */
+/** The reason of a token cancelled because its parent was. */
 export const PARENT_CANCEL_REASON = 'cancel.parent';
 
 /**
@@ -90,7 +90,7 @@ function flipSlot(slot: SlotRef): boolean {
   return flipped;
 }
 
-/** @internal */
+/** A token's engine: the rules `CancelToken` (its facade) calls into. Not exported from a package entry. */
 export class TokenState implements Watched {
   readonly host: TokenHost;
   readonly slot: SlotRef;

@@ -31,7 +31,7 @@ import { headAndTail } from '../base/head-tail.js';
 import { recordable, recordableCut } from './bounded-output.js';
 import { CallProgress, type ProgressPartial } from './call-progress.js';
 
-/** What the turn needs from its runner. @internal */
+/** What the turn needs from its runner: an object the runner makes, not the runner (not exported from a package entry). */
 export interface TurnHost {
   readonly ledger: LedgerStore | undefined;
   /** The most bytes of a tool output the history records (`TurnRunnerOptions.maxOutputBytes`). */
@@ -68,8 +68,21 @@ interface Call {
 /** What a call returned (or threw) after the signal, as its `partial`; `omittedBytes` as `ProgressPartial`'s. */
 type CutPartial = { output: unknown; success: boolean; omittedBytes?: number };
 
-/** How the body ended. @internal */
+/** How the body ended (not exported from a package entry). */
 export type BodyEnd<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/** A `Turn` whose every member calls into `turn`, and that has no other. */
+function facadeOf(turn: ActiveTurn): Turn {
+  return Object.freeze({
+    token: turn.token,
+    turnId: turn.turnId,
+    get signal(): AbortSignal { return turn.token.signal; },
+    tool: <R>(name: string, args: unknown, fn: (token: CancelToken, call: ToolCall) => Promise<R>, options?: ToolOptions): Promise<R> =>
+      turn.tool(name, args, fn, options),
+    ask: (question: unknown): Promise<unknown> => turn.ask(question),
+    say: (text: string): Promise<void> => turn.say(text),
+  });
+}
 
 /** `value instanceof type`, false instead of a throw (a Proxy's getPrototypeOf trap may throw). */
 function isA(value: unknown, type: abstract new (...args: never[]) => unknown): boolean {
@@ -80,7 +93,10 @@ function isA(value: unknown, type: abstract new (...args: never[]) => unknown): 
   }
 }
 
-/** @internal */
+/**
+ * A running turn as the runner sees it (not exported from a package entry). The body is given
+ * `facade`, never this object, so its members are not reachable from a caller.
+ */
 export class ActiveTurn implements Turn {
   readonly sessionId: string;
   readonly turnId: string;
@@ -111,6 +127,9 @@ export class ActiveTurn implements Turn {
   /** Frees the session for its next turn (`release`); `undefined` once run, or before the runner set it. */
   #release: (() => void) | undefined;
 
+  /** What the body is given: `Turn`'s members only, so none of this class's is reachable from it. */
+  readonly facade: Turn;
+
   constructor(host: TurnHost, sessionId: string, turnId: string, token: CancelToken) {
     this.#host = host;
     this.sessionId = sessionId;
@@ -119,6 +138,7 @@ export class ActiveTurn implements Turn {
     this.token = token;
     this.stopStarted = new Promise((resolve) => { this.#startStopped = resolve; });
     this.bodySettled = new Promise((resolve) => { this.#bodyDone = resolve; });
+    this.facade = facadeOf(this);
   }
 
   get signal(): AbortSignal { return this.token.signal; }

@@ -29,7 +29,8 @@ import { runInTurn } from '../token/context.js';
 import { governStop } from '../token/owners.js';
 import type { TurnRegistry } from '../token/registry.js';
 import type { TurnPool } from '../pool/pool.js';
-import { ActiveTurn, type PendingQuestion, type Turn } from './active-turn.js';
+import { ActiveTurn, type Turn, type TurnHost } from './active-turn.js';
+import { setRunnerHooks, type BodyScope } from './runner-hooks.js';
 import { describeStore, type LedgerStore } from '../ledger/store.js';
 import type { TurnEntryBody } from '../ledger/entry.js';
 import { PendingStops } from './pending-stops.js';
@@ -88,11 +89,10 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   #shutdown: Promise<StopReport[]> | undefined;
   /** Work `shutdown()` awaits after its stops (`holdShutdown`), e.g. a fleet recording them. */
   readonly #shutdownHolds = new Set<(reports: readonly StopReport[]) => Promise<unknown>>();
-  /**
-   * @internal Wrappers of every turn's body, the first added outermost (fullstop/otel runs the body
-   * with its turn span as the active context). Each calls `run` once and returns what it returns.
-   */
-  readonly bodyScopes = new Set<(turnId: string, run: () => Promise<unknown>) => Promise<unknown>>();
+  /** Wrappers of every turn's body (`RunnerHooks.bodyScopes`, reached through `runnerHooks`). */
+  readonly #bodyScopes = new Set<BodyScope>();
+  /** What this runner's turns reach of it (active-turn.ts): not the runner itself, so none of it is a member. */
+  readonly #host: TurnHost;
 
   /** Throws a TypeError or RangeError naming the option for a bad one (see `TurnRunnerOptions`). */
   constructor(options?: TurnRunnerOptions) {
@@ -105,6 +105,14 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     this.pendingStopMs = checked.pendingStopMs;
     this.maxOutputBytes = checked.maxOutputBytes;
     this.#pendingStops = new PendingStops(checked.pendingStopMs, MAX_PENDING_STOPS_PER_SESSION, MAX_PENDING_STOPS);
+    this.#host = {
+      ledger: this.ledger,
+      maxOutputBytes: this.maxOutputBytes,
+      notify: (event, payload) => this.#notify(event, payload),
+      addQuestion: (questionId, question) => this.#questions.add(questionId, question),
+      removeQuestion: (questionId) => this.#questions.remove(questionId),
+    };
+    setRunnerHooks(this, { bodyScopes: this.#bodyScopes, holdShutdown: (hold) => this.#holdShutdown(hold) });
   }
 
   /**
@@ -130,7 +138,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     const token = this.registry.beginTurn(sessionId, turnId);
     // Rule 1: governed from its first moment; owners defer to this runner once the root is cancelled.
     governStop(token);
-    const turn = new ActiveTurn(this, sessionId, turnId, token);
+    const turn = new ActiveTurn(this.#host, sessionId, turnId, token);
     this.#active.set(sessionId, turn);
     this.#runningTurnIds.add(turnId);
     // Rule 1: before anything else can see the token.
@@ -169,7 +177,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
           refused = error;
         }
       }
-      const body$ = turn.runBody(() => this.#inBodyScopes(turnId, () => runInTurn(token, () => body(turn))));
+      const body$ = turn.runBody(() => this.#inBodyScopes(turnId, () => runInTurn(token, () => body(turn.facade))));
       const ended = body$ === undefined ? undefined : await Promise.race([body$, turn.stopStarted.then(() => undefined)]);
       if (ended === undefined || turn.stopping !== undefined) {
         const report = await turn.stopping!;
@@ -192,10 +200,10 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     }
   }
 
-  /** `run` inside every body scope (`bodyScopes`), the first added outermost. */
+  /** `run` inside every body scope (`#bodyScopes`), the first added outermost. */
   #inBodyScopes<T>(turnId: string, run: () => Promise<T>): Promise<T> {
     let inner = run;
-    for (const scope of [...this.bodyScopes].reverse()) {
+    for (const scope of [...this.#bodyScopes].reverse()) {
       const next = inner;
       inner = () => scope(turnId, next) as Promise<T>;
     }
@@ -240,11 +248,11 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     if (used === 'ledger' || this.#ended.statusOf(turnId) !== undefined) return this.#ended.finished(sessionId, turnId);
     const added = this.#pendingStops.add(sessionId, turnId, { reason, graceMs });
     if ('refused' in added) {
-      this.notify('stop_refused', { sessionId, turnId, reason, why: added.refused });
+      this.#notify('stop_refused', { sessionId, turnId, reason, why: added.refused });
       return { outcome: 'refused', sessionId, turnId, reason, why: added.refused };
     }
     const kept = { sessionId, turnId, reason: added.kept.reason, graceMs: added.kept.graceMs, expiresAt: added.kept.expiresAt };
-    this.notify('stop_pending', kept);
+    this.#notify('stop_pending', kept);
     return { outcome: 'pending', ...kept };
   }
 
@@ -286,24 +294,16 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   get paused(): boolean { return this.registry.paused; }
 
   /**
-   * @internal TurnHost: emit `event` to every listener. A listener that throws (or rejects) changes
-   * neither the history nor the outcome, and the listeners after it still get the event; the error
-   * is reported with `process.emitWarning` (type `LISTENER_WARNING`).
+   * Emit `event` to every listener. A listener that throws (or rejects) changes neither the
+   * history nor the outcome, and the listeners after it still get the event; the error is
+   * reported with `process.emitWarning` (type `LISTENER_WARNING`).
    */
-  notify(event: string, payload: object): void {
+  #notify(event: string, payload: object): void {
     callEach(this.rawListeners(event as TurnRunnerEventName) as Array<(payload: object) => unknown>, this, event, payload);
   }
 
-  /** @internal TurnHost */
-  addQuestion(questionId: string, question: PendingQuestion): void { this.#questions.add(questionId, question); }
-  /** @internal TurnHost */
-  removeQuestion(questionId: string): void { this.#questions.remove(questionId); }
-
-  /**
-   * @internal Have `shutdown()` await `hold(reports)` after its stops, within its deadline (a
-   * fleet makes its stopped turns' records final there). Returns the function that removes it.
-   */
-  holdShutdown(hold: (reports: readonly StopReport[]) => Promise<unknown>): () => void {
+  /** `RunnerHooks.holdShutdown`: have `shutdown()` await `hold(reports)` after its stops. */
+  #holdShutdown(hold: (reports: readonly StopReport[]) => Promise<unknown>): () => void {
     checkFunction('hold', hold);
     this.#shutdownHolds.add(hold);
     return () => { this.#shutdownHolds.delete(hold); };
@@ -346,7 +346,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
       ledgerError = error;
     }
     turn.release();
-    this.notify(event, { sessionId: turn.sessionId, turnId: turn.turnId, ...payload });
+    this.#notify(event, { sessionId: turn.sessionId, turnId: turn.turnId, ...payload });
     return ledgerError;
   }
 
@@ -397,7 +397,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     };
     this.#ended.add(turnId, 'cancelled');
     turn.release(); // rule 4
-    this.notify('turn_aborted', detail === undefined ? { sessionId, turnId, reason, report } : { sessionId, turnId, reason, detail, report });
+    this.#notify('turn_aborted', detail === undefined ? { sessionId, turnId, reason, report } : { sessionId, turnId, reason, detail, report });
     return report;
   }
 }

@@ -1,11 +1,11 @@
 /**
  * One turn's appends to its store. The file `Ledger` takes the turn's ids encoded once
- * (`appendForTurn`: a stop storm's lines skip re-checking and re-encoding them); any other
+ * (`LedgerHooks.appendForTurn`: a stop storm's lines skip re-checking and re-encoding them); any other
  * `LedgerStore` gets plain `append` entries.
  */
 
 import { turnIdsJson, type LedgerEntryInput, type TurnEntryBody } from '../ledger/entry.js';
-import { Ledger } from '../ledger/ledger.js';
+import { ledgerHooks } from '../ledger/ledger-hooks.js';
 import type { LedgerStore } from '../ledger/store.js';
 
 /** Appends one entry of the turn; `undefined` when there is no store (nothing is written). */
@@ -13,9 +13,10 @@ export type TurnWrite = (body: TurnEntryBody) => Promise<void>;
 
 export function turnWriter(store: LedgerStore | undefined, sessionId: string, turnId: string): TurnWrite | undefined {
   if (store === undefined) return undefined;
-  if (store instanceof Ledger) {
+  const hooks = ledgerHooks(store);
+  if (hooks !== undefined) {
     const idsJson = turnIdsJson(sessionId, turnId);
-    return (body) => store.appendForTurn(sessionId, turnId, idsJson, body);
+    return (body) => hooks.appendForTurn(sessionId, turnId, idsJson, body);
   }
   return (body) => store.append({ sessionId, turnId, ...body } as LedgerEntryInput);
 }

@@ -1,6 +1,6 @@
 /**
  * What a turn's body sees: the `Turn` it is given, and the `ToolCall` each tool's function gets.
- * `ActiveTurn` (active-turn.ts) implements them.
+ * `ActiveTurn` (active-turn.ts) implements them; a body is given its `facade` (these members only).
  */
 
 import type { CancelToken } from '../token/token.js';

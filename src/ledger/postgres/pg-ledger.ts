@@ -36,6 +36,7 @@ import { closeTurn, openTurnsOf, type RepairContext } from './repair.js';
 import { checkIdBytes, entryOf, rowOf } from './rows.js';
 import { statementsFor, type Statements } from './statements.js';
 import { StopsUnderWay } from '../stops-under-way.js';
+import { setPgLedgerHooks } from './pg-ledger-hooks.js';
 
 /**
  * The instance ids open in this process, by pool, as `JSON.stringify([schema, instanceId])`: a
@@ -116,6 +117,8 @@ export class PgLedger implements LedgerStore {
     this.#appender = new Appender(options.pool, statements, options.instanceId, randomUUID(), 'PgLedger.append');
     this.#commits = new GroupCommit(this.#appender, options.timeoutMs, 'PgLedger.append', (row, verdict) => this.#refusal(row, verdict),
       (row, error) => { if (!this.#late.has(row.turnId)) this.#late.set(row.turnId, error instanceof Error ? error : new Error(String(error))); });
+    const appender = this.#appender;
+    setPgLedgerHooks(this, { get transactions() { return appender.transactions; } });
   }
 
   /**
@@ -146,9 +149,6 @@ export class PgLedger implements LedgerStore {
 
   /** `postgres schema "<schema>"`, for messages (`LedgerStore.description`). */
   get description(): string { return `postgres schema "${this.schema}"`; }
-
-  /** @internal The appending transactions sent since open (re-sends included). */
-  get transactions(): number { return this.#appender.transactions; }
 
   /** True when this instance appended an entry of `turnId`: a local hint (another instance's turns are not known here). */
   hasTurn(turnId: string): boolean {
