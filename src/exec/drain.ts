@@ -8,7 +8,6 @@
  * get `DRAIN_BOUND_MS` to close, then are destroyed.
  */
 
-import type { ToolError } from '../errors.js';
 import type { Output } from './output.js';
 import { within, waitAtMost } from '../base/within.js';
 
@@ -47,13 +46,4 @@ export async function drain(outputs: readonly Output[], boundMs: number): Promis
   await waitAtMost(allClosed(outputs), boundMs);
   for (const output of outputs) output.destroy();
   await allClosed(outputs);
-}
-
-/**
- * @deprecated `exec` no longer rejects for its output's size: past `maxBuffer` the result keeps the
- * output's head and tail (docs/exec.md). Kept so that code naming the type still compiles.
- */
-export interface OutputError extends ToolError {
-  readonly stdout: string;
-  readonly stderr: string;
 }

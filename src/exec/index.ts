@@ -19,5 +19,4 @@ export { spawnBackground, killAllBackground, type BackgroundProcess } from './ba
 export { execContainment, type Containment } from './containment.js';
 export type { ContainmentOption, ExecOptions } from './options.js';
 export type { ExecResult } from './result.js';
-export type { OutputError } from './drain.js';
 export type { OnOutput, OutputChunk } from './output.js';
