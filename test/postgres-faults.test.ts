@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CancelledError, LedgerTimeoutError, TurnRegistry, TurnRunner, type LedgerEntry } from '../dist/src/index.js';
 import { PgLedger } from '../dist/src/ledger/postgres/index.js';
+import { pgLedgerHooks } from '../dist/src/ledger/postgres/pg-ledger-hooks.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 import { PG, pgScene } from './support/pg.js';
 
@@ -114,14 +115,14 @@ describe('a broken store never prevents a stop', () => {
     const answered = new Promise<void>((r) => { committed = r; });
     proxy.onDropped = () => committed();
     proxy.deaf();
-    const before = ledger.transactions;
+    const before = pgLedgerHooks(ledger)!.transactions;
     const append = ledger.append({ sessionId: 's', turnId: 't', type: 'say', text: 'once' });
     await answered;
     proxy.pass();
     proxy.cut();
     await append;
     await ledger.flush(); // a say resolves once queued
-    expect(ledger.transactions - before).toBe(2); // the lost one and its re-send
+    expect(pgLedgerHooks(ledger)!.transactions - before).toBe(2); // the lost one and its re-send
     const entries = await reader.entries({ sessionId: 's' });
     expect(entries.map(typeOf)).toEqual(['turn_started', 'say']);
     await ledger.close();

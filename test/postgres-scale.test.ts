@@ -53,17 +53,23 @@ describe('sessions do not wait for each other', () => {
       await a.append({ sessionId: 'x', turnId: 'tx', type: 'say', text: 'after' });
       const xFlush = a.flush();
       expect(await within(xFlush, 300)).toBe('pending');
-      // Committed, but above the horizon while x's transaction is open: not in a page yet.
+      // Committed, but above the horizon while x's transaction is open: not in a page yet. (The
+      // horizon is the server's: a transaction of another client, in any database, holds pages
+      // back too, so what a page has seen so far is only bounded, never asserted whole.)
       await page();
-      expect(seen.map((e) => e.type === 'say' ? e.text : e.type)).toEqual(['turn_started', 'turn_started']);
+      expect(seen.map((e) => e.type === 'say' ? e.text : e.type)).not.toContain('early');
+      expect(seen.map((e) => e.type === 'say' ? e.text : e.type)).not.toContain('late');
       await held.query('COMMIT');
       await xFlush;
     } finally {
       held.release();
     }
-    await page();
-    await page();
+    // Once nothing older runs, paging reaches every committed entry, in seq order, none skipped.
     const all = await reader.entries();
+    const deadline = Date.now() + 30_000;
+    while (seen.length < all.length && Date.now() < deadline) {
+      if ((await page()).length === 0) await new Promise((r) => setTimeout(r, 50));
+    }
     expect(seen.map((e) => e.seq)).toEqual(all.map((e) => e.seq));
     expect((await reader.entries({ sessionId: 'x' })).map((e) => e.type === 'say' ? e.text : e.type)).toEqual(['turn_started', 'late', 'after']);
     await Promise.all([a.close(), b.close(), reader.close()]);
