@@ -19,9 +19,8 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-// Node ignores SIGPIPE, and a child inherits an ignored signal; Deno.serve with SIGPIPE ignored never
-// sees a client go away (test/runtime/http.mjs). A handler here (reset to the default at exec) gives
-// every runtime the SIGPIPE a shell would: the disposition a server normally starts with.
+// Node ignores SIGPIPE, and a child inherits an ignored signal. A handler here (reset to the
+// default at exec) gives every runtime the SIGPIPE a shell would: the disposition a server starts with.
 process.on('SIGPIPE', () => {});
 const pkg = JSON.parse(readFileSync(`${root}/runtimes/package.json`, 'utf8'));
 const AREAS = ['pool', 'exec', 'runner', 'fleet', 'http'];
