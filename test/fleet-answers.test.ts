@@ -7,19 +7,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { backendScene, backends } from './fixtures/fleet/backends.js';
 import { client, clientIdByName, dropKeys, RedisProxy, redisReachable, uniquePrefix, type Client } from './fixtures/fleet/support.js';
-import { eventually as waitFor, FleetScene, held } from './fixtures/fleet/scene.js';
+import { asking, eventually as waitFor, FleetScene, held } from './fixtures/fleet/scene.js';
 import type { Instance } from './fixtures/fleet/scene.js';
 import type { Turn } from '../dist/src/index.js';
 import { Fleet, type FleetOutcome } from '../dist/src/fleet/index.js';
-
-/** A body that asks one question and returns its answer; `asked` resolves with the question's id. */
-function asking(owner: Instance): { body: (turn: Turn) => Promise<unknown>; asked: Promise<string> } {
-  let asked!: (id: string) => void;
-  const promise = new Promise<string>((r) => { asked = r; });
-  const onQuestion = ({ questionId }: { questionId: string }) => { owner.runner.off('question', onQuestion); asked(questionId); };
-  owner.runner.on('question', onQuestion);
-  return { asked: promise, body: (turn) => turn.ask({ text: 'Which colour?' }) };
-}
 
 for (const backend of await backends('fleet-answers')) {
   describe.skipIf(!backend.up)(`fleet answers, on ${backend.name}`, () => {

@@ -5,20 +5,10 @@
  * not started (`pending`); its `close()` leaves no connection and it writes no key of its own.
  */
 import { describe, expect, it } from 'vitest';
-import type { Turn } from '../dist/src/index.js';
 import { Fleet, type FleetClient, type FleetRedisClient } from '../dist/src/fleet/index.js';
 import { backendScene, backends } from './fixtures/fleet/backends.js';
-import { eventually, held, type Instance } from './fixtures/fleet/scene.js';
+import { asking, eventually, held } from './fixtures/fleet/scene.js';
 import { client as singleClient, clientIdByName } from './fixtures/fleet/support.js';
-
-/** A body that asks one question and returns its answer; `asked` resolves with the question's id. */
-function asking(owner: Instance): { body: (turn: Turn) => Promise<unknown>; asked: Promise<string> } {
-  let asked!: (id: string) => void;
-  const promise = new Promise<string>((r) => { asked = r; });
-  const onQuestion = ({ questionId }: { questionId: string }) => { owner.runner.off('question', onQuestion); asked(questionId); };
-  owner.runner.on('question', onQuestion);
-  return { asked: promise, body: (turn) => turn.ask({ text: 'Which colour?' }) };
-}
 
 for (const backend of await backends('fleet-stop-only')) {
   describe.skipIf(!backend.up)(`a stop-only client, on ${backend.name}`, () => {

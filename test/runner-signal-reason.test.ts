@@ -6,24 +6,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MAX_STOP_DETAIL_LENGTH, MAX_ID_LENGTH, StopReasons, TURN_ABORTED_MARKER, type LedgerEntry, type StopReport } from '../dist/src/index.js';
-import { runnerScene } from './support/runner-scene.js';
+import { runnerScene, turnInATool } from './support/runner-scene.js';
 
 const scene = runnerScene('fullstop-runner-signal-reason-');
 
 const HONO = 'Client connection prematurely closed.';
-
-/** A turn whose one tool call waits for the stop; resolves once the call is inside. */
-async function turnInATool(sessionId: string, options: Record<string, unknown>) {
-  let inside!: () => void;
-  const entered = new Promise<void>((r) => { inside = r; });
-  const outcome = scene.runner.run(sessionId, (turn) => turn.tool('build', {}, async (token) => {
-    inside();
-    await new Promise((r) => token.signal.addEventListener('abort', r));
-    throw token.signal.reason;
-  }), options);
-  await entered;
-  return { outcome }; // wrapped: an async function returning the run's promise would wait for it
-}
 
 function entriesOf(sessionId: string): Array<LedgerEntry & Record<string, unknown>> {
   return scene.onDisk().filter((e) => e.sessionId === sessionId) as Array<LedgerEntry & Record<string, unknown>>;
@@ -34,7 +21,7 @@ describe('run(…, { signal, signalReason })', () => {
     const events: Array<{ reason: string; detail?: string; report: StopReport }> = [];
     scene.runner.on('turn_aborted', (e) => events.push(e));
     const caller = new AbortController();
-    const { outcome: outcome$ } = await turnInATool('s', { signal: caller.signal });
+    const { outcome: outcome$ } = await turnInATool(scene.runner, 's', { signal: caller.signal });
     caller.abort(HONO);
     const outcome = await outcome$;
     expect(outcome.status).toBe('cancelled');
@@ -54,7 +41,7 @@ describe('run(…, { signal, signalReason })', () => {
 
   it('signalReason cancel.disconnect is the reason; the text stays detail', async () => {
     const caller = new AbortController();
-    const { outcome: outcome$ } = await turnInATool('s', { signal: caller.signal, signalReason: StopReasons.disconnect });
+    const { outcome: outcome$ } = await turnInATool(scene.runner, 's', { signal: caller.signal, signalReason: StopReasons.disconnect });
     caller.abort(HONO);
     const outcome = await outcome$;
     expect(outcome).toMatchObject({ status: 'cancelled', report: { reason: 'cancel.disconnect', detail: HONO } });
@@ -63,7 +50,7 @@ describe('run(…, { signal, signalReason })', () => {
 
   it('signalReason cancel.user (BullMQ\'s "user pressed stop"): the marker says the user stopped it; the words are detail', async () => {
     const caller = new AbortController();
-    const { outcome: outcome$ } = await turnInATool('s', { signal: caller.signal, signalReason: StopReasons.user });
+    const { outcome: outcome$ } = await turnInATool(scene.runner, 's', { signal: caller.signal, signalReason: StopReasons.user });
     caller.abort('user pressed stop');
     expect(await outcome$).toMatchObject({ status: 'cancelled', report: { reason: 'cancel.user', detail: 'user pressed stop' } });
     expect(entriesOf('s').find((e) => e.type === 'turn_aborted')!.text).toBe(TURN_ABORTED_MARKER);
@@ -71,12 +58,12 @@ describe('run(…, { signal, signalReason })', () => {
 
   it('an Error or a DOMException as the signal\'s reason: its text is detail; a user\'s own code is the reason', async () => {
     const caller = new AbortController();
-    const { outcome: outcome$ } = await turnInATool('s', { signal: caller.signal, signalReason: 'gateway.timeout' });
+    const { outcome: outcome$ } = await turnInATool(scene.runner, 's', { signal: caller.signal, signalReason: 'gateway.timeout' });
     caller.abort(new Error('socket hang up'));
     expect(await outcome$).toMatchObject({ report: { reason: 'gateway.timeout', detail: 'socket hang up' } });
     // abort() with nothing: the signal's reason is a DOMException named AbortError.
     const plain = new AbortController();
-    const { outcome: second$ } = await turnInATool('t', { signal: plain.signal });
+    const { outcome: second$ } = await turnInATool(scene.runner, 't', { signal: plain.signal });
     plain.abort();
     const second = await second$;
     expect(second).toMatchObject({ report: { reason: 'cancel.client' } });
@@ -110,7 +97,7 @@ describe('run(…, { signal, signalReason })', () => {
   });
 
   it('a stop by runner.stop has no detail', async () => {
-    const { outcome: outcome$ } = await turnInATool('s', {});
+    const { outcome: outcome$ } = await turnInATool(scene.runner, 's', {});
     await scene.runner.stop('s');
     const outcome = await outcome$;
     expect(outcome.status === 'cancelled' && 'detail' in outcome.report).toBe(false);

@@ -10,7 +10,7 @@ import {
   type BackgroundProcess, type CancelToken, type LedgerEntry,
 } from '../dist/src/index.js';
 import { isGone } from './support/leaks.js';
-import { runnerScene } from './support/runner-scene.js';
+import { runnerScene, turnInATool } from './support/runner-scene.js';
 
 const scene = runnerScene('fullstop-runner-texts-');
 
@@ -20,26 +20,13 @@ const NOT_THE_USER = [
   FleetReasons.leaseLost, FleetReasons.closed, FleetReasons.restart, FleetReasons.leaseExpired, 'deploy',
 ];
 
-/** A turn whose one tool call waits for the stop; resolves with the run once the call is inside. */
-async function turnInATool(sessionId: string) {
-  let inside!: () => void;
-  const entered = new Promise<void>((r) => { inside = r; });
-  const outcome = scene.runner.run(sessionId, (turn) => turn.tool('build', {}, async (token) => {
-    inside();
-    await new Promise((r) => token.signal.addEventListener('abort', r));
-    throw token.signal.reason;
-  }));
-  await entered;
-  return { outcome };
-}
-
 function byType(sessionId: string, type: LedgerEntry['type']): Record<string, unknown> {
   return scene.onDisk().find((e) => e.sessionId === sessionId && e.type === type) as unknown as Record<string, unknown>;
 }
 
 describe('a stop by the user (cancel.user)', () => {
   it('keeps today\'s texts: "The user stopped this turn on purpose" and "aborted by user after N.Ns"; turn_aborted records its reason', async () => {
-    const { outcome } = await turnInATool('u');
+    const { outcome } = await turnInATool(scene.runner, 'u');
     const reasons: string[] = [];
     scene.runner.on('turn_aborted', ({ reason }) => reasons.push(reason));
     await scene.runner.stop('u');
@@ -117,7 +104,7 @@ describe('the marker on background processes', () => {
 
 describe('a stop for any other reason', () => {
   it.each(NOT_THE_USER)('%s: the texts say what stopped the turn, never that the user did', async (reason) => {
-    const { outcome } = await turnInATool('o');
+    const { outcome } = await turnInATool(scene.runner, 'o');
     const events: Array<{ reason: string; report: { reason: string } }> = [];
     scene.runner.on('turn_aborted', (p) => events.push(p));
     await scene.runner.stop('o', { reason });
@@ -146,7 +133,7 @@ describe('a stop for any other reason', () => {
   });
 
   it('shutdown writes the shutdown texts', async () => {
-    const { outcome } = await turnInATool('d');
+    const { outcome } = await turnInATool(scene.runner, 'd');
     await scene.runner.shutdown();
     await outcome;
     expect(byType('d', 'tool_aborted').output).toMatch(/^aborted after \d+\.\ds: the server shut down$/);

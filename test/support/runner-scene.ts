@@ -58,3 +58,19 @@ export function runnerScene(tmpPrefix: string, options: RunnerSceneOptions = {})
   afterAll(() => pool.destroy());
   return scene;
 }
+
+/**
+ * A turn of `runner` whose one tool call waits for the stop; resolves once the call is inside,
+ * with the run wrapped (an async function returning the run's promise would wait for it).
+ */
+export async function turnInATool(runner: TurnRunner, sessionId: string, options?: Parameters<TurnRunner['run']>[2]) {
+  let inside!: () => void;
+  const entered = new Promise<void>((r) => { inside = r; });
+  const outcome = runner.run(sessionId, (turn) => turn.tool('build', {}, async (token) => {
+    inside();
+    await new Promise((r) => token.signal.addEventListener('abort', r));
+    throw token.signal.reason;
+  }), options);
+  await entered;
+  return { outcome };
+}
