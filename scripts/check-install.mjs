@@ -18,13 +18,14 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpath
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checker } from './checks.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const keep = process.argv.includes('--keep');
 const ref = process.argv.includes('--ref') ? process.argv[process.argv.indexOf('--ref') + 1] : 'HEAD';
 const began = performance.now();
-const failures = [];
+const { check, failures } = checker();
 /** How long one npm command may take: a git install builds the package (tsc) on a loaded machine. */
 const NPM_LIMIT_MS = 600_000;
 /** How long the import-and-stop script may take (it stops its turn within a second). */
@@ -35,15 +36,6 @@ const NODES = [
   { name: 'node 24', bin: join(root, 'runtimes/node_modules/node-v24/bin/node'), major: 24 },
 ];
 
-function check(what, problems) {
-  if (problems.length === 0) {
-    console.log(`ok   ${what}`);
-  } else {
-    console.log(`FAIL ${what}`);
-    for (const problem of problems) console.log(`     ${problem.replaceAll('\n', '\n     ')}`);
-    failures.push(what);
-  }
-}
 
 /** Run a command; resolves with its output when it fails, else undefined. PATH starts with `node`'s directory. */
 function run(file, argv, cwd, { node = process.execPath, limitMs = NPM_LIMIT_MS } = {}) {

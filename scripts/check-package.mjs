@@ -22,23 +22,15 @@ import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checker } from './checks.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const fixtures = join(root, 'test', 'fixtures', 'consumer');
 const args = new Set(process.argv.slice(2));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-const failures = [];
+const { check, failures } = checker();
 const began = performance.now();
 
-function check(what, problems) {
-  if (problems.length === 0) {
-    console.log(`ok   ${what}`);
-  } else {
-    console.log(`FAIL ${what}`);
-    for (const problem of problems) console.log(`     ${problem.replaceAll('\n', '\n     ')}`);
-    failures.push(what);
-  }
-}
 
 /** Run a command; its output when it fails, else undefined. */
 function run(file, argv, cwd) {
