@@ -17,6 +17,7 @@
 import { headAndTail } from '../base/head-tail.js';
 import { renderSafely } from '../base/render.js';
 import type { TurnRunner } from '../turn/runner.js';
+import { textOf } from '../turn/call-progress.js';
 
 /** What a job's progress holds while its turn says something or a tool reports output. */
 export type TurnProgress =
@@ -85,12 +86,10 @@ function bounded(progress: TurnProgress, maxBytes: number): TurnProgress {
   return { ...progress, text: headAndTail(progress.text, maxBytes) };
 }
 
-/** A tool's progress data as text: a string itself, exec's `{ stream, text }` its text, else its JSON. */
+/** A tool's progress data as text: a string itself, exec's `{ stream, text }` its text (`textOf`), else its JSON. */
 function dataText(data: unknown): string {
-  if (typeof data === 'string') return data;
-  if (typeof data === 'object' && data !== null && typeof (data as { text?: unknown }).text === 'string') {
-    return (data as { text: string }).text;
-  }
+  const text = textOf(data);
+  if (text !== undefined) return text;
   try {
     return JSON.stringify(data) ?? renderSafely(data);
   } catch {

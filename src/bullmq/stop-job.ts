@@ -19,6 +19,7 @@ import { checkId, checkMs, describe } from '../errors.js';
 import type { Fleet } from '../fleet/fleet.js';
 import type { StopAnswer } from '../fleet/answers.js';
 import type { StopReport } from '../turn/report.js';
+import type { StopRefusal } from '../turn/pending-stops.js';
 import { JOB_STOP_FIELD } from './constants.js';
 import { jobSessionId, jobStopMark, jobTurnId } from './job-turn.js';
 import { runningHere } from './running.js';
@@ -40,7 +41,7 @@ export type JobStopAnswer =
   | { outcome: 'pending'; jobId: string; sessionId: string; turnId?: string; state?: string }
   | { outcome: 'already_finished'; jobId: string; status?: string; sessionId?: string; turnId?: string }
   | { outcome: 'not_found'; jobId: string; sessionId?: string; turnId?: string }
-  | { outcome: 'refused'; jobId: string; why: 'not_here' | 'data_not_object' | 'session_full' | 'book_full' | 'disabled'; sessionId?: string; turnId?: string }
+  | { outcome: 'refused'; jobId: string; why: 'not_here' | 'data_not_object' | StopRefusal; sessionId?: string; turnId?: string }
   | ({ jobId: string } & Extract<StopAnswer, { outcome: 'cancelling' | 'interrupted' | 'relay_unavailable' }>);
 
 const FINISHED = new Set(['completed', 'failed']);

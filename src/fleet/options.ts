@@ -9,6 +9,7 @@ import {
 } from '../constants.js';
 import { checkId, checkMs, describe } from '../errors.js';
 import { asJson, jsonText } from '../base/json.js';
+import { utf8Bytes } from '../base/head-tail.js';
 import { TurnRunner } from '../turn/runner.js';
 import { checkSignalReason } from '../turn/runner-options.js';
 import { checkRedisClient, type FleetRedisClient } from './client.js';
@@ -126,7 +127,7 @@ export interface FleetAnswerOptions {
 export function answerJson(answer: unknown, maxBytes: number): string {
   const json = jsonText('answer', answer) ?? 'null';
   // JSON.stringify escapes lone surrogates, so the text is well-formed and this is the bytes sent.
-  const bytes = Buffer.byteLength(json);
+  const bytes = utf8Bytes(json);
   if (bytes > maxBytes) throw new RangeError(`answer: at most ${maxBytes} bytes of JSON (maxAnswerBytes), got ${bytes}`);
   return json;
 }

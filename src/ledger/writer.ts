@@ -160,7 +160,7 @@ export class LedgerWriter {
       return true;
     })();
     if (timeoutMs === Infinity) return drained;
-    return rejectLate(drained, timeoutMs, () => undefined).catch(() => false);
+    return within(drained, timeoutMs, () => false);
   }
 
   /**

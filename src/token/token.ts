@@ -67,7 +67,11 @@ export class CancelToken {
    * What `cancel()` was given, kept as given whatever it is (default `'cancel.user'`;
    * `'cancel.parent'` for a cancel inherited from the parent; `undefined` while running).
    */
-  get reason(): unknown { tokenState(this).isCancelled(); return tokenState(this).reason; }
+  get reason(): unknown {
+    const state = tokenState(this);
+    state.isCancelled(); // reads the slot first: a cancel from another thread sets the reason
+    return state.reason;
+  }
   /** Structured-clonable `{ buffer, index, generation }` for other threads (`tokenFromHandle`). */
   get handle(): TokenHandle {
     const { slab, index, generation } = tokenState(this).exportSlot();
@@ -87,7 +91,10 @@ export class CancelToken {
   /** True once cancelled, from this or any other thread; a retired token keeps what it was. */
   isCancelled(): boolean { return tokenState(this).isCancelled(); }
   /** Throws a `CancelledError` carrying the reason if the token is cancelled. */
-  throwIfCancelled(): void { if (tokenState(this).isCancelled()) throw tokenState(this).abortReason(); }
+  throwIfCancelled(): void {
+    const state = tokenState(this);
+    if (state.isCancelled()) throw state.abortReason();
+  }
   /** A token cancelled with this one (never the other way round) and retired with it. */
   child(): CancelToken { return wrap(tokenState(this).child()); }
   /** One-way: gives back the slot, stops watching for cancels from other threads, detaches listeners, retires children; a later `cancel()` returns false. */

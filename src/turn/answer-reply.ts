@@ -53,8 +53,8 @@ export function nodeOf(runner: object): string {
  */
 export class Questions {
   readonly #open = new Map<string, PendingQuestion>();
-  /** questionId → its turn's id, for the questions answered. */
-  readonly #turnOf = new Map<string, string>();
+  /** The questions answered whose turn still runs. */
+  readonly #answered = new Set<string>();
   /** turnId → its answered questions. */
   readonly #ofTurn = new Map<string, string[]>();
 
@@ -65,10 +65,10 @@ export class Questions {
   answer(questionId: string, answer: unknown, node: string): AnswerReply {
     const pending = this.#open.get(questionId);
     if (pending === undefined) {
-      return this.#turnOf.has(questionId) ? { outcome: 'already_answered', questionId } : { outcome: 'not_found', questionId };
+      return this.#answered.has(questionId) ? { outcome: 'already_answered', questionId } : { outcome: 'not_found', questionId };
     }
     if (!pending.resolve(answer)) return { outcome: 'not_found', questionId }; // its turn is stopping
-    this.#turnOf.set(questionId, pending.turnId);
+    this.#answered.add(questionId);
     const ids = this.#ofTurn.get(pending.turnId);
     if (ids === undefined) this.#ofTurn.set(pending.turnId, [questionId]);
     else ids.push(questionId);
@@ -77,7 +77,9 @@ export class Questions {
 
   /** The turn ended: its answered questions are now `not_found`, as the fleet's are. */
   endTurn(turnId: string): void {
-    for (const questionId of this.#ofTurn.get(turnId) ?? []) this.#turnOf.delete(questionId);
+    const ids = this.#ofTurn.get(turnId);
+    if (ids === undefined) return;
+    for (const questionId of ids) this.#answered.delete(questionId);
     this.#ofTurn.delete(turnId);
   }
 }

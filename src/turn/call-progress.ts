@@ -31,7 +31,7 @@ export interface ProgressPartial {
 }
 
 /** The text of a progress datum: a string, or a `text` string field; `undefined` for other data. */
-function textOf(data: unknown): string | undefined {
+export function textOf(data: unknown): string | undefined {
   if (typeof data === 'string') return data;
   if (data === null || typeof data !== 'object') return undefined;
   try {

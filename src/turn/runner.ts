@@ -38,6 +38,7 @@ import { EndedTurns } from './ended-turns.js';
 import { nodeOf, Questions, type AnswerReply } from './answer-reply.js';
 import { messageOf, renderSafely } from '../base/render.js';
 import { callEach } from './listeners.js';
+import { waitAtMost } from '../base/within.js';
 import type { StopReport, TurnOutcome } from './report.js';
 import type { StopRequest } from './stop-request.js';
 import type { TurnRunnerEventName, TurnRunnerEvents } from './runner-events.js';
@@ -327,9 +328,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     const stops = [...this.#active.values()].filter((turn) => !turn.finishing)
       .map((turn) => this.#beginStop(turn, this.graceMs, reason).then((report) => { reports.push(report); }));
     const done = Promise.all(stops).then(() => Promise.allSettled([...this.#shutdownHolds].map((hold) => hold(reports))));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([done, new Promise<void>((resolve) => { timer = setTimeout(resolve, deadlineMs); })]);
-    clearTimeout(timer);
+    await waitAtMost(done, deadlineMs);
     return [...reports];
   }
 

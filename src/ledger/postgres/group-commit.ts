@@ -196,7 +196,9 @@ export class GroupCommit {
     this.#expire(now);
     this.#admitWaiting(now);
     this.#sendWhatLanesTake();
-    const oldest = Math.min(...this.#queue.map((p) => p.deadline), ...this.#waiting.map((p) => p.deadline));
+    // Both lists are in append order, so in deadline order (a row's deadline is its append time +
+    // timeoutMs; a busy row goes back in by localSeq): their heads are the oldest.
+    const oldest = Math.min(this.#queue[0]?.deadline ?? Infinity, this.#waiting[0]?.deadline ?? Infinity);
     if (oldest !== Infinity) this.#arm(oldest);
   }
 
@@ -245,7 +247,7 @@ export class GroupCommit {
   }
 
   #send(batch: Pending[], free: () => void): void {
-    const deadline = Math.min(...batch.map((p) => p.deadline));
+    const deadline = batch[0]!.deadline; // the batch is in queue order: its first row is its oldest
     let retry = 0;
     this.#split(batch.map((p) => p.row), deadline).then((fates) => {
       const again: Pending[] = [];
@@ -300,9 +302,10 @@ export class GroupCommit {
 
   /** Rejects the queued rows past their deadline; they were never sent (invariant 3). */
   #expire(now: number): void {
-    const expired = this.#queue.filter((p) => p.deadline <= now);
-    if (expired.length === 0) return;
-    this.#queue = this.#queue.filter((p) => p.deadline > now);
+    let count = 0; // the queue is in deadline order (#pump): the expired rows are its head
+    while (count < this.#queue.length && this.#queue[count]!.deadline <= now) count++;
+    if (count === 0) return;
+    const expired = this.#queue.splice(0, count);
     for (const p of expired) {
       this.#rows--;
       this.#bytes -= p.row.bytes;

@@ -8,6 +8,7 @@ import { LEDGER_MAX_LINE_BYTES } from '../../constants.js';
 import { renderEntry, type LedgerEntry } from '../entry.js';
 import type { Row } from './appender.js';
 import { idColumn } from './id-column.js';
+import { utf8Bytes } from '../../base/head-tail.js';
 
 /**
  * The most UTF-8 bytes an id may take in its column (escaped: id-column.ts). PostgreSQL refuses an
@@ -18,7 +19,7 @@ export const MAX_PG_ID_BYTES = 2000;
 
 /** Throws a RangeError naming `name` when `id` (an id `checkId` took) is over `MAX_PG_ID_BYTES` in its column. */
 export function checkIdBytes(name: string, id: string): void {
-  const bytes = Buffer.byteLength(idColumn(id));
+  const bytes = utf8Bytes(idColumn(id));
   if (bytes > MAX_PG_ID_BYTES) {
     throw new RangeError(`${name}: at most ${MAX_PG_ID_BYTES} bytes in UTF-8 on PostgreSQL (its index rows are bounded), got ${bytes} bytes`);
   }
@@ -39,14 +40,14 @@ export function rowOf(entry: unknown, localSeq: number, where = 'PgLedger.append
   checkIdBytes(`${where}: entry.sessionId`, rendered.sessionId);
   checkIdBytes(`${where}: entry.turnId`, rendered.turnId);
   const body = `{${line.slice(SEQ_PREFIX.length, -1)}`;
-  const bodyBytes = Buffer.byteLength(body);
+  const bodyBytes = utf8Bytes(body);
   if (bodyBytes > LEDGER_MAX_LINE_BYTES) {
     throw new RangeError(`${where}: the entry is ${bodyBytes} bytes as JSON, over the ${LEDGER_MAX_LINE_BYTES} an entry may hold ` +
       '(LEDGER_MAX_LINE_BYTES, as the file Ledger); record a large output as a file and its path');
   }
   return {
     localSeq, sessionId: rendered.sessionId, turnId: rendered.turnId, type: rendered.type, status,
-    at, body, bytes: bodyBytes + Buffer.byteLength(rendered.sessionId) + Buffer.byteLength(rendered.turnId),
+    at, body, bytes: bodyBytes + utf8Bytes(rendered.sessionId) + utf8Bytes(rendered.turnId),
   };
 }
 
