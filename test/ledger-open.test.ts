@@ -212,6 +212,25 @@ describe('segments: Ledger.open(path, { segmentBytes })', () => {
     await expect(ledger.removeSegments(Number.MAX_SAFE_INTEGER)).rejects.toThrow(/closed/);
   });
 
+  it('every segment removed, then reopened: the next seal is named from the first seq the file being written holds', async () => {
+    let ledger = await openLedger(file, { segmentBytes: 300 });
+    await ledger.append({ sessionId: 'a', turnId: 't0', type: 'turn_started' });
+    await ledger.append({ sessionId: 'a', turnId: 't0', type: 'say', text: 'x'.repeat(2000) });
+    await ledger.append({ sessionId: 'a', turnId: 't0', type: 'say', text: 'x'.repeat(2000) });
+    const segments = ledger.segments();
+    await ledger.removeSegments(segments.at(-1)!.lastSeq); // the file being written now starts past 1
+    const first = (await ledger.entries())[0]!.seq;
+    expect(first).toBeGreaterThan(1);
+    await ledger.close();
+    ledger = await openLedger(file, { segmentBytes: 300 }); // its repair ends t0, and that line seals the file
+    expect(ledger.repair.closedTurns).toBe(1);
+    expect(ledger.segments()[0]!.firstSeq).toBe(first);
+    await ledger.close();
+    ledger = await openLedger(file, { segmentBytes: 300 }); // refused before: "starts at seq 3, but its name says … 1 to 3"
+    expect((await ledger.entries()).map((e) => e.seq)[0]).toBe(first);
+    await ledger.close();
+  });
+
   it('repairs at open a turn whose start is in a sealed segment', async () => {
     const ledger = await Ledger.open(file, { segmentBytes: 300 });
     void ledger.append({ sessionId: 's', turnId: 'crashed', type: 'turn_started' });

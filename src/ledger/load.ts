@@ -68,7 +68,6 @@ export async function loadLedger(path: string, real: string, handle: FileHandle,
       await file.close();
     }
   }
-  const activeFirstSeq = seq + 1;
   let firstActive: number | undefined;
   const onActive = onEntryAt(base);
   const scanned = await scanFile(handle, size, {
@@ -77,6 +76,8 @@ export async function loadLedger(path: string, real: string, handle: FileHandle,
   });
   if (previous !== undefined && firstActive !== undefined) checkNoGap(previous, firstActive, path);
   index.trim();
+  // Retention may have removed every segment: the file being written then starts past the last one's seq.
+  const activeFirstSeq = firstActive ?? scanned.lastSeq + 1;
   return {
     segments, activeBase: base, seq: scanned.lastSeq, activeFirstSeq, completeBytes: scanned.completeBytes, cut: scanned.cut,
     index, turnIds, repairs: open.repairs(),
