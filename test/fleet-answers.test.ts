@@ -22,8 +22,9 @@ for (const backend of await backends('fleet-answers')) {
       const q = asking(owner);
       const run = owner.fleet.run('s1', q.body, { turnId });
       const questionId = await q.asked;
-      // The record is written after the event; an answer before it lands would be not_found.
-      await waitFor(async () => (await questionKeys()).length === 1, 5000, 'the question to be registered');
+      // The record is written after the event; an answer before it lands would be not_found. (An
+      // earlier question's record stays, ended, for leaseMs: look for this one's.)
+      await waitFor(async () => (await questionKeys()).some((k) => k.includes(questionId)), 5000, 'the question to be registered');
       return { run, questionId };
     }
 

@@ -64,25 +64,23 @@ export function recordableText(text: string, maxBytes: number): { text: string; 
   }
 }
 
-/** What JSON.stringify writes as more than its UTF-8 bytes: control characters, `"`, `\\`, and surrogates (a lone one is escaped). */
-const ESCAPED = /[\u0000-\u001f"\\\ud800-\udfff]/g;
 /** Control characters JSON writes in two bytes: `\b`, `\t`, `\n`, `\f`, `\r`. */
 const SHORT_ESCAPES = new Set([0x08, 0x09, 0x0a, 0x0c, 0x0d]);
 
 /**
  * The bytes of `text` as a JSON string (`JSON.stringify`, quotes included), given its UTF-8 size:
- * counted without building it (its escapes could make it longer than a string may be). Only the
- * characters that escape are visited (`ESCAPED`), so a text with few is read at the regex's pace.
+ * counted without building it (its escapes could make it longer than a string may be). One pass of
+ * `charCodeAt`, whatever the text: a regex stepping from escape to escape cost 0.1 µs an escape,
+ * 2.5 s for 23 MB of control characters.
  */
 function jsonStringBytes(text: string, utf8: number): number {
   let extra = 0;
-  ESCAPED.lastIndex = 0;
-  while (ESCAPED.test(text)) {
-    const at = ESCAPED.lastIndex - 1;
+  for (let at = 0; at < text.length; at++) {
     const unit = text.charCodeAt(at);
+    if (unit >= 0x20 && unit !== 0x22 && unit !== 0x5c && (unit < 0xd800 || unit > 0xdfff)) continue;
     if (unit < 0x20) extra += SHORT_ESCAPES.has(unit) ? 1 : 5; // `\n` is 2 bytes, `\u0001` 6
     else if (unit === 0x22 || unit === 0x5c) extra += 1; // `\"`, `\\`
-    else if (isHighSurrogate(unit) && isLowSurrogate(text.charCodeAt(at + 1))) ESCAPED.lastIndex = at + 2; // a pair: its 4 UTF-8 bytes
+    else if (isHighSurrogate(unit) && isLowSurrogate(text.charCodeAt(at + 1))) at += 1; // a pair: its 4 UTF-8 bytes
     else extra += 3; // a lone surrogate: `\udXXX` (6) where UTF-8 counted U+FFFD (3)
   }
   return utf8 + 2 + extra;
