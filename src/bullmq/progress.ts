@@ -18,6 +18,7 @@ import { headAndTail } from '../base/head-tail.js';
 import { renderSafely } from '../base/render.js';
 import type { TurnRunner } from '../turn/runner.js';
 import { textOf } from '../turn/call-progress.js';
+import { follow } from '../turn/routed-events.js';
 
 /** What a job's progress holds while its turn says something or a tool reports output. */
 export type TurnProgress =
@@ -32,12 +33,8 @@ export interface ProgressOptions {
   maxBytes?: number;
 }
 
-
+/** Invariant 4: `follow` (routed-events.ts) holds one listener a runner and event. */
 type Sink = (progress: TurnProgress) => void;
-interface Dispatch { readonly sinks: Map<string, Sink>; readonly off: () => void }
-
-/** The jobs following each runner's events, by turn id (invariant 4). */
-const dispatches = new WeakMap<TurnRunner, Dispatch>();
 
 /** Follow `turnId`'s output into `update` until `end()` (which resolves once nothing is in flight). */
 export function followProgress(
@@ -98,31 +95,12 @@ function dataText(data: unknown): string {
 }
 
 function listen(runner: TurnRunner, turnId: string, sink: Sink): () => void {
-  let dispatch = dispatches.get(runner);
-  if (dispatch === undefined) {
-    const sinks = new Map<string, Sink>();
-    const onSay = (e: { turnId: string; text: string }): void => sinks.get(e.turnId)?.({ turnId: e.turnId, type: 'say', text: e.text });
-    const onTool = (e: { turnId: string; callId: string; name: string; data: unknown }): void => {
-      const to = sinks.get(e.turnId);
-      to?.({ turnId: e.turnId, type: 'tool_progress', callId: e.callId, name: e.name, text: dataText(e.data) });
-    };
-    runner.on('say', onSay);
-    runner.on('tool_progress', onTool);
-    const off = (): void => {
-      runner.removeListener('say', onSay);
-      runner.removeListener('tool_progress', onTool);
-    };
-    dispatch = { sinks, off };
-    dispatches.set(runner, dispatch);
-  }
-  const { sinks, off } = dispatch;
-  sinks.set(turnId, sink);
+  const offSay = follow(runner, 'say', 'turnId', turnId, (e) => sink({ turnId, type: 'say', text: e.text }));
+  const offTool = follow(runner, 'tool_progress', 'turnId', turnId, (e) => {
+    sink({ turnId, type: 'tool_progress', callId: e.callId, name: e.name, text: dataText(e.data) });
+  });
   return () => {
-    if (sinks.get(turnId) !== sink) return;
-    sinks.delete(turnId);
-    if (sinks.size === 0) {
-      off();
-      dispatches.delete(runner);
-    }
+    offSay();
+    offTool();
   };
 }

@@ -10,11 +10,7 @@
 
 import type { TurnRunner } from '../turn/runner.js';
 import type { McpRequest } from './request.js';
-
-type SayListener = (event: { sessionId: string; text: string }) => void;
-
-/** The calls listening for `say`, by runner, then by session id. */
-const listeners = new WeakMap<TurnRunner, { readonly calls: Map<string, (text: string) => void>; readonly listener: SayListener }>();
+import { follow } from '../turn/routed-events.js';
 
 /**
  * Start the progress of one call (session `sessionId`); returns the function that ends it. Does
@@ -33,10 +29,10 @@ export function startProgress(runner: TurnRunner, sessionId: string, request: Mc
     });
   };
   const timer = intervalMs > 0 ? setInterval(() => send(), intervalMs) : undefined;
-  const stopSay = onSay(runner, sessionId, send);
+  const stopSay = follow(runner, 'say', 'sessionId', sessionId, (e) => send(e.text));
   let ended = false;
   const end = () => {
-    if (ended) return; // once: a second stopSay could drop another call's listener entry
+    if (ended) return;
     ended = true;
     clearInterval(timer);
     stopSay();
@@ -47,24 +43,4 @@ export function startProgress(runner: TurnRunner, sessionId: string, request: Mc
   // an error), and the v1 SDK drops them itself while the v2 SDK sends them.
   request.signal.addEventListener('abort', end, { once: true });
   return end;
-}
-
-function onSay(runner: TurnRunner, sessionId: string, send: (text: string) => void): () => void {
-  let entry = listeners.get(runner);
-  if (entry === undefined) {
-    const calls = new Map<string, (text: string) => void>();
-    const listener: SayListener = ({ sessionId: id, text }) => calls.get(id)?.(text);
-    runner.on('say', listener);
-    entry = { calls, listener };
-    listeners.set(runner, entry);
-  }
-  const { calls, listener } = entry;
-  calls.set(sessionId, send);
-  return () => {
-    calls.delete(sessionId);
-    if (calls.size === 0) {
-      runner.removeListener('say', listener);
-      listeners.delete(runner);
-    }
-  };
 }
