@@ -20,6 +20,7 @@ import type { Fleet } from '../fleet/fleet.js';
 import type { StopAnswer } from '../fleet/answers.js';
 import type { StopReport } from '../turn/report.js';
 import type { StopRefusal } from '../turn/pending-stops.js';
+import { settledStop } from '../turn/stop-request.js';
 import { JOB_STOP_FIELD } from './constants.js';
 import { jobSessionId, jobStopMark, jobTurnId } from './job-turn.js';
 import { runningHere } from './running.js';
@@ -88,10 +89,7 @@ async function stopRunning(queue: Queue, job: Job, options: { fleet?: Fleet; rea
   const here = runningHere(queue.qualifiedName, jobId);
   if (here === undefined) return { outcome: 'refused', jobId, why: 'not_here', sessionId: jobSessionId(job), turnId: jobTurnId(job) };
   const answer = here.runner.requestStop(here.sessionId, { turnId: here.turnId, reason, graceMs });
-  if (answer.outcome === 'stopping') {
-    return { outcome: 'stopped', jobId, sessionId: answer.sessionId, turnId: answer.turnId, report: await answer.report };
-  }
-  return { ...answer, jobId } as JobStopAnswer;
+  return { ...(await settledStop(answer)), jobId } as JobStopAnswer;
 }
 
 function checkStopJobOptions(options: unknown): { fleet?: Fleet; reason: string; graceMs?: number; timeoutMs?: number } {

@@ -6,6 +6,7 @@
 import { checkId, describe } from '../errors.js';
 import type { StopAnswer } from '../fleet/answers.js';
 import { TurnRunner } from '../turn/runner.js';
+import { settledStop } from '../turn/stop-request.js';
 import { BodyRefusal } from './errors.js';
 import { readJsonBody } from './request-body.js';
 import { checkBytes, checkRequest, jsonResponse } from './responses.js';
@@ -85,8 +86,8 @@ export async function stopResponse(runnerOrFleet: TurnRunner | FleetStopper, req
       if (error instanceof TypeError || error instanceof RangeError) return jsonResponse(400, { error: error.message });
       throw error;
     }
-    if (answer.outcome !== 'stopping') return jsonResponse(STOP_STATUS[answer.outcome], answer);
-    return jsonResponse(200, { outcome: 'stopped', sessionId, turnId: answer.turnId, report: await answer.report });
+    const settled = await settledStop(answer);
+    return jsonResponse(STOP_STATUS[settled.outcome], settled);
   }
   let answer: StopAnswer;
   try {
@@ -115,8 +116,7 @@ async function stoppedHere(runner: TurnRunner, sessionId: string, asked: { reaso
   } catch {
     return undefined; // a reason the fleet took and the runner does not: the fleet's answer stands
   }
-  if (answer.outcome !== 'stopping') return undefined;
-  return { outcome: 'stopped', sessionId, turnId: answer.turnId, report: await answer.report };
+  return answer.outcome === 'stopping' ? settledStop(answer) : undefined;
 }
 
 /** `{ reason?, turnId? }` of the body, or a 400 naming the field. */

@@ -43,3 +43,14 @@ export type StopRequest =
   | { outcome: 'refused'; sessionId: string; turnId: string; reason: string; why: StopRefusal }
   | { outcome: 'already_finished'; sessionId: string; turnId: string; status?: TerminalStatus }
   | { outcome: 'not_found'; sessionId: string; turnId?: string };
+
+/** A `StopRequest` whose report is awaited: `stopping` is then `stopped` with its report, `fleet.stop`'s word. */
+export type SettledStop =
+  | Exclude<StopRequest, { outcome: 'stopping' }>
+  | { outcome: 'stopped'; sessionId: string; turnId: string; report: StopReport };
+
+/** `answer`, once its stop (if one is under way) has ended. */
+export async function settledStop(answer: StopRequest): Promise<SettledStop> {
+  if (answer.outcome !== 'stopping') return answer;
+  return { outcome: 'stopped', sessionId: answer.sessionId, turnId: answer.turnId, report: await answer.report };
+}
