@@ -194,7 +194,7 @@ describe('agent server: the page names its turns', () => {
     const turnId = `turn-client-${randomUUID()}`;
     // The Stop first (the page's POST /turns is still on its way)...
     const stop = await server.post(`/api/sessions/${id}/stop`, { turnId });
-    expect(stop).toEqual({ status: 200, body: { outcome: 'pending', sessionId: id, turnId, reason: 'cancel.user', graceMs: expect.any(Number), expiresAt: expect.any(Number) } });
+    expect(stop).toEqual({ status: 202, body: { outcome: 'pending', sessionId: id, turnId, reason: 'cancel.user', graceMs: expect.any(Number), expiresAt: expect.any(Number) } });
     // ...then the Send: accepted, and the turn ends cancelled without a token or a tool of it.
     expect((await server.post(`/api/sessions/${id}/turns`, { prompt: 'shell', turnId })).status).toBe(202);
     const aborted = await events.next('turn_aborted', (e) => e.data.turnId === turnId, 2000);

@@ -23,6 +23,7 @@ import { agentTurn } from './agent.js';
 import { discardBody, HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
 import { RequestGuard } from './guard.js';
 import { servePage } from './page.js';
+import { sendResponse, stopResponse, toRequest } from '../../src/http/index.js';
 import { StopDesk } from './stop-answer.js';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { errorText, forwardRunnerEvents } from './runner-events.js';
@@ -95,7 +96,7 @@ export class AgentServer {
     this.nodeId = options.nodeId;
     this.#sessions = new Sessions(options.events);
     this.#stops = new StopDesk({
-      runner: options.runner, fleet: options.fleet, nodeId: options.nodeId,
+      runner: options.runner, fleet: options.fleet,
       localTurn: (id) => this.#sessions.get(id)?.turnId,
       turnUsed: (turnId) => this.#running.has(turnId) ? 'running' : options.ledger.hasTurn(turnId) ? 'ledger' : undefined,
     });
@@ -280,16 +281,10 @@ export class AgentServer {
     this.#sessions.follow(sessionId, res, lastEventId);
   }
 
+  /** The stop's answer through fullstop/http; with a fleet, a turn running here is stopped here while Redis is away. */
   async #stop(sessionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await readJson(req);
-    const reason = stringField(body, 'reason', 100, false);
-    const given = stringField(body, 'turnId', 100, false);
-    const turnId = given === undefined ? undefined : idParam('turnId', given);
-    if (this.#options.fleet === undefined && turnId === undefined && this.#sessions.get(sessionId) === undefined) {
-      throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
-    }
-    const { status, body: answer } = await this.#stops.stop(sessionId, { reason, turnId });
-    sendJson(res, status, answer);
+    const runner = this.#options.fleet === undefined ? undefined : this.#options.runner;
+    await sendResponse(res, await stopResponse(this.#stops, toRequest(req, res), { sessionId, runner }));
   }
 
   async #answer(questionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
