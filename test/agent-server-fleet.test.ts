@@ -40,7 +40,8 @@ describe('agent server fleet', () => {
       expect(stop.status).toBe(200);
       expect(stop.body).toMatchObject({ outcome: 'stopped', sessionId: 'fleet-1', turnId: body.turnId, node: 'A', report: { reason: 'cancel.user' } });
       const aborted = await events.next('turn_aborted', (e) => e.data.turnId === body.turnId, 2000);
-      expect(aborted.data.report).toEqual(stop.body.report);
+      expect(aborted.data.reason).toBe('cancel.user');
+      expect((await a.get(`/api/sessions/fleet-1/turns/${body.turnId}/report`)).body).toEqual(stop.body.report);
       for (const pid of tree) expect(isGone(pid), `pid ${pid}`).toBe(true);
       expect(liveDescendants(b.pid)).toEqual([]);
 
@@ -50,7 +51,7 @@ describe('agent server fleet', () => {
       expect(next.status).toBe(202);
       const onB = await b.events('fleet-1');
       try {
-        await onB.next('turn_completed', (e) => e.data.turnId === next.body.turnId);
+        await onB.next('status', (e) => e.data.status === 'completed' && e.data.turnId === next.body.turnId);
       } finally {
         onB.close();
       }

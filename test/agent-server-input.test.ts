@@ -45,7 +45,7 @@ describe('agent server: bad input', () => {
   it('refuses a bad Last-Event-ID', async () => {
     const res = await fetch(new URL('/api/sessions/s-in/events', server.url), { headers: { 'last-event-id': 'abc' } });
     expect(res.status).toBe(400);
-    expect((await res.json()).error).toMatch(/^Last-Event-ID: expected an event id/);
+    expect((await res.json()).error).toMatch(/^Last-Event-ID: expected an entry's seq/);
   });
 
   it('refuses a body announced over the limit before reading it', async () => {
