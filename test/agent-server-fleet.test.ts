@@ -72,6 +72,31 @@ describe('agent server fleet', () => {
     }
   });
 
+  it("a Send the fleet refuses before its turn starts is answered with the refusal, not a 202 for a turn that never runs", async () => {
+    const events = await a.events('fleet-dup-a');
+    try {
+      const { body } = await a.post('/api/sessions/fleet-dup-a/turns', { prompt: 'ask' });
+      await events.next('question', (e) => e.data.turnId === body.turnId);
+      // The same turn id for another session, through B: the fleet refuses it (it runs on A).
+      const again = await b.post('/api/sessions/fleet-dup-b/turns', { prompt: 'hi', turnId: body.turnId });
+      expect(again.status).toBe(409);
+      expect(again.body.error).toMatch(/^turn: not started: /);
+      expect((await b.get('/healthz')).body.stats).toMatchObject({ runningTurns: 0, sessions: 0 });
+      // B's session is free: its own next turn runs.
+      const own = await b.post('/api/sessions/fleet-dup-b/turns', { prompt: 'hello' });
+      expect(own.status).toBe(202);
+      expect((await a.post('/api/sessions/fleet-dup-a/stop', {})).body.outcome).toBe('stopped');
+      const onB = await b.events('fleet-dup-b');
+      try {
+        await onB.next('status', (e) => e.data.turnId === own.body.turnId && e.data.status === 'completed');
+      } finally {
+        onB.close();
+      }
+    } finally {
+      events.close();
+    }
+  });
+
   it('a stop for a session no instance knows answers not_found', async () => {
     expect(await b.post('/api/sessions/fleet-nobody/stop', {})).toEqual({ status: 200, body: { outcome: 'not_found', sessionId: 'fleet-nobody' } });
   });
