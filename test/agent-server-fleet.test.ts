@@ -40,7 +40,8 @@ describe('agent server fleet', () => {
       expect(stop.status).toBe(200);
       expect(stop.body).toMatchObject({ outcome: 'stopped', sessionId: 'fleet-1', turnId: body.turnId, node: 'A', report: { reason: 'cancel.user' } });
       const aborted = await events.next('turn_aborted', (e) => e.data.turnId === body.turnId, 2000);
-      expect(aborted.data.report).toEqual(stop.body.report);
+      expect(aborted.data.reason).toBe('cancel.user');
+      expect((await a.get(`/api/sessions/fleet-1/turns/${body.turnId}/report`)).body).toEqual(stop.body.report);
       for (const pid of tree) expect(isGone(pid), `pid ${pid}`).toBe(true);
       expect(liveDescendants(b.pid)).toEqual([]);
 
@@ -50,7 +51,7 @@ describe('agent server fleet', () => {
       expect(next.status).toBe(202);
       const onB = await b.events('fleet-1');
       try {
-        await onB.next('turn_completed', (e) => e.data.turnId === next.body.turnId);
+        await onB.next('status', (e) => e.data.status === 'completed' && e.data.turnId === next.body.turnId);
       } finally {
         onB.close();
       }
@@ -66,6 +67,31 @@ describe('agent server fleet', () => {
         expect(stats.fleet).toMatchObject({ ownedTurns: 0, waitingStops: 0, retries: 0 });
       }
       expect((await keysOf(prefix)).length).toBeGreaterThan(0);
+    } finally {
+      events.close();
+    }
+  });
+
+  it("a Send the fleet refuses before its turn starts is answered with the refusal, not a 202 for a turn that never runs", async () => {
+    const events = await a.events('fleet-dup-a');
+    try {
+      const { body } = await a.post('/api/sessions/fleet-dup-a/turns', { prompt: 'ask' });
+      await events.next('question', (e) => e.data.turnId === body.turnId);
+      // The same turn id for another session, through B: the fleet refuses it (it runs on A).
+      const again = await b.post('/api/sessions/fleet-dup-b/turns', { prompt: 'hi', turnId: body.turnId });
+      expect(again.status).toBe(409);
+      expect(again.body.error).toMatch(/^turn: not started: /);
+      expect((await b.get('/healthz')).body.stats).toMatchObject({ runningTurns: 0, sessions: 0 });
+      // B's session is free: its own next turn runs.
+      const own = await b.post('/api/sessions/fleet-dup-b/turns', { prompt: 'hello' });
+      expect(own.status).toBe(202);
+      expect((await a.post('/api/sessions/fleet-dup-a/stop', {})).body.outcome).toBe('stopped');
+      const onB = await b.events('fleet-dup-b');
+      try {
+        await onB.next('status', (e) => e.data.turnId === own.body.turnId && e.data.status === 'completed');
+      } finally {
+        onB.close();
+      }
     } finally {
       events.close();
     }
@@ -100,7 +126,7 @@ describe('agent server fleet', () => {
       relay.refuse();
       const stop = await local.post('/api/sessions/fleet-cut/stop', {});
       expect(stop.status).toBe(200);
-      expect(stop.body).toMatchObject({ outcome: 'stopped', turnId: body.turnId, node: 'D', relay: expect.stringMatching(/Redis/) });
+      expect(stop.body).toMatchObject({ outcome: 'stopped', turnId: body.turnId, relay: expect.stringMatching(/Redis/) });
       await events.next('turn_aborted', (e) => e.data.turnId === body.turnId, 2000);
       for (const pid of tree) expect(isGone(pid), `pid ${pid}`).toBe(true);
     } finally {

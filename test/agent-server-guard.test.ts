@@ -69,14 +69,15 @@ describe('agent server: cross-site requests (no token)', () => {
     for (const name of ['127.0.0.1', 'localhost']) {
       const own = `${name}:${port}`;
       const res = await send(server, 'POST', '/api/sessions/g-own/stop', { host: own, origin: `http://${own}`, 'content-type': 'application/json; charset=utf-8' }, '{}');
-      expect(res.status, own).toBe(404); // routed: no such session yet
+      expect(res.status, own).toBe(200); // routed: nothing to stop yet
+      expect(res.body).toEqual({ outcome: 'not_found', sessionId: 'g-own' });
       expect((await send(server, 'GET', '/', { host: own })).status).toBe(200);
     }
     const started = await send(server, 'POST', '/api/sessions/g-own/turns', { ...json(), origin: `http://${host}` }, '{"prompt":"hi"}');
     expect(started.status).toBe(202);
     const events = await server.events('g-own');
     try {
-      await events.next('turn_completed', (e) => e.data.turnId === started.body.turnId);
+      await events.next('status', (e) => e.data.status === 'completed' && e.data.turnId === started.body.turnId);
     } finally {
       events.close();
     }

@@ -70,8 +70,7 @@ describe('agent server with an OpenAI-compatible endpoint', () => {
     const events = await server.events('oa-1');
     try {
       const { body } = await server.post('/api/sessions/oa-1/turns', { prompt: 'say hi' });
-      const done = await events.next('turn_completed', (e) => e.data.turnId === body.turnId);
-      expect(done.data.value).toBe('Hi there.');
+      await events.next('status', (e) => e.data.status === 'completed' && e.data.turnId === body.turnId);
       expect(events.events.filter((e) => e.type === 'say').map((e) => e.data.text)).toEqual(['Hi ', 'there', '.']);
       const request = seen.at(-1)!.body;
       expect(request).toMatchObject({ model: 'fake-model', stream: true });
@@ -85,8 +84,8 @@ describe('agent server with an OpenAI-compatible endpoint', () => {
     const events = await server.events('oa-2');
     try {
       const { body } = await server.post('/api/sessions/oa-2/turns', { prompt: 'use crunch' });
-      await events.next('turn_completed', (e) => e.data.turnId === body.turnId, 30_000);
-      expect((await events.next('tool_output')).data).toMatchObject({ name: 'crunch', success: true, output: { phases: 2 } });
+      await events.next('status', (e) => e.data.status === 'completed' && e.data.turnId === body.turnId, 30_000);
+      expect((await events.next('tool_output')).data).toMatchObject({ callId: 'call_abc', success: true, output: { phases: 2 } });
       const followUp = seen.at(-1)!.body.messages;
       expect(followUp.at(-2)).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'call_abc', function: { name: 'crunch', arguments: '{"phases":2}' } }] });
       expect(followUp.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_abc' });
@@ -125,7 +124,7 @@ describe('agent server with an OpenAI-compatible endpoint', () => {
       expect((await server.post('/api/sessions/oa-4/stop', {})).body.outcome).toBe('stopped');
       await events.next('turn_aborted', (e) => e.data.turnId === body.turnId, 1000);
       const next = await server.post('/api/sessions/oa-4/turns', { prompt: 'say hi' });
-      await events.next('turn_completed', (e) => e.data.turnId === next.body.turnId);
+      await events.next('status', (e) => e.data.status === 'completed' && e.data.turnId === next.body.turnId);
       const messages = seen.at(-1)!.body.messages;
       expect(messages.map((m: any) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'user', 'user']);
       expect(messages[1]).toEqual({ role: 'user', content: 'a slow crunch please' });

@@ -44,7 +44,7 @@ describe('stops kept for turns that have not started', () => {
       // The user pressed Stop before their Send reached the server: the stop is kept.
       const turnId = 'turn-user-kept-stop';
       expect(await postFrom(user, '/api/sessions/user-session/stop', { turnId })).toEqual({
-        status: 200, body: { outcome: 'pending', sessionId: 'user-session', turnId, reason: 'cancel.user', graceMs: expect.any(Number), expiresAt: expect.any(Number) },
+        status: 202, body: { outcome: 'pending', sessionId: 'user-session', turnId, reason: 'cancel.user', graceMs: expect.any(Number), expiresAt: expect.any(Number) },
       });
 
       // Another client sends 10,001 stops for made-up turn ids, each for a session of its own:
@@ -68,15 +68,15 @@ describe('stops kept for turns that have not started', () => {
       try {
         const end = await events.next('turn_started', (e) => e.data.turnId === turnId, 10_000)
           .then(() => events.next('turn_aborted', (e) => e.data.turnId === turnId, 10_000));
-        expect(end.data.report).toMatchObject({ reason: 'cancel.user' });
+        expect(end.data.reason).toBe('cancel.user');
         expect(events.types()).not.toContain('tool_call');
       } finally {
         events.close();
       }
       // Each made-up turn is its session's first kept stop: kept (a session's first always has room).
-      expect(Object.fromEntries(answers)).toEqual({ '200 pending': FLOOD });
+      expect(Object.fromEntries(answers)).toEqual({ '202 pending': FLOOD });
       // The user's own client still has room: its stops are its own.
-      expect(await postFrom(user, '/api/sessions/user-session-2/stop', { turnId: 'turn-user-2' })).toMatchObject({ status: 200, body: { outcome: 'pending' } });
+      expect(await postFrom(user, '/api/sessions/user-session-2/stop', { turnId: 'turn-user-2' })).toMatchObject({ status: 202, body: { outcome: 'pending' } });
     } finally {
       user.destroy();
       flooder.destroy();
@@ -98,19 +98,19 @@ describe('stops kept for turns that have not started', () => {
           }));
         }
       }));
-      expect(answers.get('200 pending')).toBe(10_000);
+      expect(answers.get('202 pending')).toBe(10_000);
 
       // The user pressed Stop before their Send reached the server: the stop is kept.
       const turnId = 'turn-user-after-spoof';
       expect(await postFrom(user, '/api/sessions/user-after-spoof/stop', { turnId })).toEqual({
-        status: 200, body: { outcome: 'pending', sessionId: 'user-after-spoof', turnId, reason: 'cancel.user', graceMs: expect.any(Number), expiresAt: expect.any(Number) },
+        status: 202, body: { outcome: 'pending', sessionId: 'user-after-spoof', turnId, reason: 'cancel.user', graceMs: expect.any(Number), expiresAt: expect.any(Number) },
       });
       // The Send lands: the turn starts cancelled, its shell tool never runs.
       expect((await postFrom(user, '/api/sessions/user-after-spoof/turns', { prompt: 'shell', turnId })).status).toBe(202);
       const events = await server.events('user-after-spoof');
       try {
         const end = await events.next('turn_aborted', (e) => e.data.turnId === turnId, 10_000);
-        expect(end.data.report).toMatchObject({ reason: 'cancel.user' });
+        expect(end.data.reason).toBe('cancel.user');
         expect(events.types()).not.toContain('tool_call');
       } finally {
         events.close();
@@ -127,7 +127,7 @@ describe('stops kept for turns that have not started', () => {
     try {
       const answers: { status: number; body: any }[] = [];
       for (let i = 0; i < 120; i++) answers.push(await postFrom(clients[i % 2], '/api/sessions/one-session/stop', { turnId: `turn-guess-${i}` }));
-      expect(answers.slice(0, 100).every((a) => a.status === 200 && a.body.outcome === 'pending')).toBe(true);
+      expect(answers.slice(0, 100).every((a) => a.status === 202 && a.body.outcome === 'pending')).toBe(true);
       for (const answer of answers.slice(100)) {
         expect(answer.status).toBe(429);
         expect(answer.body).toMatchObject({ outcome: 'refused', sessionId: 'one-session', why: 'session_full', error: expect.stringMatching(/^stop: not kept \(session_full\)/) });

@@ -48,6 +48,11 @@ async function until(condition: () => Promise<boolean>, what: string, ms = 10_00
   }
 }
 
+/** The reply of `turnId` as its stream carried it: its `say` events' text. */
+function said(events: EventStream, turnId: string): string {
+  return events.events.filter((e) => e.type === 'say' && e.data.turnId === turnId).map((e) => e.data.text).join('');
+}
+
 async function history(id: string): Promise<any[]> {
   const { status, body } = await server.get(`/api/sessions/${id}/history`);
   expect(status).toBe(200);
@@ -68,30 +73,30 @@ describe('agent server: turns', () => {
   it('streams a reply a token at a time and completes; the ledger holds the turn', async () => {
     const { id, events } = await session();
     const turnId = await startTurn(id, 'hello there');
-    const done = await events.next('turn_completed', (e) => e.data.turnId === turnId);
+    await events.next('status', (e) => e.data.status === 'completed' && e.data.turnId === turnId);
     const says = events.events.filter((e) => e.type === 'say' && e.data.turnId === turnId);
     expect(says.length).toBeGreaterThan(10);
-    expect(says.map((e) => e.data.text).join('')).toBe(done.data.value);
-    expect(done.data.value).toMatch(/^You said: "hello there"/);
-    expect(events.events[0]).toMatchObject({ type: 'turn_started', data: { turnId, prompt: 'hello there' } });
+    expect(said(events, turnId)).toMatch(/^You said: "hello there"/);
+    // The stream is the ledger's entries: the prompt is turn_started's input, the ids are seqs.
+    expect(events.events[0]).toMatchObject({ type: 'turn_started', data: { turnId, input: 'hello there' } });
     const ids = events.events.map((e) => e.id);
     expect(ids).toEqual(ids.map((_, i) => ids[0] + i));
     const entries = (await history(id)).filter((e) => e.turnId === turnId);
     expect(entries[0].type).toBe('turn_started');
     expect(entries.at(-1)).toMatchObject({ type: 'status', status: 'completed' });
-    expect(entries.filter((e) => e.type === 'say').map((e) => e.text).join('')).toBe(done.data.value);
+    expect(entries.filter((e) => e.type === 'say').map((e) => e.text).join('')).toBe(said(events, turnId));
   });
 
   it('runs a short crunch in the pool to completion; tool_call and tool_output share the call id', async () => {
     const { id, events } = await session();
     const turnId = await startTurn(id, 'crunch 3');
-    const done = await events.next('turn_completed', (e) => e.data.turnId === turnId, 60_000);
+    await events.next('status', (e) => e.data.status === 'completed' && e.data.turnId === turnId, 60_000);
     const call = await events.next('tool_call');
     const output = await events.next('tool_output');
     expect(call.data).toMatchObject({ turnId, callId: 'scripted-1', name: 'crunch', args: { phases: 3 } });
-    expect(output.data).toMatchObject({ turnId, callId: 'scripted-1', name: 'crunch', success: true, output: { phases: 3, hashes: 90_000 } });
+    expect(output.data).toMatchObject({ turnId, callId: 'scripted-1', success: true, output: { phases: 3, hashes: 90_000 } });
     expect(output.data.output.digest).toMatch(/^[0-9a-f]{64}$/);
-    expect(done.data.value).toMatch(/^Done\. crunch returned/);
+    expect(said(events, turnId)).toContain('Done. crunch returned');
     expect((await server.get('/healthz')).body.stats.pool.completed).toBeGreaterThanOrEqual(1);
   });
 
@@ -105,9 +110,9 @@ describe('agent server: turns', () => {
     expect(await server.post(path, { answer: 'yes, go on' })).toEqual({ status: 200, body: { accepted: true, outcome: 'accepted', questionId, node: 'local' } });
     // Taken once: while its turn runs another answer is already_answered; once it has ended, not_found.
     expect(await server.post(path, { answer: 'again' })).toEqual({ status: 200, body: { accepted: false, outcome: expect.stringMatching(/^(already_answered|not_found)$/), questionId } });
-    const done = await events.next('turn_completed', (e) => e.data.turnId === turnId);
-    expect(done.data.value).toContain('yes, go on');
-    expect((await events.next('tool_output')).data).toMatchObject({ name: 'ask', success: true, output: { answer: 'yes, go on' } });
+    await events.next('status', (e) => e.data.status === 'completed' && e.data.turnId === turnId);
+    expect(said(events, turnId)).toContain('yes, go on');
+    expect((await events.next('tool_output')).data).toMatchObject({ success: true, output: { answer: 'yes, go on' } });
   });
 });
 
@@ -123,7 +128,10 @@ describe('agent server: Stop', () => {
     expect(body).toMatchObject({ outcome: 'stopped', sessionId: id, turnId });
     expect(body.report).toMatchObject({ reason: 'cancel.user', settledCooperatively: true, hardStopped: { workers: 0, processGroups: 0, questions: 0 } });
     const aborted = await events.next('turn_aborted', (e) => e.data.turnId === turnId, 1000);
-    expect(aborted.data.report).toEqual(body.report);
+    expect(aborted.data.reason).toBe('cancel.user');
+    // The stop's timeline, for a page that did not send the stop: kept by the instance that ran the turn.
+    expect(await server.get(`/api/sessions/${id}/turns/${turnId}/report`)).toEqual({ status: 200, body: body.report });
+    expect((await server.get(`/api/sessions/${id}/turns/turn-never/report`)).status).toBe(404);
     expect(events.events.some((e) => e.type === 'tool_output')).toBe(false);
     expect((await server.get('/healthz')).body.stats.pool).toMatchObject({ running: 0, cooperativeStops: 1, hardStops: 0 });
     expectStoppedHistory(await history(id), turnId, 'crunch');
@@ -137,7 +145,8 @@ describe('agent server: Stop', () => {
     const call = await events.next('tool_call', (e) => e.data.name === 'shell');
     // Its first line arrives while it runs (tool_progress, as exec's onOutput reads it).
     const progress = await events.next('tool_progress', (e) => e.data.turnId === turnId);
-    expect(progress.data).toEqual({ turnId, callId: call.data.callId, name: 'shell', data: { stream: 'stdout', text: 'two sleepers started, 30 s\n' } });
+    expect(progress.data).toEqual({ sessionId: id, turnId, callId: call.data.callId, name: 'shell', data: { stream: 'stdout', text: 'two sleepers started, 30 s\n' } });
+    expect(progress.rawId).toBeUndefined(); // live only: not in the history, so no id
     // The tree: sh and its two sleeps, all descendants of the server process.
     await eventually(() => toolTree(server.pid).length === 3, 10_000, 'sh and two sleeps');
     const tree = toolTree(server.pid);
@@ -171,7 +180,7 @@ describe('agent server: Stop', () => {
     await events.next('turn_aborted', (e) => e.data.turnId === first, 1000);
     const said = events.events.filter((e) => e.type === 'say' && e.data.turnId === first).length;
     const second = await startTurn(id, 'hello again');
-    await events.next('turn_completed', (e) => e.data.turnId === second);
+    await events.next('status', (e) => e.data.status === 'completed' && e.data.turnId === second);
     // Nothing of the stopped turn arrived after its turn_aborted.
     expect(events.events.filter((e) => e.type === 'say' && e.data.turnId === first).length).toBe(said);
   });
@@ -181,8 +190,8 @@ describe('agent server: the page names its turns', () => {
   it('runs a turn under the id the client sends, and refuses that id a second time', async () => {
     const { id, events } = await session();
     const turnId = `turn-client-${randomUUID()}`;
-    expect(await server.post(`/api/sessions/${id}/turns`, { prompt: 'hello', turnId })).toEqual({ status: 202, body: { turnId } });
-    await events.next('turn_completed', (e) => e.data.turnId === turnId);
+    expect(await server.post(`/api/sessions/${id}/turns`, { prompt: 'hello', turnId })).toEqual({ status: 202, body: { turnId, node: expect.any(String) } });
+    await events.next('status', (e) => e.data.status === 'completed' && e.data.turnId === turnId);
     const again = await server.post(`/api/sessions/${id}/turns`, { prompt: 'hello', turnId });
     expect(again.status).toBe(409);
     expect(again.body.error).toMatch(/^turnId: ".*" is already used/);
@@ -194,12 +203,13 @@ describe('agent server: the page names its turns', () => {
     const turnId = `turn-client-${randomUUID()}`;
     // The Stop first (the page's POST /turns is still on its way)...
     const stop = await server.post(`/api/sessions/${id}/stop`, { turnId });
-    expect(stop).toEqual({ status: 200, body: { outcome: 'pending', sessionId: id, turnId, reason: 'cancel.user', graceMs: expect.any(Number), expiresAt: expect.any(Number) } });
+    expect(stop).toEqual({ status: 202, body: { outcome: 'pending', sessionId: id, turnId, reason: 'cancel.user', graceMs: expect.any(Number), expiresAt: expect.any(Number) } });
     // ...then the Send: accepted, and the turn ends cancelled without a token or a tool of it.
     expect((await server.post(`/api/sessions/${id}/turns`, { prompt: 'shell', turnId })).status).toBe(202);
     const aborted = await events.next('turn_aborted', (e) => e.data.turnId === turnId, 2000);
-    expect(aborted.data.report).toMatchObject({ reason: 'cancel.user' });
-    expect(events.events.filter((e) => e.data.turnId === turnId).map((e) => e.type)).toEqual(['turn_started', 'turn_aborted']);
+    expect(aborted.data.reason).toBe('cancel.user');
+    await events.next('status', (e) => e.data.turnId === turnId && e.data.status === 'cancelled');
+    expect(events.events.filter((e) => e.data.turnId === turnId).map((e) => e.type)).toEqual(['turn_started', 'status', 'turn_aborted', 'status']);
     expect(toolTree(server.pid)).toEqual([]);
     const entries = (await history(id)).filter((e) => e.turnId === turnId);
     expect(entries[0]).toMatchObject({ type: 'turn_started', input: 'shell' });
@@ -207,7 +217,7 @@ describe('agent server: the page names its turns', () => {
     expect(entries.filter((e) => e.type === 'status').at(-1)).toMatchObject({ status: 'cancelled', reason: 'cancel.user' });
     // The session is free: the next turn runs.
     const next = await startTurn(id, 'hello again');
-    await events.next('turn_completed', (e) => e.data.turnId === next);
+    await events.next('status', (e) => e.data.status === 'completed' && e.data.turnId === next);
     // A stop naming a finished turn says so.
     expect((await server.post(`/api/sessions/${id}/stop`, { turnId })).body).toEqual({ outcome: 'already_finished', sessionId: id, turnId, status: 'cancelled' });
   });
@@ -217,16 +227,15 @@ describe('agent server: event stream', () => {
   it('replays exactly the missed events to a client reconnecting with Last-Event-ID', async () => {
     const { id, events } = await session();
     const turnId = await startTurn(id, 'hello');
-    await events.next('say', (e) => e.data.turnId === turnId && e.id >= 4);
+    await events.next('say', () => events.events.length >= 4);
     events.close();
-    const seen = events.events.filter((e) => e.id <= 4);
-    expect(seen.map((e) => e.id)).toEqual([1, 2, 3, 4]);
+    const seen = events.events.slice(0, 4);
     const all = await server.events(id);
     streams.push(all);
-    await all.next('turn_completed', (e) => e.data.turnId === turnId);
-    const resumed = await server.events(id, 4);
+    await all.next('status', (e) => e.data.status === 'completed' && e.data.turnId === turnId);
+    const resumed = await server.events(id, seen[3].rawId);
     streams.push(resumed);
-    await resumed.next('turn_completed', (e) => e.data.turnId === turnId, 2000);
+    await resumed.next('status', (e) => e.data.status === 'completed' && e.data.turnId === turnId, 2000);
     expect(resumed.events.map((e) => e.id)).toEqual(all.events.slice(4).map((e) => e.id));
     expect([...seen, ...resumed.events]).toEqual(all.events);
   });

@@ -10,7 +10,7 @@ import { stepCountIs, streamText } from 'ai';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { FatalToolError, type LedgerEntry, type LedgerStore, type Turn, type TurnPool } from '../../src/index.js';
 import { aiTools, toModelMessages } from '../../src/ai-sdk/index.js';
-import { agentTools, shellTool, type OnToolCall } from './tools.js';
+import { agentTools, shellTool } from './tools.js';
 
 /** A model that keeps calling tools is cut off after this many steps. */
 const MAX_STEPS = 16;
@@ -28,7 +28,7 @@ export interface AgentDeps {
 }
 
 /** The body of one turn for `runner.run` / `fleet.run`; resolves with the model's last reply. */
-export function agentTurn(deps: AgentDeps, sessionId: string, onToolCall: OnToolCall): (turn: Turn) => Promise<string> {
+export function agentTurn(deps: AgentDeps, sessionId: string): (turn: Turn) => Promise<string> {
   return async (turn) => {
     // The ledger already holds this turn's turn_started with its input: the messages end with it.
     const history = lastTurns(await deps.ledger.entries({ sessionId }), turn.turnId);
@@ -37,7 +37,7 @@ export function agentTurn(deps: AgentDeps, sessionId: string, onToolCall: OnTool
       model: deps.model,
       system: SYSTEM,
       messages,
-      tools: agentToolSet(turn, deps.pool, onToolCall),
+      tools: agentToolSet(turn, deps.pool),
       abortSignal: turn.signal,
       stopWhen: stepCountIs(MAX_STEPS),
     });
@@ -71,7 +71,7 @@ function lastTurns(entries: readonly LedgerEntry[], current: string): LedgerEntr
  * The tools in the order the model is told of them: `crunch` and `ask` through `aiTools`, `shell`
  * with its own `turn.tool` call (its output reported with `call.progress`).
  */
-function agentToolSet(turn: Turn, pool: TurnPool, onToolCall: OnToolCall) {
-  const { crunch, ask } = aiTools(turn, agentTools(turn, pool, onToolCall));
-  return { crunch, shell: shellTool(turn, onToolCall), ask };
+function agentToolSet(turn: Turn, pool: TurnPool) {
+  const { crunch, ask } = aiTools(turn, agentTools(turn, pool));
+  return { crunch, shell: shellTool(turn), ask };
 }

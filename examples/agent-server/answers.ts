@@ -5,7 +5,7 @@
  */
 import type { AnswerReply, TurnRunner } from '../../src/index.js';
 import type { Fleet } from '../../src/fleet/index.js';
-import { errorText } from './runner-events.js';
+import { errorText } from './http.js';
 
 /** The HTTP answer to an answer: `{ accepted, outcome, questionId, node? }`. */
 export interface AnswerHttpReply {

@@ -111,3 +111,8 @@ export function idParam(name: string, raw: string): string {
 export function only(method: string, allowed: string, path: string): void {
   if (method !== allowed) throw new HttpError(405, `method: ${path} takes ${allowed}, not ${method}`);
 }
+
+/** An error as one line of text for a client. */
+export function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

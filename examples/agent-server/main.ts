@@ -3,8 +3,9 @@
  * its first line (with `#token=` when a token is set: the page reads it there). With `--redis` or
  * `--redis-cluster` it joins the fleet (a stop sent to any instance reaches the turn wherever it
  * runs); without, it runs alone. `--data` holds its ledger (default: a fresh folder under the OS
- * temp dir, printed); `--postgres` keeps it in PostgreSQL instead, shared by every instance, and
- * the event streams then go through Redis: no sticky sessions needed. `OPENAI_BASE_URL` (with `OPENAI_API_KEY`, `MODEL`) switches from the
+ * temp dir, printed); `--postgres` keeps it in PostgreSQL instead, shared by every instance: the
+ * event streams read it (fullstop/http), so any instance serves any session's stream and no
+ * sticky sessions are needed. `OPENAI_BASE_URL` (with `OPENAI_API_KEY`, `MODEL`) switches from the
  * scripted model to a real OpenAI-compatible endpoint.
  *
  * SIGTERM or SIGINT: running turns are stopped (history written and flushed), their processes
@@ -20,7 +21,6 @@ import { openHistory } from './history.js';
 import { PROMPT_LOG_ENV, ScriptedModel } from './model.js';
 import { openAIModelFromEnv } from './openai-model.js';
 import { parseServerOptions, USAGE, type ServerOptions } from './options.js';
-import { RedisEvents, type EventsRedis } from './redis-events.js';
 import { AgentServer } from './server.js';
 import { startTelemetry } from './telemetry.js';
 
@@ -47,7 +47,7 @@ const model: LanguageModelV3 = process.env.OPENAI_BASE_URL ? await openAIModelFr
 const telemetry = await startTelemetry(runner);
 const fleet = await joinFleet(options, runner);
 const server = new AgentServer({
-  runner, pool, ledger, model, nodeId: options.nodeId, publicDir: publicDir(), fleet: fleet?.fleet, events: fleet?.events,
+  runner, pool, ledger, model, nodeId: options.nodeId, publicDir: publicDir(), fleet: fleet?.fleet,
   allowedHosts: options.allowedHosts, token: options.token, maxStreams: options.maxStreams,
 });
 const url = await server.listen(options.port, options.host);
@@ -95,7 +95,7 @@ async function shutdown(signal: string): Promise<void> {
  * fleet, which duplicates it to subscribe. `redis` is an optional peer dependency, so it is
  * imported only here.
  */
-async function joinFleet(options: ServerOptions, runner: TurnRunner): Promise<{ fleet: Fleet; events?: RedisEvents; name: string; close(): Promise<void> } | undefined> {
+async function joinFleet(options: ServerOptions, runner: TurnRunner): Promise<{ fleet: Fleet; name: string; close(): Promise<void> } | undefined> {
   if (options.redis === undefined && options.redisCluster === undefined) return undefined;
   const { createClient, createCluster } = await import('redis');
   const name = options.redis === undefined
@@ -110,24 +110,12 @@ async function joinFleet(options: ServerOptions, runner: TurnRunner): Promise<{ 
     reported = true;
   });
   redis.on('ready', () => { reported = false; });
-  const prefix = options.prefix ?? 'fullstop';
-  const fleet = await Fleet.start({ redis, runner, nodeId: options.nodeId, prefix });
-  // With a shared history, any instance may serve any request: the event streams go through
-  // Redis too, on a subscriber connection of their own.
-  let subscriber: typeof redis | undefined;
-  if (options.postgres !== undefined) {
-    subscriber = redis.duplicate() as typeof redis;
-    subscriber.on('error', () => {}); // the main client's listener reports Redis being away; both reconnect by themselves
-    await subscriber.connect();
-  }
-  const events = subscriber === undefined ? undefined : new RedisEvents(redis as unknown as EventsRedis, subscriber as unknown as EventsRedis, prefix);
+  const fleet = await Fleet.start({ redis, runner, nodeId: options.nodeId, prefix: options.prefix ?? 'fullstop' });
   return {
     fleet,
-    events,
-    name: events === undefined ? name : `${name}, events through Redis Streams`,
+    name,
     async close() {
       await fleet.close();
-      subscriber?.destroy();
       redis.destroy();
     },
   };

@@ -29,8 +29,8 @@ export interface ServerOptions {
   prefix?: string;
   /**
    * `--postgres`: history in PostgreSQL (`PgLedger`) instead of a file, shared by every instance;
-   * a node-postgres connection string. Needs `--redis` or `--redis-cluster` (the fleet and the
-   * event stream), so any instance can serve any request (no sticky sessions).
+   * a node-postgres connection string. Needs `--redis` or `--redis-cluster` (the fleet); every
+   * instance's event streams read the history, so any instance can serve any request (no sticky sessions).
    */
   postgres?: string;
   /** `--pg-schema`: the PostgreSQL schema of the history (PgLedger's default when absent). */
@@ -97,7 +97,7 @@ function postgresOptions(values: { postgres?: string; 'pg-schema'?: string; data
   if (postgres === undefined) return { postgres: undefined, pgSchema: undefined };
   if (!/^postgres(?:ql)?:\/\/\S+$/.test(postgres)) throw new RangeError(`--postgres: expected a postgres:// or postgresql:// URL, got ${JSON.stringify(redact(postgres))}`);
   if (redis.redis === undefined && redis.redisCluster === undefined) {
-    throw new RangeError('--postgres: needs --redis or --redis-cluster (the fleet carries stops, answers and the event stream between instances)');
+    throw new RangeError('--postgres: needs --redis or --redis-cluster (the fleet carries stops and answers between instances)');
   }
   if (values.data !== undefined) throw new RangeError('--data: not with --postgres (the history is in PostgreSQL)');
   if (pgSchema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(pgSchema)) {

@@ -3,11 +3,12 @@
  * page in public/. Routes, in the order a page uses them:
  *
  *   GET  /                                   the page (public/index.html, app.js, style.css)
- *   GET  /api/sessions/:sessionId/events     Server-Sent Events; `Last-Event-ID` replays what was missed
- *   POST /api/sessions/:sessionId/turns      { prompt } → 202 { turnId } (409 while a turn runs)
- *   POST /api/sessions/:sessionId/stop       { reason? } → the stop's answer
+ *   GET  /api/sessions/:sessionId/events     the session's events from the ledger, then live (fullstop/http `eventStream`)
+ *   POST /api/sessions/:sessionId/turns      { prompt, turnId? } → 202 { turnId, node } once it started (409 while a turn runs)
+ *   POST /api/sessions/:sessionId/stop       { reason?, turnId? } → the stop's answer (fullstop/http `stopResponse`)
  *   POST /api/questions/:questionId/answer   { answer } → { accepted, outcome }
  *   GET  /api/sessions/:sessionId/history    the session's ledger entries
+ *   GET  /api/sessions/:sessionId/turns/:turnId/report   the StopReport of a turn stopped here (the page's timeline)
  *   GET  /healthz                            { ok, nodeId, stats }
  *
  * Every refusal is a 4xx `{ error }` whose message names the field at fault; nothing a client
@@ -15,25 +16,23 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { StopReasons, type LedgerStore, type TurnOutcome, type TurnPool, type TurnRunner } from '../../src/index.js';
+import { ShuttingDownError, StopReasons, type LedgerStore, type TurnOutcome, type TurnPool, type TurnRunner } from '../../src/index.js';
 import type { Fleet } from '../../src/fleet/index.js';
+import { eventStream, sendResponse, stopResponse, streamStats, toRequest } from '../../src/http/index.js';
 import { answerQuestion } from './answers.js';
-import type { RedisEvents } from './redis-events.js';
 import { agentTurn } from './agent.js';
-import { discardBody, HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
+import { discardBody, errorText, HttpError, idParam, only, readJson, sendJson, stringField } from './http.js';
 import { RequestGuard } from './guard.js';
 import { servePage } from './page.js';
 import { StopDesk } from './stop-answer.js';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import { errorText, forwardRunnerEvents } from './runner-events.js';
-import { Session, Sessions } from './sessions.js';
+import { Sessions } from './sessions.js';
+import { StopReports } from './stop-reports.js';
 
 /** Longest prompt accepted, in characters. */
 export const MAX_PROMPT_CHARS = 4000;
 /** Longest answer to a question, in characters. */
 const MAX_ANSWER_CHARS = 4000;
-/** A comment line this often keeps idle SSE connections open through proxies. */
-const HEARTBEAT_MS = 15_000;
 /** Event streams open at once (`--max-streams`): past it a new one is refused (503), so clients cannot hold sockets without end. */
 export const DEFAULT_MAX_STREAMS = 5000;
 
@@ -41,7 +40,7 @@ export const DEFAULT_MAX_STREAMS = 5000;
 export interface AgentServerOptions {
   runner: TurnRunner;
   pool: TurnPool;
-  /** The history: a file `Ledger`, or a `PgLedger` every instance shares (history.ts). */
+  /** The history: a file `Ledger`, or a `PgLedger` every instance shares (history.ts); the event streams read it. */
   ledger: LedgerStore;
   /** The model the agent streams from (model.ts: the scripted one, or a provider's). */
   model: LanguageModelV3;
@@ -53,12 +52,6 @@ export interface AgentServerOptions {
    * stop sent to any instance reaches the one running the turn.
    */
   fleet?: Fleet;
-  /**
-   * The event streams through Redis Streams (with a fleet): any instance then serves any
-   * session's stream, and the page needs no sticky session. Without it, each instance keeps its
-   * sessions' events in memory.
-   */
-  events?: RedisEvents;
   /**
    * `Host` names allowed besides the bound address and the loopback names (guard.ts).
    * @default []
@@ -84,25 +77,41 @@ export class AgentServer {
   readonly #options: AgentServerOptions;
   readonly #sessions: Sessions;
   readonly #stops: StopDesk;
+  readonly #reports = new StopReports();
   /** Each turn this server started, until its outcome is in (shutdown waits for them). */
   readonly #running = new Map<string, Promise<void>>();
-  readonly #heartbeat: NodeJS.Timeout;
+  /** Sends waiting for their turn to start, by turn id: resolved by the runner's `turn_started`. */
+  readonly #starting = new Map<string, () => void>();
+  /** Why a turn whose Send waits failed before it started. */
+  readonly #refusals = new Map<string, unknown>();
   readonly #guard: RequestGuard;
   #closing: Promise<void> | undefined;
 
   constructor(options: AgentServerOptions) {
     this.#options = options;
     this.nodeId = options.nodeId;
-    this.#sessions = new Sessions(options.events);
+    this.#sessions = new Sessions();
     this.#stops = new StopDesk({
-      runner: options.runner, fleet: options.fleet, nodeId: options.nodeId,
-      localTurn: (id) => this.#sessions.get(id)?.turnId,
+      runner: options.runner, fleet: options.fleet,
+      localTurn: (id) => this.#sessions.turnOf(id),
       turnUsed: (turnId) => this.#running.has(turnId) ? 'running' : options.ledger.hasTurn(turnId) ? 'ledger' : undefined,
     });
     this.#guard = new RequestGuard({ allowedHosts: options.allowedHosts ?? [], token: options.token });
     this.http = createServer((req, res) => { void this.#handle(req, res); });
-    this.#heartbeat = setInterval(() => this.#ping(), HEARTBEAT_MS).unref();
-    forwardRunnerEvents(options.runner, this.#sessions, this.nodeId);
+    const { runner } = options;
+    runner.on('turn_started', ({ turnId }) => {
+      const started = this.#starting.get(turnId);
+      this.#starting.delete(turnId);
+      started?.();
+    });
+    // The end's event frees the session at once, so a Send right after the page saw the end is not a 409.
+    for (const end of ['turn_completed', 'turn_failed'] as const) {
+      runner.on(end, ({ sessionId, turnId }: { sessionId: string; turnId: string }) => this.#sessions.end(sessionId, turnId));
+    }
+    runner.on('turn_aborted', ({ sessionId, turnId, report }) => {
+      this.#reports.add(turnId, report);
+      this.#sessions.end(sessionId, turnId);
+    });
   }
 
   /** Listens; resolves with the page's URL (with `#token=` when there is a token: the page reads it there). */
@@ -122,15 +131,15 @@ export class AgentServer {
 
   /** What /healthz reports. */
   stats(): Record<string, unknown> {
+    const streams = streamStats(this.#options.runner);
     return {
       registry: this.#options.runner.registry.stats(),
       pool: this.#options.pool.stats(),
       sessions: this.#sessions.size,
       runningTurns: this.#running.size,
-      sseClients: this.#sessions.clients,
-      sseClientsDropped: this.#sessions.dropped,
-      eventLogBytes: this.#sessions.logBytes,
-      ...(this.#options.events === undefined ? {} : { eventRelayFailures: this.#options.events.failures }),
+      sseClients: streams.streams,
+      sseClientsDropped: streams.dropped,
+      streamReadFailures: streams.readFailures,
       ...(this.#options.fleet === undefined ? {} : { fleet: this.#options.fleet.stats() }),
     };
   }
@@ -149,11 +158,10 @@ export class AgentServer {
 
   async #shutDown(): Promise<void> {
     const stopped = this.#options.runner.shutdown({ reason: StopReasons.shutdown });
-    clearInterval(this.#heartbeat);
     const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
     await stopped;
     await Promise.allSettled(this.#running.values());
-    this.#sessions.endAll();
+    // Ends the event streams too: each one's body is cancelled when its connection closes.
     this.http.closeAllConnections();
     await closed;
   }
@@ -196,6 +204,15 @@ export class AgentServer {
         default: only(method, 'GET', path); return this.#history(sessionId, res);
       }
     }
+    match = /^\/api\/sessions\/([^/]+)\/turns\/([^/]+)\/report$/.exec(path);
+    if (match !== null) {
+      only(method, 'GET', path);
+      idParam('sessionId', match[1]);
+      const turnId = idParam('turnId', match[2]);
+      const report = this.#reports.get(turnId);
+      if (report === undefined) throw new HttpError(404, `turnId: no stop report of ${JSON.stringify(turnId)} on this server`);
+      return sendJson(res, 200, report);
+    }
     match = /^\/api\/questions\/([^/]+)\/answer$/.exec(path);
     if (match !== null) {
       only(method, 'POST', path);
@@ -211,15 +228,15 @@ export class AgentServer {
     const given = stringField(body, 'turnId', 100, false);
     const turnId = given === undefined ? `turn-${randomUUID()}` : idParam('turnId', given);
     if (this.#closing !== undefined) throw new HttpError(503, 'server: shutting down');
-    const session = this.#session(sessionId);
     const { runner, fleet, model, pool, ledger } = this.#options;
-    refuseIfBusy(session);
+    this.#refuseIfBusy(sessionId);
+    if (this.#sessions.full) throw new HttpError(503, 'sessionId: too many sessions in use; try again later');
     if (this.#running.has(turnId) || ledger.hasTurn(turnId)) {
       throw new HttpError(409, `turnId: ${JSON.stringify(turnId)} is already used; a turn id is used once`);
     }
     if (fleet !== undefined) {
       // The session's turn may run on another instance: ask Redis (the fleet also refuses a second
-      // live turn itself, but only after this answer has gone out as a 202).
+      // live turn itself, and then this Send is answered with its refusal).
       let live: Awaited<ReturnType<Fleet['turn']>>;
       try {
         live = await fleet.turn(sessionId);
@@ -229,67 +246,55 @@ export class AgentServer {
       if (live !== null && (live.status === 'running' || live.status === 'cancelling')) {
         throw new HttpError(409, `sessionId: session ${JSON.stringify(sessionId)} already has a running turn (${live.turnId}) on node ${live.node}; stop it first`);
       }
-      refuseIfBusy(session);
+      this.#refuseIfBusy(sessionId);
     }
-    session.beginTurn(turnId, prompt);
+    this.#sessions.begin(sessionId, turnId);
     // A Stop that came before this Send: the turn starts cancelled, running nothing of its body.
     const kept = this.#stops.started(sessionId, turnId);
-    const agent = agentTurn({ model, pool, ledger }, sessionId, (callId, name, args) => {
-      this.#sessions.publish(session, 'tool_call', { turnId, callId, name, args: args as Record<string, unknown> });
-    });
-    // `input`: the ledger records the prompt on turn_started, so the next turn's history has it.
+    const agent = agentTurn({ model, pool, ledger }, sessionId);
+    // `input`: the ledger records the prompt on turn_started (the page shows it from there).
     const options = { turnId, input: prompt, ...(kept === undefined ? {} : { signal: AbortSignal.abort(kept.reason), signalReason: kept.reason }) };
+    const started = new Promise<void>((resolve) => this.#starting.set(turnId, resolve));
     const run = fleet === undefined ? runner.run(sessionId, agent, options) : fleet.run<string>(sessionId, agent, options);
     const done = run.then(
-      (outcome) => this.#settled(session, turnId, outcome),
-      (error: unknown) => this.#settled(session, turnId, { status: 'failed', turnId, error }),
-    ).finally(() => this.#running.delete(turnId));
+      (outcome) => this.#settled(sessionId, turnId, outcome),
+      (error: unknown) => this.#settled(sessionId, turnId, { status: 'failed', turnId, error }),
+    ).finally(() => {
+      this.#running.delete(turnId);
+      this.#starting.delete(turnId);
+    });
     this.#running.set(turnId, done);
-    sendJson(res, 202, { turnId });
+    // Answered once the turn has started (its turn_started is in the ledger, so on every stream),
+    // or with the refusal of a turn that never started: the page never waits for a turn that is not.
+    const refusal = await Promise.race([started.then(() => undefined), done.then(() => this.#refusals.get(turnId))]);
+    this.#starting.delete(turnId);
+    this.#refusals.delete(turnId);
+    if (refusal !== undefined) {
+      throw new HttpError(refusal instanceof ShuttingDownError ? 503 : 409, `turn: not started: ${errorText(refusal)}`);
+    }
+    sendJson(res, 202, { turnId, node: this.nodeId });
   }
 
-  /**
-   * A turn's outcome is in. Its terminal event normally came from the runner already; a turn that
-   * ended without one (refused before it started, e.g. by the fleet) gets it here, so the page
-   * never waits for ever.
-   */
-  #settled(session: Session, turnId: string, outcome: TurnOutcome<unknown>): void {
-    if (!session.endTurn(turnId)) return;
-    const publish = this.#sessions.publish.bind(this.#sessions, session);
-    if (outcome.status === 'completed') publish('turn_completed', { turnId, value: outcome.value });
-    else if (outcome.status === 'cancelled') publish('turn_aborted', { turnId, report: outcome.report ?? null });
-    else publish('turn_failed', { turnId, error: errorText(outcome.error) });
+  /** A turn's outcome is in: its session is free; a turn that failed before it started leaves its error for its Send (still waiting). */
+  #settled(sessionId: string, turnId: string, outcome: TurnOutcome<unknown>): void {
+    this.#sessions.end(sessionId, turnId);
+    if (outcome.status === 'failed' && this.#starting.has(turnId)) this.#refusals.set(turnId, outcome.error);
   }
 
-  #events(sessionId: string, req: IncomingMessage, res: ServerResponse): void {
-    const lastEventId = this.#sessions.lastEventId(req.headers['last-event-id']);
+  /** The session's events through fullstop/http: the ledger's entries after `Last-Event-ID`, then live. */
+  async #events(sessionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const max = this.#options.maxStreams ?? DEFAULT_MAX_STREAMS;
-    if (this.#sessions.clients >= max) {
+    if (streamStats(this.#options.runner).streams >= max) {
       res.setHeader('retry-after', '5');
       throw new HttpError(503, `events: ${max} event streams are open, the most this server keeps; try again later`);
     }
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-store',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    // retry: how soon a dropped EventSource reconnects (it then sends Last-Event-ID by itself).
-    res.write(`retry: 1000\n: session ${sessionId} on ${this.nodeId}\n\n`);
     // A stream takes no session slot: a thousand streams on made-up ids leave room for real turns.
-    this.#sessions.follow(sessionId, res, lastEventId);
+    await sendResponse(res, eventStream(this.#options.runner, toRequest(req, res), { sessionId, store: this.#options.ledger }));
   }
 
   async #stop(sessionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await readJson(req);
-    const reason = stringField(body, 'reason', 100, false);
-    const given = stringField(body, 'turnId', 100, false);
-    const turnId = given === undefined ? undefined : idParam('turnId', given);
-    if (this.#options.fleet === undefined && turnId === undefined && this.#sessions.get(sessionId) === undefined) {
-      throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} on this server`);
-    }
-    const { status, body: answer } = await this.#stops.stop(sessionId, { reason, turnId });
-    sendJson(res, status, answer);
+    const runner = this.#options.fleet === undefined ? undefined : this.#options.runner;
+    await sendResponse(res, await stopResponse(this.#stops, toRequest(req, res), { sessionId, runner }));
   }
 
   async #answer(questionId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -301,27 +306,16 @@ export class AgentServer {
 
   async #history(sessionId: string, res: ServerResponse): Promise<void> {
     const entries = await this.#options.ledger.entries({ sessionId });
-    if (entries.length === 0 && this.#sessions.get(sessionId) === undefined) {
+    if (entries.length === 0 && this.#sessions.turnOf(sessionId) === undefined) {
       throw new HttpError(404, `sessionId: no session ${JSON.stringify(sessionId)} in this server's history`);
     }
     sendJson(res, 200, { sessionId, entries });
   }
 
-  #session(sessionId: string): Session {
-    const session = this.#sessions.getOrCreate(sessionId);
-    if (session === undefined) throw new HttpError(503, 'sessionId: too many sessions in use; try again later');
-    return session;
-  }
-
-  #ping(): void {
-    this.#sessions.ping();
+  #refuseIfBusy(sessionId: string): void {
+    const turnId = this.#sessions.turnOf(sessionId);
+    if (turnId !== undefined) {
+      throw new HttpError(409, `sessionId: session ${JSON.stringify(sessionId)} already has a running turn (${turnId}); stop it first`);
+    }
   }
 }
-
-function refuseIfBusy(session: Session): void {
-  if (session.turnId !== undefined) {
-    throw new HttpError(409, `sessionId: session ${JSON.stringify(session.id)} already has a running turn (${session.turnId}); stop it first`);
-  }
-}
-
-

@@ -26,19 +26,15 @@ const MAX_PHASES = 1000;
 /** What `shell` returns to the model: the facts of the run (a non-zero exit is not an error). */
 export type ShellOutput = Pick<ExecResult, 'exitCode' | 'signal' | 'stdout' | 'stderr' | 'wallMs' | 'pid'>;
 
-/** Told as each call starts (inside its `turn.tool`, so before its output): the page shows the call. */
-export type OnToolCall = (callId: string, name: string, args: unknown) => void;
-
 /** The three tools for one turn. */
 /** `crunch` and `ask`, for `aiTools(turn, …)`. */
-export function agentTools(turn: Turn, pool: TurnPool, onToolCall: OnToolCall) {
+export function agentTools(turn: Turn, pool: TurnPool) {
   return {
     crunch: tool({
       description: 'Run a CPU-heavy computation (a SHA-256 hash chain) in a worker thread: about 0.1 s per phase.',
       // Checked in `execute`, not by the schema, so a bad value is a refused call in the history.
       inputSchema: z.object({ phases: z.number().optional().describe('How many phases, 1-1000 (default 100, about 10 s).') }),
-      execute: async (args, { toolCallId }): Promise<CrunchResult> => {
-        onToolCall(toolCallId, 'crunch', args);
+      execute: async (args): Promise<CrunchResult> => {
         const phases = args.phases ?? 100;
         if (!Number.isInteger(phases) || phases < 1 || phases > MAX_PHASES) {
           throw new ToolError(`crunch: phases: expected an integer from 1 to ${MAX_PHASES}, got ${JSON.stringify(phases)}`);
@@ -49,8 +45,7 @@ export function agentTools(turn: Turn, pool: TurnPool, onToolCall: OnToolCall) {
     ask: tool({
       description: 'Ask the user a question and wait for the answer.',
       inputSchema: z.object({ question: z.string() }),
-      execute: async ({ question }, { toolCallId, abortSignal }): Promise<{ answer: string }> => {
-        onToolCall(toolCallId, 'ask', { question });
+      execute: async ({ question }, { abortSignal }): Promise<{ answer: string }> => {
         if (question.length === 0) throw new ToolError('ask: question: expected a non-empty string');
         // The call settles as soon as the stop signals, so the stop's grace window does not wait
         // for the question: the hard stop rejects the question itself a moment later.
@@ -70,12 +65,11 @@ export function agentTools(turn: Turn, pool: TurnPool, onToolCall: OnToolCall) {
  * output is reported as it comes (`call.progress`), so the page shows it live and a stop records
  * what it had printed for the next turn's model.
  */
-export function shellTool(turn: Turn, onToolCall: OnToolCall) {
+export function shellTool(turn: Turn) {
   return tool({
     description: `Run \`sh -c "${SHELL_SCRIPT}"\`: a process tree that runs about 30 s, printing a line before and after.`,
     inputSchema: z.object({}),
     execute: (args, { toolCallId }): Promise<ShellOutput> => turn.tool('shell', args, async (token, call) => {
-      onToolCall(toolCallId, 'shell', { command: SHELL_SCRIPT }); // run by sh -c
       const { exitCode, signal, stdout, stderr, wallMs, pid } = await exec('sh', ['-c', SHELL_SCRIPT], {
         token,
         onOutput: (chunk) => call.progress(chunk),

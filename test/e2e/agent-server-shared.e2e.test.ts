@@ -58,7 +58,7 @@ const status = (page: Page, value: string, ms: number) =>
 const lastPrompt = (node: string): { role: string; content: unknown }[] =>
   JSON.parse(readFileSync(prompts(node), 'utf8').trim().split('\n').at(-1)!).prompt;
 
-describe('the agent page behind a round-robin balancer (history in PostgreSQL, events in Redis Streams)', () => {
+describe('the agent page behind a round-robin balancer (history in PostgreSQL, which the event streams read)', () => {
   it('Send on A, Stop on B, next Send on B with the stopped turn in its prompt; a question of A answered through B', async () => {
     const sessionId = 'e2e-shared';
     const page = await browser.context.newPage();
@@ -87,7 +87,7 @@ describe('the agent page behind a round-robin balancer (history in PostgreSQL, e
       await page.getByTestId('report').waitFor({ state: 'visible', timeout: 2000 });
 
       // 3. The next Send lands on B. Its stream is cut mid-reply and resumes on the other instance
-      // than the one that served it (Last-Event-ID is a Redis stream id every instance reads).
+      // than the one that served it (Last-Event-ID is a seq of the history every instance reads).
       await proxy.align(B);
       await page.getByTestId('prompt').fill('and now?');
       from = proxy.log.length;

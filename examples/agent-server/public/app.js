@@ -1,6 +1,7 @@
 // The agent page: one session (?session=<id>), its event stream, Send and Stop. Plain script, no
-// build step. Every change of what the page shows comes from the server's events, so a reload
-// or a second tab on the same session replays to the same state.
+// build step. Every change of what the page shows comes from the session's events — its ledger
+// entries (fullstop/http's eventStream), then live ones — so a reload or a second tab on the same
+// session replays to the same state. Only the stop's timeline comes from the Stop's own answer.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -53,6 +54,7 @@ const ended = new Set();
 /** Turns this page asked to stop (their turn_started must not say `running` again). */
 const stopping = new Set();
 let current; // turnId of the turn shown as running, if any
+let drawn; // turnId whose stop timeline is shown
 
 function setStatus(status) {
   const node = $('status');
@@ -86,10 +88,12 @@ function scrollDown() {
   t.scrollTop = t.scrollHeight;
 }
 
+/** A terminal status's text on the page. */
+const END_TEXT = { completed: () => 'completed', failed: (e) => `failed: ${e.detail ?? e.reason ?? 'error'}`, cancelled: (e) => `cancelled (${e.reason})`, interrupted: (e) => `interrupted (${e.reason})` };
+
 const handlers = {
-  turn_started({ turnId, prompt, node }) {
-    turnView(turnId, prompt);
-    if (node) $('node').textContent = node;
+  turn_started({ turnId, input }) {
+    turnView(turnId, typeof input === 'string' ? input : undefined);
     current = turnId;
     $('report').hidden = true;
     if (!ended.has(turnId)) setStatus(stopping.has(turnId) ? 'cancelling' : 'running');
@@ -102,7 +106,7 @@ const handlers = {
     }
     view.text.textContent += text;
   },
-  tool_call({ turnId, callId, name, args }) {
+  tool_call({ turnId, callId, name, args, at }) {
     const view = turnView(turnId);
     view.text = null; // the next tokens start a new paragraph below the tool
     const row = el('div', 'tool running');
@@ -111,7 +115,7 @@ const handlers = {
     const started = performance.now();
     const state = row.querySelector('.state');
     const timer = setInterval(() => { state.textContent = `running ${((performance.now() - started) / 1000).toFixed(1)} s`; }, 100);
-    view.tools.set(callId, { row, timer, started, live: null });
+    view.tools.set(callId, { row, timer, started, at, live: null });
     view.root.append(row);
   },
   tool_progress({ turnId, callId, data }) {
@@ -132,6 +136,11 @@ const handlers = {
     const tool = turnView(turnId).tools.get(callId);
     if (!tool) return;
     finishTool(tool, success ? 'done' : 'failed', typeof output === 'string' ? output : JSON.stringify(output));
+  },
+  tool_aborted({ turnId, callId, at }) {
+    const tool = turnView(turnId).tools.get(callId);
+    if (!tool || !tool.row.classList.contains('running')) return;
+    finishTool(tool, `aborted after ${((at - tool.at) / 1000).toFixed(1)} s`, '');
   },
   question({ turnId, questionId, question }) {
     const view = turnView(turnId);
@@ -158,11 +167,18 @@ const handlers = {
     view.root.append(box);
     input.focus();
   },
-  turn_completed({ turnId }) { endTurn(turnId, 'completed', 'completed'); },
-  turn_failed({ turnId, error }) { endTurn(turnId, 'failed', `failed: ${error}`); },
-  turn_aborted({ turnId, report }) {
-    endTurn(turnId, 'cancelled', report ? `cancelled (${report.reason})` : 'cancelled');
-    if (report && turnId === current) drawReport(report);
+  turn_aborted({ turnId }) {
+    // A stop this page did not send: its timeline from the instance that ran the turn, if it is this one.
+    if (turnId !== current || drawn === turnId) return;
+    fetch(`${api}/turns/${encodeURIComponent(turnId)}/report`, { headers: authHeaders })
+      .then((res) => (res.ok ? res.json() : undefined))
+      .then((report) => { if (report && turnId === current) drawReport(report, turnId); }, () => {});
+  },
+  status(entry) {
+    const { turnId, status } = entry;
+    if (status === 'cancelling') {
+      if (turnId === current && !ended.has(turnId)) setStatus('cancelling');
+    } else if (END_TEXT[status]) endTurn(turnId, status, END_TEXT[status](entry));
   },
 };
 
@@ -183,6 +199,7 @@ function closeQuestion(box, text) {
 }
 
 function endTurn(turnId, status, text) {
+  if (ended.has(turnId)) return;
   ended.add(turnId);
   const view = turnView(turnId);
   for (const tool of view.tools.values()) {
@@ -197,7 +214,8 @@ function endTurn(turnId, status, text) {
 }
 
 /** The StopReport as a timeline: one row per phase of the stop, bars on one shared time axis. */
-function drawReport(report) {
+function drawReport(report, turnId) {
+  drawn = turnId;
   const phases = [
     ['signal', 0, report.signalledAt],
     ['settle', report.signalledAt, report.settledAt],
@@ -255,6 +273,7 @@ $('composer').addEventListener('submit', async (event) => {
   current = turnId;
   setStatus('running');
   const reply = await post(`${api}/turns`, { prompt, turnId });
+  if (reply && reply.node) $('node').textContent = reply.node; // the instance that runs the turn
   if (!reply && current === turnId && !ended.has(turnId)) setStatus('idle');
 });
 
@@ -275,6 +294,8 @@ $('stop').addEventListener('click', async () => {
   // status to the turn's own events; a stop under way, or kept for a turn that has not started
   // yet (`pending`), keeps `cancelling` until turn_aborted.
   const underWay = answer && ['stopped', 'cancelling', 'pending'].includes(answer.outcome);
+  // The stop's timeline is in its answer (the history has the stop's entries, not its timings).
+  if (answer && answer.outcome === 'stopped' && answer.report && turnId === current) drawReport(answer.report, turnId);
   if (!underWay) {
     stopping.delete(turnId);
     if (!ended.has(turnId) && current === turnId) setStatus('running');
