@@ -64,6 +64,24 @@ describe('entries({ sessionId }) through the index', () => {
     expect(oneLines.length).toBe(expected.length);
   });
 
+  it('a page after afterSeq of a long session parses the lines near its end, not the session again (a client following it)', async () => {
+    const ledger = await openLedger();
+    // One session, 8 MB of says (no segments): a follower asks for what came after the last seq it has.
+    const text = 'y'.repeat(2000);
+    for (let i = 0; i < 4000; i++) void ledger.append({ sessionId: 'long', turnId: `t${i}`, type: i % 2 === 0 ? 'turn_started' : 'say', ...(i % 2 === 0 ? {} : { text }) } as LedgerEntryInput);
+    await ledger.flush();
+    const all = await ledger.entries({ sessionId: 'long' });
+    const last = all.at(-1)!.seq;
+    const { result, lines } = await linesParsedDuring(() => ledger.entries({ sessionId: 'long', afterSeq: last - 3 }));
+    expect(result).toEqual(all.slice(-3));
+    // At most the lines of one mark's span (1 MiB: ~500 of these lines) before them, not all 4,000.
+    expect(lines.length).toBeLessThan(1200);
+    // Every afterSeq still gives exactly the lines after it.
+    for (const after of [0, 1, 700, 1999, 2000, 3333, last - 1, last]) {
+      expect(await ledger.entries({ sessionId: 'long', afterSeq: after })).toEqual(all.filter((e) => e.seq > after));
+    }
+  });
+
   it('reads nothing for an unknown session', async () => {
     const ledger = await openLedger();
     await ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' });

@@ -407,7 +407,7 @@ export class Ledger implements LedgerStore {
     const rotate = this.#segmentBytes !== undefined && this.#end - this.#activeBase >= this.#segmentBytes ? this.#sealAt(this.#seq) : undefined;
     const start = this.#end;
     this.#end += bytes;
-    this.#index.add(sessionId, start, this.#end);
+    this.#index.add(sessionId, start, this.#end, this.#seq);
     // From its `cancelling` to its terminal status, a turn's lines are a stop's: they skip the queue of
     // other sessions' released appends (writer.ts).
     const before = this.#stopping.has(turnId);
@@ -466,7 +466,7 @@ export class Ledger implements LedgerStore {
       if (sessionId !== undefined && handle !== undefined && this.#writer.failure === undefined) {
         if (ranges === undefined) return [];
         const currentBase = this.#files.currentBase(this.#activeBase);
-        const from = this.#files.segments.find((s) => s.lastSeq > afterSeq)?.base ?? currentBase;
+        const from = Math.max(this.#files.segments.find((s) => s.lastSeq > afterSeq)?.base ?? currentBase, this.#index.offsetAfter(afterSeq));
         await readSession(this.#files.reader(handle, currentBase, from), 'Ledger.entries', this.path, sessionId, ranges, visit);
         return out;
       }

@@ -43,7 +43,7 @@ export async function loadLedger(path: string, real: string, handle: FileHandle,
   let seq = 0;
   let base = 0;
   const onEntryAt = (offset: number) => (entry: Parameters<OpenTurns['add']>[0], start: number, end: number) => {
-    index.add(entry.sessionId, offset + start, offset + end);
+    index.add(entry.sessionId, offset + start, offset + end, entry.seq);
     turnIds.note(entry.turnId, entry.seq, entry.type === 'status' && isTerminalStatus(entry.status));
     open.add(entry);
   };

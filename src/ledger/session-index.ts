@@ -18,15 +18,43 @@ const READ_GAP = 16 * 1024;
 /** A single `pread` never reads more than this, unless one range alone is longer. */
 const READ_SPAN = 1024 * 1024;
 
-/** Byte ranges of every session's lines. */
+/** A seq mark is kept at the first line this many bytes past the previous mark. */
+const MARK_BYTES = 1024 * 1024;
+
+/**
+ * Byte ranges of every session's lines, and a seq mark every `MARK_BYTES` of the whole ledger
+ * (where the line of a seq starts), so a page after `afterSeq` skips the ranges before it unread:
+ * a client that follows a long session reads what is new, not the session again (16 bytes a MiB).
+ */
 export class SessionIndex {
   readonly #sessions = new Map<string, SessionRanges>();
+  /** The seq and start offset of each mark, in file order (so in seq order). */
+  #markSeqs: number[] = [];
+  #markOffsets: number[] = [];
 
-  /** Record that the line of `sessionId` occupies bytes [start, end) (lines are added in file order). */
-  add(sessionId: string, start: number, end: number): void {
+  /** Record that the line of `sessionId` with `seq` occupies bytes [start, end) (lines are added in file order). */
+  add(sessionId: string, start: number, end: number, seq: number): void {
     const ranges = this.#sessions.get(sessionId);
     if (ranges === undefined) this.#sessions.set(sessionId, new SessionRanges(start, end));
     else ranges.add(start, end);
+    const last = this.#markOffsets.at(-1);
+    if (last === undefined || start - last >= MARK_BYTES) {
+      this.#markSeqs.push(seq);
+      this.#markOffsets.push(start);
+    }
+  }
+
+  /** An offset no line with a seq above `afterSeq` starts before (0 when no mark says more). */
+  offsetAfter(afterSeq: number): number {
+    // The last mark whose line is at or before the first line wanted (seq afterSeq + 1).
+    let low = 0;
+    let high = this.#markSeqs.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (this.#markSeqs[middle]! <= afterSeq + 1) low = middle + 1;
+      else high = middle;
+    }
+    return low === 0 ? 0 : this.#markOffsets[low - 1]!;
   }
 
   /** The session's ranges as they stand now (later additions are not in it); `undefined` for a session with no line. Cheap: no copy. */
@@ -41,6 +69,10 @@ export class SessionIndex {
 
   /** Forget every range that starts before `offset` (its segment was removed), and every session left with none. */
   prune(offset: number): void {
+    const firstKept = this.#markOffsets.findIndex((mark) => mark >= offset);
+    const cut = firstKept === -1 ? this.#markOffsets.length : firstKept;
+    this.#markSeqs = this.#markSeqs.slice(cut);
+    this.#markOffsets = this.#markOffsets.slice(cut);
     for (const [sessionId, ranges] of this.#sessions) {
       const cursor = new RangeCursor(ranges.snapshot());
       let first = cursor.next();
@@ -64,7 +96,7 @@ export interface SessionReader {
   read(position: number, length: number): Promise<Buffer>;
   /** The end of the segment holding `offset`: one read never crosses it. */
   boundary(offset: number): number;
-  /** Ranges that start before it are skipped (removed segments, or seqs a page does not want). */
+  /** Ranges that end at or before it are skipped (removed segments, or seqs a page does not want). */
   from: number;
 }
 
@@ -76,8 +108,12 @@ export interface SessionReader {
 export async function readSession(reader: SessionReader, where: string, path: string, sessionId: string,
   snapshot: RangesSnapshot, visit: (entry: LedgerEntry) => boolean): Promise<void> {
   const cursor = new RangeCursor(snapshot);
-  while (cursor.peek() !== undefined && cursor.peek()![0] < reader.from) cursor.next();
-  for (let range = cursor.next(); range !== undefined; range = cursor.next()) {
+  while (cursor.peek() !== undefined && cursor.peek()![1] <= reader.from) cursor.next();
+  let range = cursor.next();
+  // A range that goes on past `from` is read from there: `from` is then the start of one of its
+  // lines (a mark is a line's start, and a range holds only the session's lines, back to back).
+  if (range !== undefined && range[0] < reader.from) range = [reader.from, range[1]];
+  for (; range !== undefined; range = cursor.next()) {
     // One read: this range and the next ones while each starts close to the previous end, in the
     // same segment, and the span stays small.
     const spanStart = range[0];
