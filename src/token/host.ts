@@ -1,6 +1,6 @@
 /**
- * What a registry lends its tokens: where their slots come from, and where the resources they
- * hold are counted (state.ts, invariant 5) for `stats()`.
+ * A token's registry as the token sees it: every resource a token holds is counted there, for
+ * `stats()` (state.ts, invariant 5).
  */
 
 import type { SlabSet } from './slab.js';
@@ -12,6 +12,7 @@ export interface Counters {
   owners: number;
 }
 
+/** What a registry lends its tokens: where slots come from and where they are counted. */
 export interface TokenHost {
   readonly slabs: SlabSet;
   readonly counters: Counters;
