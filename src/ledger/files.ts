@@ -20,7 +20,8 @@ import { readAt, withFile } from './file.js';
 import type { LedgerEntry } from './entry.js';
 import { scanFile } from './scan.js';
 import { syncDirectory, type LedgerSegment, type PlacedSegment } from './segments.js';
-import type { SessionReader } from './session-index.js';
+import { readSession, type RangesSnapshot, type SessionReader } from './session-index.js';
+import type { LedgerFilter } from './store.js';
 import type { Rotate } from './writer.js';
 
 export class LedgerFiles {
@@ -164,6 +165,34 @@ export class LedgerFiles {
       if (handle !== undefined) this.#letGo(handle);
       if (this.#reads === 0) for (const done of this.#readsDone.splice(0)) done();
     }
+  }
+
+  /**
+   * The entries `filter` (checked) asks for, in seq order, read with the files standing still
+   * (rule 1). Those of one session are read through its `ranges` in the session index (`undefined`:
+   * it has none) while `indexed()` gives where the file being written starts in the index's
+   * offsets, which it does while they are exact (ledger.ts, invariant 9); otherwise every file is.
+   * `marked`: an offset no line after `afterSeq` starts before (`SessionIndex.offsetAfter`).
+   */
+  entries(filter: LedgerFilter, ranges: RangesSnapshot | undefined, indexed: () => number | undefined, marked: number): Promise<LedgerEntry[]> {
+    const { sessionId, turnId, afterSeq = 0, limit = Infinity } = filter;
+    return this.reading(async (handle) => {
+      const out: LedgerEntry[] = [];
+      const visit = (e: LedgerEntry): boolean => {
+        if (e.seq > afterSeq && (turnId === undefined || e.turnId === turnId) && (sessionId === undefined || e.sessionId === sessionId)) out.push(e);
+        return out.length < limit;
+      };
+      const currentBase = sessionId !== undefined && handle !== undefined ? indexed() : undefined;
+      if (sessionId !== undefined && handle !== undefined && currentBase !== undefined) {
+        if (ranges === undefined) return [];
+        const from = Math.max(this.#segments.find((s) => s.lastSeq > afterSeq)?.base ?? currentBase, marked);
+        await readSession(this.reader(handle, currentBase, from), 'Ledger.entries', this.path, sessionId, ranges, visit);
+        return out;
+      }
+      // Every file (a torn tail can only follow a failed write, ledger.ts invariant 4: it is skipped).
+      await this.scan(afterSeq, handle, visit);
+      return out;
+    });
   }
 
   /** A read is done with `handle`: the last read of a sealed file's handle closes it. */

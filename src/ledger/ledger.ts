@@ -1,7 +1,8 @@
 /**
  * `Ledger`: the append-only JSONL history of one or more sessions (docs/design.md §2, §3). The entry
- * schema and its checks live in entry.ts, the streamed reading in scan.ts and load.ts; this file
- * owns the files (the one being written and the sealed segments) and their one writer.
+ * schema and its checks live in entry.ts, the streamed reading in scan.ts and load.ts, the opening
+ * of the file in opening.ts, where each line goes in placement.ts and why an append is refused in
+ * append-refusals.ts; this file ties the files (files.ts) to their one writer.
  *
  * Invariants:
  * 1. One writer. Every line reaches the file through the `LedgerWriter` (writer.ts), one
@@ -16,52 +17,45 @@
  *    after a sync, lines already written may never reach the disk, and no later sync can say
  *    which. So every later append and flush rejects with the first failure; the next
  *    `Ledger.open` repairs the tail.
- * 5. `open` changes a file in two ways only: it cuts a torn tail (a cut-short last line, or a hole
- *    of zeros and what follows it, whose bytes it first copies to `<path>.cut-<byte>`) and it
- *    appends status entries. A complete entry is never rewritten; one is removed only with its
- *    sealed segment, by `removeSegments` (retention: the caller's decision).
+ * 5. `open` changes a file in two ways only: it cuts a torn tail and it appends status entries; a
+ *    complete entry is never rewritten (opening.ts).
  *
- * 6. One writer per file: two `Ledger`s in one process on the same file are refused (by device and
- *    inode), and across processes and hosts the lock file of lock.ts names the holder, who keeps
- *    it fresh; a ledger whose lock was taken over writes no more. The lock is taken on the real
- *    file (symlinks resolved), so a path through a symlink meets the same lock.
+ * 6. One writer per file, in this process and across processes and hosts (claim.ts); a ledger
+ *    whose lock was taken over writes no more.
  * 7. A turn id is used once: a `turn_started` of a turn the files hold is refused. Once the
  *    segments holding an ended turn are removed, its id is forgotten (turn-ids.ts), as it would
  *    be by the next open.
  * 8. Every seq is a safe integer: an append that would pass `Number.MAX_SAFE_INTEGER` is refused
  *    rather than written as a line the reader would then refuse.
  *
- * 9. The session index (session-index.ts) holds the byte range of every line, added as the line is
- *    queued: lines are written in queue order at the end of the file, so its offsets are exact
- *    while no write has failed (after one, `entries` reads the whole file instead). Offsets run
- *    across segments (segments.ts): the sealing of a segment is decided as a line is queued, so
- *    the next line's offset is known then.
+ * 9. The session index (session-index.ts) holds the byte range of every line, placed as the line
+ *    is queued (placement.ts), exact while no write has failed (after one, `entries` reads the
+ *    whole file instead).
  * 10. A read sees the files standing still, and never holds an append: a read waits for a sealing
  *    or a removal under way; a sealing never waits for a read (the read keeps the handle of the
  *    file it began with, renamed under it), a removal does (files.ts, rules 1-3).
  * 11. Nothing after the end: an append for a turn whose terminal status is written is refused.
- *
- * Not guaranteed: the lock is advisory, and two hard links to one file (two real paths) in two
- * processes are two locks.
  */
 
-import { open as openFile, realpath, stat as statPath, type FileHandle } from 'node:fs/promises';
 import {
-  DEFAULT_LEDGER_CLOSE_WAIT_MS, DEFAULT_LEDGER_INTENT_TIMEOUT_MS, DEFAULT_LEDGER_LOCK_STALE_MS, DEFAULT_LEDGER_TIMEOUT_MS, LEDGER_MAX_LINE_BYTES,
+  DEFAULT_LEDGER_CLOSE_WAIT_MS, DEFAULT_LEDGER_INTENT_TIMEOUT_MS, DEFAULT_LEDGER_LOCK_STALE_MS, DEFAULT_LEDGER_TIMEOUT_MS,
 } from '../constants.js';
-import { checkId, checkText, LedgerClosedError, TurnEndedError, TurnIdUsedError } from '../errors.js';
+import { checkId, checkText, LedgerClosedError } from '../errors.js';
+import { closedError, ledgerRefusal, lineRefusal } from './append-refusals.js';
 import { checkFilter, checkOpenOptions, checkSeq, type LedgerOpenOptions } from './checks.js';
 import { utf8Bytes } from '../base/head-tail.js';
-import { openError, saveCut } from './file.js';
+import { dropClaim, moveClaim } from './claim.js';
+import { openError } from './file.js';
 import { LedgerFiles } from './files.js';
 import {
   isTerminalStatus, renderEntry, renderTurnEntry, type LedgerEntry, type LedgerEntryInput, type TurnEntryBody,
 } from './entry.js';
-import { loadLedger } from './load.js';
-import { lockLedger, type LedgerLock } from './lock.js';
-import { sealedPath, type LedgerSegment, type PlacedSegment } from './segments.js';
-import { readSession, type SessionIndex } from './session-index.js';
-import { LedgerWriter, type Rotate } from './writer.js';
+import type { LedgerLock } from './lock.js';
+import { abandonFile, openLedgerFile, type LedgerRepair, type OpenedFile } from './opening.js';
+import { LinePlacement } from './placement.js';
+import type { LedgerSegment } from './segments.js';
+import type { SessionIndex } from './session-index.js';
+import { LedgerWriter } from './writer.js';
 import { StopsUnderWay } from './stops-under-way.js';
 import { setLedgerHooks } from './ledger-hooks.js';
 import type { TurnIds } from './turn-ids.js';
@@ -77,22 +71,7 @@ export {
 export type { LedgerFilter, LedgerStore } from './store.js';
 export type { LedgerSegment } from './segments.js';
 export type { LedgerOpenOptions } from './checks.js';
-
-
-/** `dev:ino` of every ledger file open in this process, so a second writer is refused (see header). */
-const openFiles = new Set<string>();
-
-/** What `Ledger.open` repaired (`ledger.repair`). */
-export interface LedgerRepair {
-  /**
-   * What was cut off the end of the file: a line a crash cut short, or a hole of zeros a power
-   * loss left and every line after it (`hole: true`; those bytes are kept in `savedTo`).
-   * Undefined when nothing was.
-   */
-  readonly cut?: { readonly bytes: number; readonly lines: number; readonly hole: boolean; readonly savedTo?: string };
-  /** How many turns a crash had left open, now closed (`interrupted`, or `cancelled` after a recorded stop). */
-  readonly closedTurns: number;
-}
+export type { LedgerRepair } from './opening.js';
 
 /**
  * Append-only JSONL history. One JSON entry per line, `{ seq, at, sessionId, turnId, type, ... }`;
@@ -147,7 +126,6 @@ export class Ledger implements LedgerStore {
   readonly #files: LedgerFiles;
   readonly #lock: LedgerLock;
   readonly #writer: LedgerWriter;
-  readonly #segmentBytes: number | undefined;
   readonly #closeWaitMs: number;
   /** Every turn id the files hold (invariant 7), and which have ended (invariant 11). */
   readonly #turnIds: TurnIds;
@@ -155,42 +133,29 @@ export class Ledger implements LedgerStore {
   readonly #stopping = new StopsUnderWay();
   /** Where each session's lines are (invariant 9). */
   readonly #index: SessionIndex;
-  /** Where the file being written starts in the index's offsets, and the seq of its first line. */
-  #activeBase: number;
-  #activeFirstSeq: number;
-  /** The last seq assigned (0 for an empty file). */
-  #seq: number;
-  /** The offset (index space) where the next queued line will be written. */
-  #end: number;
+  /** The seq and the offsets of the next line (invariants 2 and 9). */
+  readonly #placement: LinePlacement;
   /** `close()`'s promise; `undefined` while the ledger is open. */
   #closing: Promise<void> | undefined;
   /** Set once `close` stopped waiting for stops: every append is refused. */
   #closed = false;
-  private constructor(path: string, real: string, fileKey: string, lock: LedgerLock, loaded: Awaited<ReturnType<typeof loadLedger>>,
-    handle: FileHandle, options: LedgerOpenOptions, repair: LedgerRepair) {
+  private constructor(path: string, { handle, claim, loaded, repair }: OpenedFile, options: LedgerOpenOptions) {
     this.path = path;
     this.repair = repair;
-    this.#files = new LedgerFiles(path, real, fileKey, handle, loaded.segments, (oldKey, newKey) => {
-      openFiles.delete(oldKey);
-      openFiles.add(newKey);
-    });
-    this.#lock = lock;
-    this.#segmentBytes = options.segmentBytes;
+    this.#files = new LedgerFiles(path, claim.real, claim.fileKey, handle, loaded.segments, moveClaim);
+    this.#lock = claim.lock;
     this.#closeWaitMs = options.closeWaitMs ?? DEFAULT_LEDGER_CLOSE_WAIT_MS;
     this.intentTimeoutMs = options.intentTimeoutMs ?? DEFAULT_LEDGER_INTENT_TIMEOUT_MS;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_LEDGER_TIMEOUT_MS;
     this.#index = loaded.index;
     this.#turnIds = loaded.turnIds;
-    this.#activeBase = loaded.activeBase;
-    this.#activeFirstSeq = loaded.activeFirstSeq;
-    this.#seq = loaded.seq;
-    this.#end = loaded.activeBase + loaded.completeBytes;
+    this.#placement = new LinePlacement(this.#files, loaded.index, options.segmentBytes, loaded);
     this.#writer = new LedgerWriter(path, handle, loaded.seq, this.timeoutMs);
     const writer = this.#writer;
-    const seqOf = () => this.#seq;
+    const placement = this.#placement;
     setLedgerHooks(this, {
       get durableSeq() { return writer.durableSeq; },
-      get seq() { return seqOf(); },
+      get seq() { return placement.seq; },
       get syncs() { return writer.syncs; },
       appendForTurn: (sessionId, turnId, idsJson, body) => this.#appendForTurn(sessionId, turnId, idsJson, body),
     });
@@ -214,53 +179,14 @@ export class Ledger implements LedgerStore {
   static async open(path: string, options: LedgerOpenOptions = {}): Promise<Ledger> {
     checkText('Ledger.open: path', path);
     checkOpenOptions(options);
-    let handle: FileHandle;
-    try {
-      // 'a+': appends always land at the end, and the same handle can read the file back for repair.
-      handle = await openFile(path, 'a+');
-    } catch (cause) {
-      throw await openError(path, `cannot open "${path}" for appending`, cause);
-    }
-    let fileKey: string | undefined;
-    let lock: LedgerLock | undefined;
     let ledger: Ledger | undefined;
+    // Another writer may now write the file: this one writes no more (invariant 6).
+    const opened = await openLedgerFile(path, options.lockStaleMs ?? DEFAULT_LEDGER_LOCK_STALE_MS, (error) => {
+      if (ledger !== undefined) ledger.#lockLost(error);
+    });
     try {
-      const stat = await handle.stat();
-      if (!stat.isFile()) throw new Error(`Ledger.open: "${path}" is not a regular file`);
-      fileKey = `${stat.dev}:${stat.ino}`;
-      if (openFiles.has(fileKey)) {
-        fileKey = undefined;
-        throw new Error(`Ledger.open: "${path}" is already open in this process; share that Ledger (two writers would break seq order)`);
-      }
-      openFiles.add(fileKey);
-      const real = await realFileOf(path, fileKey);
-      try {
-        lock = await lockLedger(real, path, {
-          staleMs: options.lockStaleMs ?? DEFAULT_LEDGER_LOCK_STALE_MS,
-          // Another writer may now write the file: this one writes no more (invariant 6).
-          onLost: (error) => { if (ledger !== undefined) ledger.#lockLost(error); },
-        });
-      } catch (cause) {
-        if ((cause as NodeJS.ErrnoException).code === undefined) throw cause;
-        throw await openError(path, `cannot write the lock file of "${path}"`, cause);
-      }
-      const loaded = await loadLedger(path, real, handle, stat.size);
-      const { cut, repairs } = loaded;
-      let savedTo: string | undefined;
-      if (cut !== undefined) {
-        // A hole may hide lines that did land: they are kept aside, never deleted.
-        if (cut.hole) savedTo = await saveCut(handle, cut.at, stat.size, `${real}.cut-${cut.at}`);
-        await handle.truncate(loaded.completeBytes);
-        process.emitWarning(`Ledger.open: cut ${cut.bytes} bytes (${cut.lines} lines) off the end of "${path}": ` +
-          (cut.hole ? `a hole of zeros a power loss left and the lines after it, kept in "${savedTo}"` : 'a line a crash cut short'),
-        { code: 'FULLSTOP_LEDGER_CUT' });
-      }
-      const turns = new Set(repairs.map((e) => e.turnId)).size;
-      const repair: LedgerRepair = {
-        closedTurns: turns,
-        ...(cut === undefined ? {} : { cut: { bytes: cut.bytes, lines: cut.lines, hole: cut.hole, ...(savedTo === undefined ? {} : { savedTo }) } }),
-      };
-      ledger = new Ledger(path, real, fileKey, lock, loaded, handle, options, repair);
+      ledger = new Ledger(path, opened, options);
+      const { cut, repairs } = opened.loaded;
       const repaired = repairs.map((entry) => ledger!.#appendRepair(entry));
       // fdatasync covers the truncation too: the new size is metadata needed to read the data.
       if (cut !== undefined || repairs.length > 0) {
@@ -273,14 +199,10 @@ export class Ledger implements LedgerStore {
       }
       return ledger;
     } catch (error) {
-      if (fileKey !== undefined) openFiles.delete(fileKey);
       // A repair longer than segmentBytes may have sealed a segment: the file being written is then another.
-      if (ledger !== undefined && ledger.#writer.handle !== handle) {
-        openFiles.delete(ledger.#files.fileKey);
-        await ledger.#writer.handle.close().catch(() => {});
-      }
-      await lock?.release();
-      await handle.close().catch(() => {});
+      const sealed = ledger !== undefined && ledger.#writer.handle !== opened.handle
+        ? { fileKey: ledger.#files.fileKey, handle: ledger.#writer.handle } : undefined;
+      await abandonFile(opened, sealed);
       throw error;
     }
   }
@@ -321,7 +243,7 @@ export class Ledger implements LedgerStore {
     checkSeq('Ledger.removeSegments: throughSeq', throughSeq);
     if (this.#closing !== undefined) throw new LedgerClosedError(`Ledger.removeSegments: the ledger "${this.path}" is closed`);
     return this.#files.remove(throughSeq, (firstKeptBase, removedThroughSeq) => {
-      this.#index.prune(firstKeptBase ?? this.#files.currentBase(this.#activeBase));
+      this.#index.prune(firstKeptBase ?? this.#placement.currentBase());
       this.#turnIds.forgetEnded(removedThroughSeq);
     });
   }
@@ -341,7 +263,7 @@ export class Ledger implements LedgerStore {
     if (refused !== undefined) return refused;
     let rendered: { line: string; sessionId: string; turnId: string; type: string; status: unknown };
     try {
-      rendered = renderEntry(entry, this.#seq + 1, Date.now());
+      rendered = renderEntry(entry, this.#placement.seq + 1, Date.now());
     } catch (error) {
       return Promise.reject(error);
     }
@@ -354,7 +276,7 @@ export class Ledger implements LedgerStore {
     if (refused !== undefined) return refused;
     let line: string;
     try {
-      line = renderTurnEntry(idsJson, body, this.#seq + 1, Date.now());
+      line = renderTurnEntry(idsJson, body, this.#placement.seq + 1, Date.now());
     } catch (error) {
       return Promise.reject(error);
     }
@@ -366,69 +288,32 @@ export class Ledger implements LedgerStore {
    * than `checkId` allows today (written before ids were bounded), so they are not checked again.
    */
   #appendRepair(entry: LedgerEntryInput): Promise<void> {
-    const line = `{"seq":${this.#seq + 1},"at":${Date.now()},${JSON.stringify(entry).slice(1)}\n`;
+    const line = `{"seq":${this.#placement.seq + 1},"at":${Date.now()},${JSON.stringify(entry).slice(1)}\n`;
     return this.#enqueue(line, entry.sessionId, entry.turnId, entry.type, entry.type === 'status' ? entry.status : undefined);
   }
 
-  /** Why no entry can be appended now (a rejected promise), or `undefined`. */
+  /** Why no entry can be appended now (a rejected promise; append-refusals.ts), or `undefined`. */
   #refusal(): Promise<never> | undefined {
-    if (this.#closed) return Promise.reject(this.#closedError());
-    if (this.#writer.failure !== undefined) return Promise.reject(this.#writer.failure);
-    if (this.#seq + 1 > Number.MAX_SAFE_INTEGER) {
-      return Promise.reject(new RangeError(`Ledger.append: "${this.path}" has reached seq ${this.#seq} (Number.MAX_SAFE_INTEGER); ` +
-        'no later seq can be read back exactly, so start a new ledger file'));
-    }
-    return undefined;
-  }
-
-  #closedError(): Error {
-    return new LedgerClosedError(`Ledger.append: the ledger "${this.path}" is closed`);
+    const refused = ledgerRefusal(this.path, this.#closed, this.#writer.failure, this.#placement.seq);
+    return refused === undefined ? undefined : Promise.reject(refused);
   }
 
   /** Queue a checked, rendered line under the next seq (invariants 1, 2 and 9); `status`: a status entry's. */
   #enqueue(line: string, sessionId: string, turnId: string, type: string, status: unknown): Promise<void> {
     // While `close` waits for the stops under way, only their lines are taken.
-    if (this.#closing !== undefined && !this.#stopping.has(turnId)) return Promise.reject(this.#closedError());
-    if (type === 'turn_started' && this.#turnIds.has(turnId)) {
-      return Promise.reject(new TurnIdUsedError(`Ledger.append: turn ${JSON.stringify(turnId)} is already in "${this.path}"; ` +
-        'a turn id is used once (a second turn under it could never be told apart from the first)', turnId));
-    }
-    if (this.#turnIds.ended(turnId)) {
-      return Promise.reject(new TurnEndedError(`Ledger.append: turn ${JSON.stringify(turnId)} has ended in "${this.path}" (its terminal status is ` +
-        'recorded); nothing of a turn is appended after its end', turnId));
-    }
+    if (this.#closing !== undefined && !this.#stopping.has(turnId)) return Promise.reject(closedError(this.path));
     const bytes = utf8Bytes(line);
-    if (bytes > LEDGER_MAX_LINE_BYTES) {
-      return Promise.reject(new RangeError(`Ledger.append: the entry's line is ${bytes} bytes, over the ${LEDGER_MAX_LINE_BYTES} ` +
-        'a ledger line may hold (LEDGER_MAX_LINE_BYTES); record a large output as a file and its path'));
-    }
-    this.#seq += 1;
-    this.#turnIds.note(turnId, this.#seq, isTerminalStatus(status));
-    const rotate = this.#segmentBytes !== undefined && this.#end - this.#activeBase >= this.#segmentBytes ? this.#sealAt(this.#seq) : undefined;
-    const start = this.#end;
-    this.#end += bytes;
-    this.#index.add(sessionId, start, this.#end, this.#seq);
+    const refused = lineRefusal(this.path, this.#turnIds, turnId, type, bytes);
+    if (refused !== undefined) return Promise.reject(refused);
+    const rotate = this.#placement.place(sessionId, bytes);
+    const seq = this.#placement.seq;
+    this.#turnIds.note(turnId, seq, isTerminalStatus(status));
     // From its `cancelling` to its terminal status, a turn's lines are a stop's: they skip the queue of
     // other sessions' released appends (writer.ts).
     const before = this.#stopping.has(turnId);
     this.#stopping.note(turnId, status);
     const urgent = before || status === 'cancelling';
-    return this.#writer.enqueue(line, this.#seq, turnId, urgent, rotate);
-  }
-
-  /**
-   * The file being written is sealed before the line of `seq`: its segment is placed now (the
-   * index's offsets of the next lines depend on it), renamed when the writer gets there.
-   */
-  #sealAt(seq: number): Rotate {
-    const segment: PlacedSegment = {
-      path: sealedPath(this.#files.real, this.#activeFirstSeq, seq - 1), firstSeq: this.#activeFirstSeq, lastSeq: seq - 1,
-      bytes: this.#end - this.#activeBase, base: this.#activeBase,
-    };
-    this.#activeBase = this.#end + 1;
-    this.#end = this.#activeBase;
-    this.#activeFirstSeq = seq;
-    return this.#files.seal(segment);
+    return this.#writer.enqueue(line, seq, turnId, urgent, rotate);
   }
 
   /**
@@ -454,26 +339,11 @@ export class Ledger implements LedgerStore {
    * a non-negative integer or `limit` not a positive one; each names the field.
    */
   async entries(filter?: LedgerFilter): Promise<LedgerEntry[]> {
-    const { sessionId, turnId, afterSeq = 0, limit = Infinity } = checkFilter(filter);
-    const ranges = sessionId === undefined ? undefined : this.#index.snapshot(sessionId);
+    const checked = checkFilter(filter);
+    const ranges = checked.sessionId === undefined ? undefined : this.#index.snapshot(checked.sessionId);
     await this.#writer.lastWrite;
-    return this.#files.reading(async (handle) => {
-      const out: LedgerEntry[] = [];
-      const visit = (e: LedgerEntry): boolean => {
-        if (e.seq > afterSeq && (turnId === undefined || e.turnId === turnId) && (sessionId === undefined || e.sessionId === sessionId)) out.push(e);
-        return out.length < limit;
-      };
-      if (sessionId !== undefined && handle !== undefined && this.#writer.failure === undefined) {
-        if (ranges === undefined) return [];
-        const currentBase = this.#files.currentBase(this.#activeBase);
-        const from = Math.max(this.#files.segments.find((s) => s.lastSeq > afterSeq)?.base ?? currentBase, this.#index.offsetAfter(afterSeq));
-        await readSession(this.#files.reader(handle, currentBase, from), 'Ledger.entries', this.path, sessionId, ranges, visit);
-        return out;
-      }
-      // Every file (a torn tail can only follow a failed write, invariant 4: it is skipped).
-      await this.#files.scan(afterSeq, handle, visit);
-      return out;
-    });
+    const marked = this.#index.offsetAfter(checked.afterSeq ?? 0);
+    return this.#files.entries(checked, ranges, () => (this.#writer.failure === undefined ? this.#placement.currentBase() : undefined), marked);
   }
 
   /**
@@ -509,7 +379,7 @@ export class Ledger implements LedgerStore {
       const handle = this.#writer.handle;
       const drained = await this.#writer.drain(this.timeoutMs);
       this.#files.closed();
-      openFiles.delete(this.#files.fileKey);
+      dropClaim(this.#files.fileKey);
       if (drained) await handle.close();
       else void this.#writer.drain().then(() => handle.close()).catch(() => {});
       await this.#lock.release();
@@ -522,17 +392,4 @@ export class Ledger implements LedgerStore {
     if (this.#writer.failure !== undefined) return;
     await this.#stopping.settled(this.#closeWaitMs);
   }
-}
-
-/**
- * The real path of the file open as `fileKey` (`dev:ino`) under `path`: the lock is taken there, so
- * every symlink to one file meets one lock. Rejects if the path no longer names that file.
- */
-async function realFileOf(path: string, fileKey: string): Promise<string> {
-  const real = await realpath(path);
-  const stat = await statPath(real);
-  if (`${stat.dev}:${stat.ino}` !== fileKey) {
-    throw new Error(`Ledger.open: "${path}" was replaced while it was being opened; open it again`);
-  }
-  return real;
 }

@@ -17,7 +17,8 @@
  *    so the stop's report counts it.
  */
 
-import type { OwnerEntry, TokenState, TreeMember } from './state.js';
+import type { OwnerEntry, TreeMember } from './members.js';
+import type { TokenState } from './state.js';
 import { tokenState, type CancelToken } from './token.js';
 
 /**

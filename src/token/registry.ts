@@ -9,7 +9,8 @@
 
 import { checkId, describe } from '../errors.js';
 import { MAX_SLOTS_PER_SLAB, SlabSet } from './slab.js';
-import { TokenState, type TokenHost } from './state.js';
+import type { TokenHost } from './host.js';
+import { TokenState } from './state.js';
 import { CancelToken, isCancelToken, tokenState, wrap } from './token.js';
 
 export interface TurnRegistryOptions {

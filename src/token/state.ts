@@ -16,13 +16,13 @@
  *    subtree aborts (listeners run), so a listener always sees the whole subtree cancelled.
  *    What is *not* guaranteed: atomicity across the subtree as seen from other threads — a worker
  *    may observe the parent cancelled a few nanoseconds before its child's slot.
- * 5. Every resource a token holds (slot, bridge, adopted listener) is counted in `Counters` and
- *    given back at retire at the latest. Owners are told at retire (`onRetire`) and stay counted
- *    until they remove themselves, so an owner that never settles shows in `stats()`.
+ * 5. Every resource a token holds (slot, bridge, adopted listener) is counted in `Counters`
+ *    (host.ts) and given back at retire at the latest. Owners are told at retire (`onRetire`) and
+ *    stay counted until they remove themselves, so an owner that never settles shows in `stats()`.
  * 6. A cancel cannot stop half-way. Its reason is kept as given and only rendered as text
- *    through `renderReason`, which never throws; nothing caller-supplied runs between tripping
- *    the first slot and aborting the last signal except abort listeners, whose throws Node
- *    reports on its own without unwinding `abort()`.
+ *    through `renderReason` (reasons.ts), which never throws; nothing caller-supplied runs between
+ *    tripping the first slot and aborting the last signal except abort listeners, whose throws
+ *    Node reports on its own without unwinding `abort()`.
  * 7. Only this module writes a token's fields. The bridge sees a token as `Watched` (its slot and
  *    `cancelFromSlot`), owners and the registry call the methods below, and everyone else reads.
  *    One write is made elsewhere, by design: the facade's `cancel()` flips the token's own slot
@@ -30,53 +30,13 @@
  *    then hands over to `cancelFlipped`. It is `flipSlot` below, inlined (see `CancelToken.cancel`).
  */
 
-import { StopReasons } from '../constants.js';
-import { abortReasonError, CancelledError, cancelledError, renderReason } from '../errors.js';
+import { abortReasonError, CancelledError, cancelledError } from '../errors.js';
 import { unwatch, watch, type Watched } from './bridge.js';
-import type { SlabSet, SlotRef } from './slab.js';
+import type { TokenHost } from './host.js';
+import type { OwnerEntry, TreeMember } from './members.js';
+import { cancelReason, DEFAULT_CANCEL_REASON, PARENT_CANCEL_REASON } from './reasons.js';
+import type { SlotRef } from './slab.js';
 import { bumpControl, sealSlot, tripSlot, wakeSlot } from './slot.js';
-
-/**
- * Work registered under a token, as the tree sees it: told of a cancel and of the retire, nothing
- * more. What the work is and how a stop treats it is owners.ts's (`Owner`).
- */
-export interface TreeMember {
-  /** Called right after the token (or an ancestor) is cancelled, from any thread, once. */
-  onCancel?(): void;
-  /** Called when the token retires with this member still registered. */
-  onRetire?(): void;
-}
-
-/**
- * An entry of a token's owner list: registering and removing one is a few field writes, with no
- * hashing. Only the token it was added to writes the links.
- */
-export interface OwnerEntry {
-  ownerPrev: OwnerEntry | undefined;
-  ownerNext: OwnerEntry | undefined;
-  /** True while it is registered. */
-  ownerLinked: boolean;
-  /** The member this entry stands for; `undefined` for a member that is its own entry. */
-  readonly owner?: TreeMember;
-}
-
-/** Per-registry resource counts behind `stats()`. */
-export interface Counters {
-  tokens: number;
-  bridges: number;
-  owners: number;
-}
-
-/** What a registry lends its tokens: where slots come from and where they are counted. */
-export interface TokenHost {
-  readonly slabs: SlabSet;
-  readonly counters: Counters;
-}
-
-/** The reason of a cancel with none given. */
-export const DEFAULT_CANCEL_REASON = StopReasons.user;
-/** The reason of a token cancelled because its parent was. */
-export const PARENT_CANCEL_REASON = 'cancel.parent';
 
 /**
  * A cancel's first step: RUNNING → CANCELLED by compareExchange on the token's own slot,
@@ -294,14 +254,9 @@ export class TokenState implements Watched {
     return this.#buildReason(this.#reason, cancelledError);
   }
 
-  /**
-   * The error of a cancel, built by `make`: `cancelledError` for what the token's own checks throw,
-   * `abortReasonError` (named 'AbortError') for `signal.reason`, which other libraries read.
-   */
+  /** The error of a cancel of this token with `reason`, built by `make` (reasons.ts). */
   #buildReason(reason: unknown, make: typeof cancelledError): CancelledError {
-    return make(`turn ${this.turnId ?? '(none)'} of session ${this.sessionId} was cancelled: ${renderReason(reason)}`, {
-      reason, sessionId: this.sessionId, turnId: this.turnId,
-    });
+    return cancelReason(reason, this.sessionId, this.turnId, make);
   }
 
   get signal(): AbortSignal {

@@ -7,7 +7,8 @@
 import { inspect as utilInspect } from 'node:util';
 import type { SlotRef } from './slab.js';
 import type { TokenHandle } from './slot.js';
-import { DEFAULT_CANCEL_REASON, TokenState } from './state.js';
+import { DEFAULT_CANCEL_REASON } from './reasons.js';
+import { TokenState } from './state.js';
 
 // The engine's state and slot ride on each token under symbol keys no package entry exports, not
 // declared on the class (no .d.ts names them; `Object.keys` and JSON show nothing). Not `#private`

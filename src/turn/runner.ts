@@ -38,16 +38,16 @@ import { EndedTurns } from './ended-turns.js';
 import { nodeOf, Questions, type AnswerReply } from './answer-reply.js';
 import { messageOf, renderSafely } from '../base/render.js';
 import { callEach } from './listeners.js';
-import { waitAtMost } from '../base/within.js';
 import type { StopReport, TurnOutcome } from './report.js';
 import type { StopRequest } from './stop-request.js';
 import type { TurnRunnerEventName, TurnRunnerEvents } from './runner-events.js';
 import {
-  checkRunnerOptions, checkRunOptions, checkShutdownOptions, checkStopOptions,
+  checkRunnerOptions, checkRunOptions, checkStopOptions,
   type RunOptions, type ShutdownOptions, type StopOptions, type TurnRunnerOptions,
 } from './runner-options.js';
 import { hardStopLeft, isBodyAbandoned, StopHistory, waitForGrace } from './stop-steps.js';
 import { stopDetail } from './stop-detail.js';
+import { Shutdown } from './shutdown.js';
 
 export type { RunOptions, ShutdownOptions, StopOptions, TurnRunnerOptions } from './runner-options.js';
 export type { StopRequest, StopRefusal } from './stop-request.js';
@@ -86,10 +86,8 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
   readonly #pendingStops: PendingStops;
   /** How the turns this runner ended lately ended (`already_finished` says it). */
   readonly #ended = new EndedTurns(MAX_ENDED_TURNS_KEPT);
-  /** `shutdown()`'s promise; `undefined` until it is called (then `run` refuses). */
-  #shutdown: Promise<StopReport[]> | undefined;
-  /** Work `shutdown()` awaits after its stops (`holdShutdown`), e.g. a fleet recording them. */
-  readonly #shutdownHolds = new Set<(reports: readonly StopReport[]) => Promise<unknown>>();
+  /** `shutdown()`: once begun, `run` refuses. */
+  readonly #shutdown = new Shutdown();
   /** Wrappers of every turn's body (`RunnerHooks.bodyScopes`, reached through `runnerHooks`). */
   readonly #bodyScopes = new Set<BodyScope>();
   /** What this runner's turns reach of it (active-turn.ts): not the runner itself, so none of it is a member. */
@@ -113,7 +111,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
       addQuestion: (questionId, question) => this.#questions.add(questionId, question),
       removeQuestion: (questionId) => this.#questions.remove(questionId),
     };
-    setRunnerHooks(this, { bodyScopes: this.#bodyScopes, holdShutdown: (hold) => this.#holdShutdown(hold) });
+    setRunnerHooks(this, { bodyScopes: this.#bodyScopes, holdShutdown: (hold) => this.#shutdown.hold(hold) });
   }
 
   /**
@@ -129,7 +127,7 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     checkId('sessionId', sessionId);
     checkFunction('body', body);
     const { turnId: given, signal, signalReason, input } = checkRunOptions(options);
-    if (this.#shutdown !== undefined) throw new ShuttingDownError('TurnRunner.run: the runner is shutting down; it starts no turn');
+    if (this.#shutdown.begun) throw new ShuttingDownError('TurnRunner.run: the runner is shutting down; it starts no turn');
     if (this.#active.has(sessionId)) {
       throw new SessionBusyError(`TurnRunner.run: session ${JSON.stringify(sessionId)} already has a running turn; stop it first`, sessionId);
     }
@@ -271,10 +269,8 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
    * process.once('SIGTERM', async () => { await runner.shutdown(); await pool.close(); await ledger.close(); });
    */
   shutdown(options?: ShutdownOptions): Promise<StopReport[]> {
-    if (this.#shutdown !== undefined) return this.#shutdown;
-    const { deadlineMs, reason } = checkShutdownOptions(options);
-    this.#shutdown = this.#shutDown(deadlineMs, reason);
-    return this.#shutdown;
+    return this.#shutdown.begin(options, (reason) => [...this.#active.values()].filter((turn) => !turn.finishing)
+      .map((turn) => this.#beginStop(turn, this.graceMs, reason)));
   }
 
   /**
@@ -303,13 +299,6 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     callEach(this.rawListeners(event as TurnRunnerEventName) as Array<(payload: object) => unknown>, this, event, payload);
   }
 
-  /** `RunnerHooks.holdShutdown`: have `shutdown()` await `hold(reports)` after its stops. */
-  #holdShutdown(hold: (reports: readonly StopReport[]) => Promise<unknown>): () => void {
-    checkFunction('hold', hold);
-    this.#shutdownHolds.add(hold);
-    return () => { this.#shutdownHolds.delete(hold); };
-  }
-
   /** Where `turnId` is used: by a running turn, in the ledger, or `undefined` when nowhere. */
   #usedBy(turnId: string): 'running' | 'ledger' | undefined {
     if (this.#runningTurnIds.has(turnId)) return 'running';
@@ -321,15 +310,6 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
     if (used !== undefined) {
       throw new TurnIdUsedError(`TurnRunner.run: turn id ${JSON.stringify(turnId)} is already used ${used === 'running' ? 'by a running turn' : `in the ledger ${describeStore(this.ledger!)}`}; a turn id is used once`, turnId);
     }
-  }
-
-  async #shutDown(deadlineMs: number, reason: string): Promise<StopReport[]> {
-    const reports: StopReport[] = [];
-    const stops = [...this.#active.values()].filter((turn) => !turn.finishing)
-      .map((turn) => this.#beginStop(turn, this.graceMs, reason).then((report) => { reports.push(report); }));
-    const done = Promise.all(stops).then(() => Promise.allSettled([...this.#shutdownHolds].map((hold) => hold(reports))));
-    await waitAtMost(done, deadlineMs);
-    return [...reports];
   }
 
   /**
