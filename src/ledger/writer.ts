@@ -2,12 +2,12 @@
  * The one writer of a ledger file (ledger.ts, invariants 1, 3 and 4): the queue of rendered lines,
  * the background pump that writes them, and group commit of the `fdatasync`s that make them durable.
  *
- * Group commit: at most one sync is in flight. The flushes wait in a `FlushQueue`
- * (group-commit-core.ts) for the seq they were called at to be durable; a sync covers every line
- * written when it begins, and when it ends the next one starts if a flush still waits for a line
- * past it (one that came while it ran). So N flushes under way at once cost a number of syncs that
- * grows with how long they keep coming, not with N: a storm of 1,000 stops shares a handful of
- * syncs instead of issuing 2,000.
+ * Group commit: at most one sync is in flight and at most one is pending. The flushes wait in a
+ * `FlushQueue` (group-commit-core.ts) for the seq they were called at to be durable. A sync covers
+ * every line written when it begins; a flush that came while it ran and waits for a line past it
+ * rides the pending sync, which starts as that one ends and covers every line written by then. So
+ * N flushes under way at once cost a number of syncs that grows with how long they keep coming,
+ * not with N: a storm of 1,000 stops shares a handful of syncs instead of issuing 2,000.
  *
  * A stop waits for other sessions' work only as far as one file forces it to: its lines follow
  * every line appended before them, so its sync waits for the write in flight and covers it. That
