@@ -2,11 +2,12 @@
  * The one writer of a ledger file (ledger.ts, invariants 1, 3 and 4): the queue of rendered lines,
  * the background pump that writes them, and group commit of the `fdatasync`s that make them durable.
  *
- * Group commit: at most one sync is in flight and at most one is pending. A flush whose lines the
- * sync in flight already covers waits for it; any other joins the pending sync, which starts when
- * the one in flight ends and covers every line written by then. So N flushes under way at once cost
- * a number of syncs that grows with how long they keep coming, not with N: a storm of 1,000 stops
- * shares a handful of syncs instead of issuing 2,000.
+ * Group commit: at most one sync is in flight and at most one is pending. The flushes wait in a
+ * `FlushQueue` (group-commit-core.ts) for the seq they were called at to be durable. A sync covers
+ * every line written when it begins; a flush that came while it ran and waits for a line past it
+ * rides the pending sync, which starts as that one ends and covers every line written by then. So
+ * N flushes under way at once cost a number of syncs that grows with how long they keep coming,
+ * not with N: a storm of 1,000 stops shares a handful of syncs instead of issuing 2,000.
  *
  * A stop waits for other sessions' work only as far as one file forces it to: its lines follow
  * every line appended before them, so its sync waits for the write in flight and covers it. That
@@ -25,16 +26,11 @@ import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fdatasyncFd, isDiskFull, writeAll } from './file.js';
 import { ReleaseQueue, releaseSliced } from './release.js';
+import { FlushQueue } from './group-commit-core.js';
 import { isHighSurrogate } from '../base/head-tail.js';
 import { renderSafely } from '../base/render.js';
 import { LedgerTimeoutError } from '../errors.js';
 import { within } from '../base/within.js';
-
-/** A promise's settlers. */
-interface Waiter {
-  resolve: () => void;
-  reject: (error: unknown) => void;
-}
 
 /**
  * Seals the file `old` (synced) and opens the next segment: returns its handle. The writer hands
@@ -46,7 +42,9 @@ export type Rotate = (old: FileHandle) => Promise<FileHandle>;
 const WRITE_SLICE = 1024 * 1024;
 
 /** A queued line, its seq and turn, and the `append()` promise waiting for it. */
-interface PendingLine extends Waiter {
+interface PendingLine {
+  resolve: () => void;
+  reject: (error: unknown) => void;
   line: string;
   /** Set on the first line of a new segment: the file is rotated before it is written. */
   rotate?: Rotate | undefined;
@@ -55,13 +53,6 @@ interface PendingLine extends Waiter {
   /** A line of a turn being stopped: released ahead of the others (release.ts). */
   urgent: boolean;
   released: boolean;
-}
-
-/** A sync in flight: the seq it covers (every line queued before it began), its end, and the flushes it answers. */
-interface Sync {
-  covers: number;
-  done: Promise<void>;
-  waiters: Waiter[];
 }
 
 /** Writes and syncs one ledger file's lines in seq order; a failure breaks it for good. */
@@ -77,18 +68,16 @@ export class LedgerWriter {
   #writing = false;
   /** Settles when every line queued so far is written (and released) or failed; never rejects (ledger.ts, invariant 3). */
   #lastWrite: Promise<void> = Promise.resolve();
-  /** The highest seq appended (queued) so far. */
-  #queuedSeq: number;
   /** The highest seq whose line the OS has (`write` returned). */
   #writtenSeq: number;
   /** The highest seq an `fdatasync` has covered; -1 until the first, as lines found at open may not be on disk yet. */
   #durableSeq = -1;
   /** Settles when the `fdatasync` in flight (if any) ends; never rejects. */
   #inSync: Promise<void> = Promise.resolve();
-  /** The sync in flight, if any. */
-  #syncing: Sync | undefined;
-  /** The flushes waiting for the sync that starts when `#syncing` ends (the pending sync), if any. */
-  #pending: Waiter[] | undefined;
+  /** The end of the sync in flight (its waits for writes included); `undefined` when none is. */
+  #syncing: Promise<void> | undefined;
+  /** The flushes, waiting by seq for `#durableSeq` to reach them; its `last` is the highest seq appended (queued) so far. */
+  readonly #flushes: FlushQueue;
   /** Set while a starting sync waits for the pump's write in flight: that write's completion calls it. */
   #afterWrite: (() => void) | undefined;
   /** Written lines whose appends are not released yet (release.ts). */
@@ -105,7 +94,7 @@ export class LedgerWriter {
     this.#path = path;
     this.#timeoutMs = timeoutMs;
     this.#handle = handle;
-    this.#queuedSeq = seq;
+    this.#flushes = new FlushQueue(seq, releaseSliced);
     this.#writtenSeq = seq;
   }
 
@@ -123,7 +112,7 @@ export class LedgerWriter {
    * of a turn being stopped, released ahead of other sessions' lines (after its turn's earlier ones).
    */
   enqueue(line: string, seq: number, turnId: string, urgent: boolean, rotate?: Rotate): Promise<void> {
-    this.#queuedSeq = seq;
+    this.#flushes.admit(seq);
     const written = new Promise<void>((resolve, reject) => this.#queue.push({ line, seq, turnId, urgent, rotate, released: false, resolve, reject }));
     this.#lastWrite = written.then(noop, noop);
     if (!this.#pumping) void this.#pump();
@@ -138,14 +127,9 @@ export class LedgerWriter {
    */
   flush(): Promise<void> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
-    const target = this.#queuedSeq;
-    if (this.#durableSeq >= target) return Promise.resolve();
-    const synced = new Promise<void>((resolve, reject) => {
-      const waiter = { resolve, reject };
-      if (this.#syncing === undefined) this.#startSync([waiter]);
-      else if (this.#syncing.covers >= target) this.#syncing.waiters.push(waiter);
-      else (this.#pending ??= []).push(waiter);
-    });
+    if (this.#durableSeq >= this.#flushes.last) return Promise.resolve();
+    const synced = this.#flushes.wait(this.#durableSeq + 1);
+    if (this.#syncing === undefined) this.#startSync();
     return rejectLate(synced, this.#timeoutMs, () => new LedgerTimeoutError(`Ledger.flush: the disk holding "${this.#path}" did not confirm ` +
       `the sync within ${this.#timeoutMs} ms (timeoutMs); the sync goes on, and a later flush confirms it`));
   }
@@ -156,34 +140,33 @@ export class LedgerWriter {
    */
   async drain(timeoutMs = Infinity): Promise<boolean> {
     const drained = (async () => {
-      while (this.#syncing !== undefined) await this.#syncing.done.catch(noop);
+      while (this.#syncing !== undefined) await this.#syncing.catch(noop);
       return true;
     })();
     if (timeoutMs === Infinity) return drained;
     return within(drained, timeoutMs, () => false);
   }
 
+  /** Start a sync now (none is in flight) covering every line queued so far. */
+  #startSync(): void {
+    const done = this.#sync(this.#flushes.last);
+    this.#syncing = done;
+    done.then(() => this.#synced(undefined), (failure: unknown) => this.#synced(failure));
+  }
+
   /**
-   * Start a sync now (none is in flight) covering every line queued so far, for `waiters`. When it
-   * ends, the pending sync (if a flush joined one meanwhile) starts, in the same synchronous run;
-   * then the lines it covered and its waiters are released.
+   * A sync ended: the next one starts if a flush waits for a line it did not cover, in the same
+   * synchronous run; then the flushes it made durable are released (a failure rejects them all).
    */
-  #startSync(waiters: Waiter[]): void {
-    const sync: Sync = { covers: this.#queuedSeq, done: Promise.resolve(), waiters };
-    this.#syncing = sync;
-    sync.done = this.#sync(sync.covers);
-    const end = (failure: unknown) => {
-      if (this.#syncing === sync) this.#syncing = undefined;
-      const pending = this.#pending;
-      this.#pending = undefined;
-      if (pending !== undefined) this.#startSync(pending);
-      if (failure !== undefined) {
-        for (const waiter of sync.waiters) waiter.reject(failure);
-        return;
-      }
-      releaseSliced(sync.waiters);
-    };
-    sync.done.then(() => end(undefined), end);
+  #synced(failure: unknown): void {
+    this.#syncing = undefined;
+    if (failure !== undefined) {
+      this.#flushes.fail(-Infinity, failure);
+      this.#flushes.settle(Infinity);
+      return;
+    }
+    if (this.#flushes.target > this.#durableSeq) this.#startSync();
+    this.#flushes.settle(this.#durableSeq + 1);
   }
 
   /** Waits until every line up to `covers` is written, then syncs (covering whatever is written by then). */

@@ -19,14 +19,15 @@
  *    `late` (the ledger gives it to its turn's next append) and to the flushes waiting on it.
  * 6. A batch the server refuses as a whole for a reason a smaller one may not meet is sent again
  *    in halves (appender.ts `splittable`) while time is left: only the row that fails fails.
- * 7. A flush waits for the rows appended before it that are not settled yet, and rejects if one
- *    of them failed to commit, or was refused after its append resolved (a durable row's refusal
- *    — an ended turn, a used turn id — is its append's rejection, not the flush's). A flush of
- *    one turn waits for that turn's rows only (a stop's intent never waits for another
- *    session's big entry).
+ * 7. A flush waits for the rows appended before it that are not settled yet (the flushes are a
+ *    `FlushQueue`, group-commit-core.ts, by local seq), and rejects if one of them failed to
+ *    commit, or was refused after its append resolved (a durable row's refusal — an ended turn, a
+ *    used turn id — is its append's rejection, not the flush's). A flush of one turn waits for
+ *    that turn's rows only (a stop's intent never waits for another session's big entry).
  */
 
 import { LedgerTimeoutError } from '../../errors.js';
+import { FlushQueue } from '../group-commit-core.js';
 import { reported } from './pool.js';
 import { splittable, type Appender, type Row, type Verdict } from './appender.js';
 import { MAX_BATCH_ROWS } from './statements.js';
@@ -56,14 +57,6 @@ interface Pending {
   busy?: number;
 }
 
-/** A flush: resolves once every row up to `target` has settled; `error` is the first failure among them. */
-interface FlushWaiter {
-  target: number;
-  error: unknown;
-  resolve(): void;
-  reject(error: unknown): void;
-}
-
 type Fate = Verdict | { error: unknown };
 
 export class GroupCommit {
@@ -86,10 +79,8 @@ export class GroupCommit {
   /** The batch in flight in each lane; `undefined` when none is. */
   #main: Pending[] | undefined;
   #big: Pending[] | undefined;
-  /** The local seq of the last row added. */
-  #last = 0;
-  /** Flushes under way, by increasing target. */
-  #flushes: FlushWaiter[] = [];
+  /** Flushes under way, waiting by local seq (invariant 7). */
+  readonly #flushes = new FlushQueue(0);
   /** Fires at the oldest queued row's deadline, or after `BUSY_RETRY_MS` (invariants 2, 3). */
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Infinity;
@@ -107,7 +98,7 @@ export class GroupCommit {
 
   /** Queues `row`; resolves as invariant 5 says, rejects when it was refused or failed (a durable row) or expired unsent. */
   add(row: Row, durable: boolean): Promise<void> {
-    this.#last = row.localSeq;
+    this.#flushes.admit(row.localSeq);
     return new Promise<void>((resolve, reject) => {
       const pending: Pending = { row, deadline: performance.now() + this.#timeoutMs, durable, resolve, reject };
       const ofTurn = this.#byTurn.get(row.turnId);
@@ -124,9 +115,7 @@ export class GroupCommit {
 
   /** Resolves once every row added so far has settled; rejects with the first that failed (invariant 7). */
   flush(): Promise<void> {
-    const target = this.#last;
-    if (this.#lowest() > target) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => this.#flushes.push({ target, error: undefined, resolve, reject }));
+    return this.#flushes.wait(this.#lowest());
   }
 
   /** Resolves once every row of `turnId` added so far has settled; rejects with the first that failed (invariant 7). */
@@ -295,7 +284,7 @@ export class GroupCommit {
     // A failure to commit is every later flush's; a durable row's refusal is its append's alone (invariant 7).
     const flushes = typeof fate !== 'string' || !pending.durable;
     this.#done(pending, flushes ? failure : undefined);
-    if (flushes) this.#markFlushes(pending.row.localSeq, failure);
+    if (flushes) this.#flushes.fail(pending.row.localSeq, failure);
     if (pending.durable) pending.reject(failure);
     else this.#late(pending.row, failure);
   }
@@ -319,7 +308,7 @@ export class GroupCommit {
       'the transactions ahead of it got no answer from the database; it was not written');
     for (const p of rows) {
       this.#done(p, error);
-      this.#markFlushes(p.row.localSeq, error);
+      this.#flushes.fail(p.row.localSeq, error);
       if (p.durable || !admitted) p.reject(error);
       else this.#late(p.row, error);
     }
@@ -338,11 +327,6 @@ export class GroupCommit {
     }, Math.max(0, at - performance.now()));
   }
 
-  /** Every flush waiting on a row from `localSeq` on fails with `error` (if none failed it before). */
-  #markFlushes(localSeq: number, error: unknown): void {
-    for (let i = this.#flushes.length - 1; i >= 0 && this.#flushes[i]!.target >= localSeq; i--) this.#flushes[i]!.error ??= error;
-  }
-
   /** The lowest local seq not settled yet; Infinity when all are. */
   #lowest(): number {
     return Math.min(this.#queue[0]?.row.localSeq ?? Infinity, this.#waiting[0]?.row.localSeq ?? Infinity,
@@ -351,12 +335,7 @@ export class GroupCommit {
 
   /** Settles the flushes whose rows have all settled. */
   #settleFlushes(): void {
-    const lowest = this.#lowest();
-    while (this.#flushes.length > 0 && this.#flushes[0]!.target < lowest) {
-      const waiter = this.#flushes.shift()!;
-      if (waiter.error === undefined) waiter.resolve();
-      else waiter.reject(waiter.error);
-    }
+    this.#flushes.settle(this.#lowest());
     if (!this.busy) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
