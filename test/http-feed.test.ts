@@ -1,11 +1,17 @@
 /**
  * The session feed's joins (src/http/session-feed.ts invariant 2): a stream that finishes
  * catching up just after the session wrote — when no stream was live to be woken — still gets
- * those entries, with no poll to rescue it (`pollMs: 0`, a store only this runner writes).
+ * those entries, with no poll to rescue it (`pollMs: 0`, a store only this runner writes). And its
+ * wakes (invariant 3): one that lands after a read's last look and before the read is marked done
+ * (a runner event in the microtasks between) is not lost — on Deno the live end of a turn went
+ * missing this way.
  */
 import { describe, expect, it } from 'vitest';
 import { TurnRegistry, TurnRunner, type LedgerFilter, type LedgerStore } from '../dist/src/index.js';
 import { eventStream, streamStats } from '../dist/src/http/index.js';
+import { Limiter, SessionFeed } from '../dist/src/http/session-feed.js';
+import type { LedgerEntry } from '../dist/src/index.js';
+import { eventually } from './support/leaks.js';
 import { openLedger, useLedgerScratch } from './support/ledger-scratch.js';
 import { SseReader } from './support/http.js';
 
@@ -69,5 +75,34 @@ describe('live-only events', () => {
     await reader.until((e) => e.some((x) => x.event === 'status' && x.data.status === 'completed'), 5000, 'the end');
     cut.abort();
     expect(streamStats(runner)).toMatchObject({ streams: 0, feeds: 0, timers: 0 });
+  });
+});
+
+describe('a feed\'s wakes', () => {
+  it('a wake in the microtasks right after a read ends reads again: the entry it announced reaches the client', async () => {
+    const entries: LedgerEntry[] = [{ seq: 1, at: 1, sessionId: 's', turnId: 't', type: 'turn_started' } as LedgerEntry];
+    const store = {
+      entries: async ({ afterSeq = 0 }: { afterSeq?: number }) => entries.filter((e) => e.seq > afterSeq),
+    };
+    const got: number[] = [];
+    let feed!: SessionFeed;
+    const client = {
+      cursor: 0,
+      entry(entry: LedgerEntry) {
+        got.push(entry.seq);
+        if (entry.seq === 1) {
+          // Written now; its wake comes a microtask later, as a runner's event can.
+          entries.push({ seq: 2, at: 2, sessionId: 's', turnId: 't', type: 'status', status: 'completed' } as LedgerEntry);
+          queueMicrotask(() => feed.wake());
+        }
+      },
+      live() {},
+    };
+    feed = new SessionFeed(store as never, 's', 0, new Limiter(1));
+    feed.clients.add(client);
+    expect(feed.goLive(client)).toBe(true);
+    await eventually(() => got.length === 2, 2000, 'the second entry');
+    expect(got).toEqual([1, 2]);
+    feed.close();
   });
 });

@@ -11,9 +11,10 @@
  * 2. A client joins the live set only when it already has every entry up to `#cursor`
  *    (`goLive`: its own cursor is not behind); otherwise it reads the store again itself. So a
  *    joining client misses nothing, and what it gets twice it skips by `seq` (its own cursor).
- * 3. One read at a time: a wake during a read makes the read go round once more (never lost,
- *    never two reads racing to move the cursor). A store that pages by `afterSeq` in commit order
- *    (the `LedgerStore` promise 7; PgLedger's `seq` is commit order) then skips nothing.
+ * 3. One read at a time: a wake during a read makes the read go round once more, or a new read
+ *    start as the read ends (never lost, never two reads racing to move the cursor). A store that
+ *    pages by `afterSeq` in commit order (the `LedgerStore` promise 7; PgLedger's `seq` is commit
+ *    order) then skips nothing.
  * 4. With no live client the cursor is forgotten (`undefined`) and nothing is read or polled.
  */
 
@@ -109,6 +110,8 @@ export class SessionFeed {
     }
     this.#reading = this.#readLoop().finally(() => {
       this.#reading = undefined;
+      // A wake after the loop's last look and before this (a runner event in the microtasks between) goes round now.
+      if (this.#again) this.wake();
       this.#schedule();
     });
   }

@@ -74,13 +74,8 @@ const EVENTS = ['turn_started', 'tool_call', 'tool_progress', 'tool_output', 'sa
 const listeners = () => EVENTS.reduce((n, e) => n + runner.listenerCount(e), 0);
 const server = await listen();
 
-// Deno 2.9: Deno.serve did not reliably carry eventStream's SSE here (on some runs neither the
-// history nor the live frames reached the client, and a client going away was never seen), so the
-// stream checks are Node's and Bun's; docs/http.md says so. The Stop is checked on every runtime.
-const streams = globalThis.Deno === undefined;
-const checkStreams = streams ? check : () => {};
 
-checkStreams('http: a stream sends the history after Last-Event-ID, then live entries; the client\'s going away releases it', async () => {
+check('http: a stream sends the history after Last-Event-ID, then live entries; the client\'s going away releases it', async () => {
   await runner.run('s1', async (turn) => { await turn.say('one'); });
   const cut = new AbortController();
   const events = follow(await fetch(`${server.url}/events/s1`, { headers: { 'last-event-id': '1' }, signal: cut.signal }));
@@ -94,7 +89,7 @@ checkStreams('http: a stream sends the history after Last-Event-ID, then live en
   assert.equal(listeners(), 0);
 });
 
-checkStreams('http: a turn tied to its request is stopped with cancel.disconnect when the client goes away', async () => {
+check('http: a turn tied to its request is stopped with cancel.disconnect when the client goes away', async () => {
   const cut = new AbortController();
   const events = follow(await fetch(`${server.url}/turns/s2`, { method: 'POST', signal: cut.signal }));
   await eventually(() => events.some((e) => e.event === 'say'), LIVENESS_MS, 'the turn to run');
