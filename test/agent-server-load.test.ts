@@ -17,7 +17,7 @@ const SILENT = fileURLToPath(new URL('./fixtures/agent-server/silent-streams.mjs
 const FD_LIMIT = 4096;
 const MB = 1024 * 1024;
 /** Turn+stop cycles of the first spec. */
-const CYCLES = 250;
+const CYCLES = 1000;
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 afterEach(async () => {
