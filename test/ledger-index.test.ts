@@ -74,8 +74,8 @@ describe('entries({ sessionId }) through the index', () => {
     const last = all.at(-1)!.seq;
     const { result, lines } = await linesParsedDuring(() => ledger.entries({ sessionId: 'long', afterSeq: last - 3 }));
     expect(result).toEqual(all.slice(-3));
-    // At most the lines of one mark's span (1 MiB: ~500 of these lines) before them, not all 4,000.
-    expect(lines.length).toBeLessThan(1200);
+    // At most the lines of one mark's span (64 KiB: ~32 of these lines) before them, not all 4,000.
+    expect(lines.length).toBeLessThan(100);
     // Every afterSeq still gives exactly the lines after it.
     for (const after of [0, 1, 700, 1999, 2000, 3333, last - 1, last]) {
       expect(await ledger.entries({ sessionId: 'long', afterSeq: after })).toEqual(all.filter((e) => e.seq > after));

@@ -16,13 +16,14 @@ import { PAGE_ENTRIES, type FeedClient, type SessionFeed } from './session-feed.
 /** Bytes the body's own queue asks for before the runtime reads it (the pull-side batch). */
 const HIGH_WATER_BYTES = 64 * 1024;
 
-
 /** See the file comment. */
 export class StreamClient implements FeedClient {
   cursor: number;
   #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   #live = false;
   #closed = false;
+  /** The mean frame size of the last page read, to read about as many entries as fit the room. */
+  #frameBytes = 256;
   readonly #signal: AbortSignal;
   readonly #onAbort = () => this.close();
 
@@ -74,23 +75,36 @@ export class StreamClient implements FeedClient {
     }
   }
 
-  /** Reads the store after `cursor` a page per pull; once it has all, joins the feed. */
+  /**
+   * Reads the store after `cursor` a page per pull; once it has all, joins the feed. A page is
+   * about what fits the client's room (entries counted by their recent size), and what is past the
+   * room is left for the next pull: a stalled client holds about `HIGH_WATER_BYTES`, however big
+   * the session's entries (500 entries of 24 KB a page held 12 MB a client).
+   */
   async #catchUp(): Promise<void> {
     while (!this.#live && !this.#closed) {
+      const limit = Math.max(1, Math.min(PAGE_ENTRIES, Math.floor(HIGH_WATER_BYTES / this.#frameBytes)));
       let page: LedgerEntry[];
       try {
-        page = await this.feed.store.entries({ sessionId: this.feed.sessionId, afterSeq: this.cursor, limit: PAGE_ENTRIES });
+        page = await this.feed.store.entries({ sessionId: this.feed.sessionId, afterSeq: this.cursor, limit });
       } catch (cause) {
         this.close(new Error(`eventStream: the store could not be read (${cause instanceof Error ? cause.message : String(cause)})`, { cause }));
         return;
       }
       if (this.#closed) return;
+      let bytes = 0;
+      let sent = 0;
       for (const entry of page) {
         if (entry.seq <= this.cursor) continue;
+        const frame = entryFrame(entry);
+        bytes += frame.byteLength;
+        sent++;
         this.cursor = entry.seq;
-        this.#controller!.enqueue(entryFrame(entry)); // pulled: within the client's room, never dropped
+        this.#controller!.enqueue(frame); // pulled: within the client's room, never dropped
+        if ((this.#controller!.desiredSize ?? 0) <= 0) break; // the room is full: the rest at the next pull
       }
-      if (page.length === PAGE_ENTRIES) return; // more: the next pull, once the client has room
+      if (sent > 0) this.#frameBytes = Math.max(1, bytes / sent);
+      if (page.length === limit || this.cursor < (page.at(-1)?.seq ?? 0)) return; // more: the next pull
       this.#live = this.feed.goLive(this); // else the feed is ahead: read again
     }
   }

@@ -19,12 +19,12 @@ const READ_GAP = 16 * 1024;
 const READ_SPAN = 1024 * 1024;
 
 /** A seq mark is kept at the first line this many bytes past the previous mark. */
-const MARK_BYTES = 1024 * 1024;
+const MARK_BYTES = 64 * 1024;
 
 /**
  * Byte ranges of every session's lines, and a seq mark every `MARK_BYTES` of the whole ledger
  * (where the line of a seq starts), so a page after `afterSeq` skips the ranges before it unread:
- * a client that follows a long session reads what is new, not the session again (16 bytes a MiB).
+ * a client that follows a long session reads what is new, not the session again (256 bytes a MiB of ledger).
  */
 export class SessionIndex {
   readonly #sessions = new Map<string, SessionRanges>();
