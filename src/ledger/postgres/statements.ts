@@ -9,10 +9,12 @@
  *   transaction whose first answer was lost writes nothing twice.
  * - `turns`: one row a turn: its session, the instance that started it (`owner`), the `seq` of its
  *   last entry, whether a stop's intent was recorded, and its end (`end_seq`, `status`).
- * - `meta`: the schema's `version` and `seq_offset` (migrations.ts).
+ * - `meta`: the schema's `version` and `seq_offset` (migrations.ts); `append_entries` carries the
+ *   offset as a constant, written in at upgrade (it never changes once recorded).
  *
- * `append_entries` is the one decision that writes: a single statement (one round trip, so no
- * lock is ever held while the database waits on a client). Its invariants:
+ * `append_entries` (its SQL: append-entries.ts) is the one decision that writes: a single
+ * statement (one round trip, so no lock is ever held while the database waits on a client). Its
+ * invariants:
  * 1. No wait on another session. It first tries the advisory lock of each distinct session of the
  *    batch (a 64-bit key a session), in key order, before anything gives the transaction an xid;
  *    a session whose lock another transaction holds is `busy`: none of its rows is written, the
