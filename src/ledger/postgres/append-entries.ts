@@ -232,30 +232,35 @@ export function appendSetFunction(s: string): string {
         FROM input GROUP BY turn_id, session_id
       ), turn_first AS (
         SELECT turn_id, min(first) AS first FROM firsts GROUP BY turn_id
-      ), judged AS (
-        SELECT i.ord, i.session_id, CASE
+      ), groups AS MATERIALIZED (
+        -- What decides a turn's rows of one session, looked up once a group (not once a row).
+        SELECT f.turn_id, f.session_id, f.started, f.ended, f.first <> tf.first AS later, t.turn_id IS NOT NULL AS known,
+          t.session_id AS t_session, t.owner AS t_owner, t.end_seq AS t_end, l.turn_id IS NOT NULL AS locked
+        FROM firsts f JOIN turn_first tf ON tf.turn_id = f.turn_id
+          LEFT JOIN ${s}.turns t ON t.turn_id = f.turn_id
+          -- A join, not \`= ANY(locked)\`: a storm's thousand turns against its thousand locked.
+          LEFT JOIN (SELECT DISTINCT unnest(locked) AS turn_id) l ON l.turn_id = f.turn_id
+      )
+      SELECT array_agg(CASE
           WHEN NOT i.free THEN 'busy'
           WHEN p_resent AND EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.writer = p_writer AND e.local_seq = i.local_seq) THEN 'written'
-          WHEN t.turn_id IS NOT NULL AND t.session_id <> i.session_id THEN 'session'
+          WHEN g.known AND g.t_session <> i.session_id THEN 'session'
           -- A new turn is the session's of its first row; another session's rows are refused, and decide nothing.
-          WHEN t.turn_id IS NULL AND f.first <> tf.first THEN 'session'
-          WHEN t.turn_id IS NOT NULL AND l.turn_id IS NULL THEN 'busy'
-          WHEN t.turn_id IS NOT NULL AND t.owner <> p_owner AND p_expect_turn IS NULL THEN 'owner'
-          WHEN i.type = 'turn_started' AND (t.turn_id IS NOT NULL OR f.started < i.ord) THEN 'used'
-          WHEN t.end_seq IS NOT NULL OR f.ended < i.ord THEN 'ended'
-          WHEN t.turn_id IS NULL THEN 'new'
-          ELSE 'ok' END AS verdict
-        FROM input i JOIN firsts f ON f.turn_id = i.turn_id AND f.session_id = i.session_id
-          JOIN turn_first tf ON tf.turn_id = i.turn_id
-          LEFT JOIN ${s}.turns t ON t.turn_id = i.turn_id
-          -- A join, not \`= ANY(locked)\`: a storm's thousands of rows against its thousand turns.
-          LEFT JOIN (SELECT DISTINCT unnest(locked) AS turn_id) l ON l.turn_id = i.turn_id
-      ), waiting AS (
+          WHEN NOT g.known AND g.later THEN 'session'
+          WHEN g.known AND NOT g.locked THEN 'busy'
+          WHEN g.known AND g.t_owner <> p_owner AND p_expect_turn IS NULL THEN 'owner'
+          WHEN i.type = 'turn_started' AND (g.known OR g.started < i.ord) THEN 'used'
+          WHEN g.t_end IS NOT NULL OR g.ended < i.ord THEN 'ended'
+          WHEN NOT g.known THEN 'new'
+          ELSE 'ok' END ORDER BY i.ord) INTO verdicts
+      FROM input i JOIN groups g ON g.turn_id = i.turn_id AND g.session_id = i.session_id;
+      IF 'busy' = ANY(verdicts) THEN
         -- A session with a busy row writes none: its rows keep their order when sent again.
-        SELECT DISTINCT session_id FROM judged WHERE verdict = 'busy'
-      )
-      SELECT array_agg(CASE WHEN w.session_id IS NOT NULL THEN 'busy' ELSE j.verdict END ORDER BY j.ord) INTO verdicts
-      FROM judged j LEFT JOIN waiting w ON w.session_id = j.session_id;
+        SELECT array_agg(CASE WHEN w.session_id IS NOT NULL THEN 'busy' ELSE u.verdict END ORDER BY u.ord) INTO verdicts
+        FROM unnest(p_session, verdicts) WITH ORDINALITY AS u(session_id, verdict, ord)
+          LEFT JOIN (SELECT DISTINCT v.session_id FROM unnest(p_session, verdicts) AS v(session_id, verdict) WHERE v.verdict = 'busy') w
+          ON w.session_id = u.session_id;
+      END IF;
       IF 'new' = ANY(verdicts) THEN
         -- A new turn's row (its accepted rows are of one session, at most one of them an end); one another
         -- session inserted meanwhile is not ours (its rows: busy, judged again).
