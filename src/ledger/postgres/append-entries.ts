@@ -2,10 +2,11 @@
  * The SQL of `append_entries`, the one decision that writes (its invariants: statements.ts). Two
  * ways through it decide alike:
  * - a few rows (a stop's intent, its history, a turn's start): one statement locks and reads the
- *   rows' turns, the rows are judged in the function's own variables (no statement a row), and
- *   one statement writes the entries and moves the turns (one more inserts new turns);
- * - a storm's thousands: one statement judges and writes them as sets, with hash joins and
- *   aggregates (no window, no sort but the verdicts' order).
+ *   rows' turns, the rows are judged in the function's own variables (no statement a row), then
+ *   the turns move and the entries are written (a statement each, one more for new turns);
+ * - a storm's thousands (`append_set`): one statement judges them as sets, looking each turn up
+ *   once (hash joins and aggregates, no window), then the same writes as sets, from the arguments
+ *   and the verdicts (no body is carried through the judging).
  * Cheap on purpose: `seq_offset` is a literal (baked at upgrade: it never changes once recorded),
  * and the lock timeout, the session lock and the numbers are plain expressions (no executor).
  */
