@@ -96,7 +96,7 @@ describe('open', () => {
     const old = await b.entries();
     expect(old.map((e) => [e.seq, e.turnId, typeOf(e)])).toEqual([
       [1, 't-ended', 'turn_started'], [2, 't-ended', 'say'], [3, 't-ended', 'status:completed'], [4, 't-open', 'turn_started'], [5, 't-open', 'tool_call']]);
-    expect((await admin.query(`SELECT value FROM "${schema}".meta WHERE key = 'version'`)).rows[0].value).toBe('2');
+    expect((await admin.query(`SELECT value FROM "${schema}".meta WHERE key = 'version'`)).rows[0].value).toBe('3');
     await b.append({ sessionId: 's3', turnId: 't-new', type: 'turn_started' });
     expect((await b.entries({ turnId: 't-new' }))[0]!.seq).toBeGreaterThan(5);
     await expect(b.append({ sessionId: 's3', turnId: 't-ended', type: 'turn_started' })).rejects.toBeInstanceOf(TurnIdUsedError);
@@ -106,6 +106,55 @@ describe('open', () => {
     const repaired = await a.entries({ sessionId: 's2' });
     expect(repaired.map(typeOf)).toEqual(['turn_started', 'tool_call', 'tool_aborted', 'status:interrupted']);
     expect(repaired[2]!.seq).toBeGreaterThan(5);
+    await expect(a.append({ sessionId: 's1', turnId: 't-ended', type: 'status', status: 'failed', reason: 'x' })).rejects.toThrow(/has ended/);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('migrates a schema of version 2 in place: its entries and seqs kept, its seq_offset kept for new seqs, used turn ids and owners kept', async () => {
+    const schema = pg.schema();
+    const v2 = JSON.parse(readFileSync(new URL('./fixtures/pg-schema-v2.json', import.meta.url), 'utf8')) as { migration: string[]; recordVersion: string; append: string };
+    const admin = pg.pool(PG.port, { max: 1 });
+    const sql = (text: string) => text.replaceAll('SCHEMA_V2', schema);
+    for (const statement of v2.migration) await admin.query(sql(statement));
+    // An offset a recomputation would not give (it would be 0 here): new seqs must still be (xid << 12) + 1000 + i.
+    const OFFSET = 1000;
+    await admin.query(sql(v2.recordVersion), [OFFSET]);
+    const rows: [string, string, string, string | null, object][] = [
+      ['s1', 't-ended', 'turn_started', null, {}], ['s1', 't-ended', 'say', null, { text: 'old' }], ['s1', 't-ended', 'status', 'completed', { status: 'completed' }],
+      ['s2', 't-open', 'turn_started', null, {}], ['s2', 't-open', 'tool_call', null, { callId: 'c', name: 'n', args: {} }],
+    ];
+    let local = 0;
+    for (const [sessionId, turnId, type, status, extra] of rows) {
+      const at = Date.now();
+      const body = JSON.stringify({ at, sessionId, turnId, type, ...extra });
+      const { rows: [{ verdicts }] } = await admin.query(sql(v2.append), ['A', 'w1', [++local], [sessionId], [turnId], [type], [status], [at], body, null, null, 5000, false]);
+      expect(verdicts).toEqual(['ok']);
+    }
+    const before = (await admin.query(`SELECT seq::text AS seq, turn_id FROM "${schema}".entries ORDER BY seq`)).rows.map((r) => [Number(r.seq), r.turn_id]);
+    const b = await open(schema, 'B');
+    expect((await b.entries()).map((e) => [e.seq, e.turnId])).toEqual(before);
+    expect((await b.entries()).map(typeOf)).toEqual(['turn_started', 'say', 'status:completed', 'turn_started', 'tool_call']);
+    const meta = (await admin.query(`SELECT key, value::text AS value FROM "${schema}".meta ORDER BY key`)).rows;
+    expect(meta).toEqual([{ key: 'seq_offset', value: String(OFFSET) }, { key: 'version', value: '3' }]);
+    // One row alone in its transaction is its batch's first: (xid << 12) + offset + 1.
+    await b.append({ sessionId: 's3', turnId: 't-new', type: 'turn_started' });
+    const [started] = await b.entries({ turnId: 't-new' });
+    expect(started!.seq).toBeGreaterThan(before.at(-1)![0] as number);
+    expect(started!.seq % 4096).toBe(OFFSET + 1);
+    // A batch past the row-by-row size goes the set way: numbered from the same offset, in order.
+    const says = Array.from({ length: 40 }, (_, i) => b.append({ sessionId: 's3', turnId: 't-new', type: 'say', text: `say ${i}` }));
+    await Promise.all(says);
+    await b.flush();
+    const written = (await b.entries({ turnId: 't-new' })).slice(1);
+    expect(written.map((e) => (e as { text: string }).text)).toEqual(Array.from({ length: 40 }, (_, i) => `say ${i}`));
+    for (const e of written) expect(e.seq % 4096).toBeGreaterThan(OFFSET);
+    await expect(b.append({ sessionId: 's3', turnId: 't-ended', type: 'turn_started' })).rejects.toBeInstanceOf(TurnIdUsedError);
+    await expect(b.append({ sessionId: 's2', turnId: 't-open', type: 'status', status: 'failed', reason: 'x' })).rejects.toThrow(/another instance/);
+    // A restarts under its name: its open turn of version 2 is closed, after its old entries.
+    const a = await open(schema, 'A');
+    const repaired = await a.entries({ sessionId: 's2' });
+    expect(repaired.map(typeOf)).toEqual(['turn_started', 'tool_call', 'tool_aborted', 'status:interrupted']);
+    expect(repaired[2]!.seq).toBeGreaterThan(before.at(-1)![0] as number);
     await expect(a.append({ sessionId: 's1', turnId: 't-ended', type: 'status', status: 'failed', reason: 'x' })).rejects.toThrow(/has ended/);
     await Promise.all([a.close(), b.close()]);
   });

@@ -9,12 +9,15 @@
  * 3. It never waits on a lock while instances append: every lock wait of the transaction ends at
  *    `lock_timeout` (the time left, at most `MIGRATION_LOCK_MS`), and the tables and indexes are
  *    created only on a schema without `entries` (a `CREATE INDEX IF NOT EXISTS` on a table in use
- *    would queue every append behind it). A schema of the first release (no `meta`) gets `meta`
- *    and the new function only; its `seq_offset` keeps every new `seq` above its highest one.
+ *    would queue every append behind it). An older schema gets `meta` and the new functions only:
+ *    one of the first release (no `meta`) a `seq_offset` that keeps every new `seq` above its
+ *    highest one, one of version 2 keeps its recorded `seq_offset` (baked into the function).
  */
 
 import { withClient, type PgPool } from './pool.js';
-import { SCHEMA_VERSION, SEQ_SHIFT, type Statements } from './statements.js';
+import { SCHEMA_VERSION, type Statements } from './statements.js';
+
+type Query = (text: string, values?: unknown[]) => Promise<any[]>;
 
 /** The longest a migration waits for one lock, in ms (then `open` fails naming it, and can be retried). */
 export const MIGRATION_LOCK_MS = 2000;
@@ -28,14 +31,13 @@ export async function migrate(pool: PgPool, statements: Statements, timeoutMs: n
       const lockMs = Math.max(1, Math.min(MIGRATION_LOCK_MS, Math.floor((deadline - performance.now()) * 0.8)));
       await query(`SET LOCAL lock_timeout = ${lockMs}`);
       await query(statements.migrationLock, [`fullstop.migrate:${statements.schema}`]);
-      if (await currentVersion(query, statements) < SCHEMA_VERSION) {
+      const version = await currentVersion(query, statements);
+      if (version < SCHEMA_VERSION) {
         const [{ present }] = await query(statements.hasTables);
         if (!present) for (const statement of statements.tables) await query(statement);
-        for (const statement of statements.upgrade) await query(statement);
-        // Above every seq a first-release schema holds: new ones are (xid << SEQ_SHIFT) + offset + i, xid above this one's.
-        const [{ offset }] = await query(`SELECT greatest(0, coalesce(max(seq), 0) + 1 - (pg_current_xact_id()::text::bigint << ${SEQ_SHIFT}))::text AS offset
-          FROM ${statements.schema}.entries`);
-        await query(statements.recordVersion, [offset]);
+        const offset = await seqOffset(query, statements, version);
+        for (const statement of statements.upgrade(offset)) await query(statement);
+        await query(statements.recordVersion, [String(offset)]);
       }
       await query('COMMIT');
     } catch (error) {
@@ -46,8 +48,18 @@ export async function migrate(pool: PgPool, statements: Statements, timeoutMs: n
   });
 }
 
+/**
+ * The schema's `seq_offset`: the recorded one from version 2 on (kept: readers' safe horizon and
+ * every seq written rest on it), else one above every seq it holds (none, or a first-release schema).
+ */
+async function seqOffset(query: Query, statements: Statements, version: number): Promise<bigint> {
+  const recorded = version >= 2 ? await query(statements.recordedOffset) : [];
+  const [{ offset }] = recorded.length > 0 ? recorded : await query(statements.newOffset);
+  return BigInt(offset);
+}
+
 /** The schema's recorded version; 0 for none (no schema, or one of the first release: no `meta`). */
-async function currentVersion(query: (text: string, values?: unknown[]) => Promise<any[]>, statements: Statements): Promise<number> {
+async function currentVersion(query: Query, statements: Statements): Promise<number> {
   const [{ present }] = await query(`SELECT to_regclass('${statements.schema}.meta') IS NOT NULL AS present`);
   if (!present) return 0;
   const rows = await query(statements.version);

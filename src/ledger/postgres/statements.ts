@@ -9,10 +9,12 @@
  *   transaction whose first answer was lost writes nothing twice.
  * - `turns`: one row a turn: its session, the instance that started it (`owner`), the `seq` of its
  *   last entry, whether a stop's intent was recorded, and its end (`end_seq`, `status`).
- * - `meta`: the schema's `version` and `seq_offset` (migrations.ts).
+ * - `meta`: the schema's `version` and `seq_offset` (migrations.ts); `append_entries` carries the
+ *   offset as a constant, written in at upgrade (it never changes once recorded).
  *
- * `append_entries` is the one decision that writes: a single statement (one round trip, so no
- * lock is ever held while the database waits on a client). Its invariants:
+ * `append_entries` (its SQL: append-entries.ts) is the one decision that writes: a single
+ * statement (one round trip, so no lock is ever held while the database waits on a client). Its
+ * invariants:
  * 1. No wait on another session. It first tries the advisory lock of each distinct session of the
  *    batch (a 64-bit key a session), in key order, before anything gives the transaction an xid;
  *    a session whose lock another transaction holds is `busy`: none of its rows is written, the
@@ -34,17 +36,12 @@
  *    caller says when a row may have been written by an attempt whose answer was lost): each is `ok`.
  */
 
-import { TERMINAL_STATUSES } from '../../constants.js';
 import { describe } from '../../errors.js';
+import { appendEntriesFunction, appendSetFunction, SEQ_SHIFT } from './append-entries.js';
 
-/** `seq`'s low bits: a row's place in its batch (invariant 2). */
-export const SEQ_SHIFT = 12;
-/** The most rows one call of `append_entries` takes (below 2^SEQ_SHIFT). */
-export const MAX_BATCH_ROWS = 4000;
-/** Batches up to this many rows are written row by row, larger ones as one set (both decide alike). */
-const SMALL_BATCH = 16;
-/** The schema version this release writes (`meta.version`). */
-export const SCHEMA_VERSION = 2;
+export { MAX_BATCH_ROWS, SEQ_SHIFT } from './append-entries.js';
+/** The schema version this release writes (`meta.version`): 3 bakes `seq_offset` into `append_entries`. */
+export const SCHEMA_VERSION = 3;
 
 /** A schema name `PgLedger` accepts: an unquoted-style identifier, at most 63 bytes (Postgres' limit). */
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -73,8 +70,16 @@ export interface Statements {
   readonly schema: string;
   /** The tables and indexes, statement by statement (each idempotent): run only on a schema without `entries`. */
   readonly tables: readonly string[];
-  /** `meta` and the function, statement by statement: run when the recorded version is below `SCHEMA_VERSION`. */
-  readonly upgrade: readonly string[];
+  /**
+   * `meta` and the functions, statement by statement, numbering with `seqOffset` (the schema's
+   * `seq_offset`: `recordedOffset`'s, or `newOffset`'s for a schema that has none): run when the
+   * recorded version is below `SCHEMA_VERSION`.
+   */
+  upgrade(seqOffset: bigint): readonly string[];
+  /** The `seq_offset` recorded in `meta` (no row: a schema of the first release); needs `meta`. */
+  readonly recordedOffset: string;
+  /** The `seq_offset` of a schema that has none: above every seq it holds (`offset`, text). */
+  readonly newOffset: string;
   /** `$1`: the schema's `seq_offset` for a schema written before (its highest seq); sets `meta`. */
   readonly recordVersion: string;
   /** The recorded version (fails when `meta` is missing: a schema of the first release, or none). */
@@ -105,7 +110,6 @@ export interface Statements {
 /** The statements of `schemaName` (already checked by `checkSchemaName`). */
 export function statementsFor(schemaName: string): Statements {
   const s = `"${schemaName}"`;
-  const terminal = `ARRAY[${TERMINAL_STATUSES.map((t) => `'${t}'`).join(', ')}]`;
   const tables = [
     `CREATE SCHEMA IF NOT EXISTS ${s}`,
     `CREATE TABLE IF NOT EXISTS ${s}.entries (
@@ -132,166 +136,12 @@ export function statementsFor(schemaName: string): Statements {
     )`,
     `CREATE INDEX IF NOT EXISTS turns_open_by_owner ON ${s}.turns (owner) WHERE end_seq IS NULL`,
   ];
-  // The session lock's key: the schema and the session, hashed to 64 bits (a collision only makes two sessions take turns).
-  const sessionKey = (expr: string) => `hashtextextended('${schemaName}:' || ${expr}, 0)`;
-  const upgrade = [
+  const upgrade = (seqOffset: bigint) => [
     `CREATE TABLE IF NOT EXISTS ${s}.meta (key text PRIMARY KEY, value bigint NOT NULL)`,
     // The first release's function (11 arguments) goes: an instance still running it fails loudly instead of numbering apart.
     `DROP FUNCTION IF EXISTS ${s}.append_entries(text, text, bigint[], text[], text[], text[], text[], bigint[], text[], text, bigint)`,
-    `CREATE OR REPLACE FUNCTION ${s}.append_entries(
-      p_owner text, p_writer text, p_local bigint[], p_session text[], p_turn text[], p_type text[],
-      p_status text[], p_at bigint[], p_body text[], p_expect_turn text, p_expect_last bigint, p_lock_ms integer, p_resent boolean)
-    RETURNS text[] LANGUAGE plpgsql AS $fn$
-    DECLARE
-      verdicts text[];
-      busy text[] := '{}';
-      locked text[];
-      sess text;
-      k bigint;
-      base bigint;
-      turn record;
-      mine text[] := '{}';
-      terminal boolean;
-    BEGIN
-      IF cardinality(p_local) > ${MAX_BATCH_ROWS} THEN
-        RAISE EXCEPTION 'append_entries: % rows, at most ${MAX_BATCH_ROWS} a call', cardinality(p_local) USING ERRCODE = '54000';
-      END IF;
-      -- 1. Every lock wait of this transaction ends before the client gives up.
-      PERFORM set_config('lock_timeout', greatest(p_lock_ms, 1)::text, true);
-      -- 1. The sessions' locks, in key order, before the transaction has an xid; one held elsewhere: busy.
-      FOR sess, k IN SELECT d.s, ${sessionKey('d.s')} FROM (SELECT DISTINCT unnest(p_session) AS s) d ORDER BY 2 LOOP
-        IF NOT pg_try_advisory_xact_lock(k) THEN busy := busy || sess; END IF;
-      END LOOP;
-      IF cardinality(busy) > 0 AND p_expect_turn IS NOT NULL THEN
-        RETURN array_fill('busy'::text, ARRAY[cardinality(p_local)]);
-      END IF;
-      IF p_expect_turn IS NOT NULL
-        AND NOT EXISTS (SELECT 1 FROM ${s}.entries WHERE writer = p_writer AND local_seq = p_local[1])
-        AND NOT EXISTS (SELECT 1 FROM ${s}.turns
-                        WHERE turn_id = p_expect_turn AND end_seq IS NULL AND last_seq = p_expect_last) THEN
-        RETURN array_fill('stale'::text, ARRAY[cardinality(p_local)]);
-      END IF;
-      -- 2. The numbers: this transaction's xid (assigned here, after the session locks).
-      base := (pg_current_xact_id()::text::bigint << ${SEQ_SHIFT}) + coalesce((SELECT value FROM ${s}.meta WHERE key = 'seq_offset'), 0);
-      IF base >= (1::bigint << 53) - (1::bigint << ${SEQ_SHIFT}) THEN
-        RAISE EXCEPTION 'append_entries: seq past 2^53 (xid %)', pg_current_xact_id() USING ERRCODE = '54000';
-      END IF;
-      -- 1. The rows' own turns, locked; one someone else holds makes its session busy.
-      SELECT coalesce(array_agg(x.turn_id), '{}') INTO locked FROM (
-        SELECT t.turn_id FROM ${s}.turns t
-        WHERE (t.turn_id, t.session_id) IN (SELECT u.t, u.s FROM unnest(p_turn, p_session) AS u(t, s) WHERE NOT (u.s = ANY(busy)))
-        FOR NO KEY UPDATE SKIP LOCKED) x;
-      IF cardinality(p_local) <= ${SMALL_BATCH} THEN
-        -- 3. A few rows (a stop's intent, its history): row by row costs less than the set below,
-        -- and decides alike. A session with a turn held elsewhere waits whole.
-        FOR i IN 1..cardinality(p_local) LOOP
-          IF NOT (p_session[i] = ANY(busy)) AND EXISTS (SELECT 1 FROM ${s}.turns
-              WHERE turn_id = p_turn[i] AND session_id = p_session[i] AND NOT (turn_id = ANY(locked))) THEN
-            busy := busy || p_session[i];
-          END IF;
-        END LOOP;
-        verdicts := '{}';
-        FOR i IN 1..cardinality(p_local) LOOP
-          IF p_session[i] = ANY(busy) THEN verdicts := verdicts || 'busy'::text; CONTINUE; END IF;
-          IF p_resent AND EXISTS (SELECT 1 FROM ${s}.entries WHERE writer = p_writer AND local_seq = p_local[i]) THEN
-            verdicts := verdicts || 'ok'::text;
-            CONTINUE;
-          END IF;
-          terminal := coalesce(p_status[i] = ANY(${terminal}), false);
-          SELECT * INTO turn FROM ${s}.turns WHERE turn_id = p_turn[i];
-          IF FOUND THEN
-            IF turn.session_id <> p_session[i] THEN verdicts := verdicts || 'session'::text; CONTINUE; END IF;
-            IF turn.owner <> p_owner AND p_expect_turn IS NULL AND NOT (turn.turn_id = ANY(mine)) THEN
-              verdicts := verdicts || 'owner'::text;
-              CONTINUE;
-            END IF;
-            IF p_type[i] = 'turn_started' THEN verdicts := verdicts || 'used'::text; CONTINUE; END IF;
-            IF turn.end_seq IS NOT NULL THEN verdicts := verdicts || 'ended'::text; CONTINUE; END IF;
-            UPDATE ${s}.turns SET
-              last_seq = base + i,
-              cancelling = cancelling OR coalesce(p_status[i] = 'cancelling', false),
-              end_seq = CASE WHEN terminal THEN base + i END,
-              status = CASE WHEN terminal THEN p_status[i] END
-            WHERE turn_id = p_turn[i];
-          ELSE
-            INSERT INTO ${s}.turns (turn_id, session_id, owner, last_seq, cancelling, end_seq, status)
-              VALUES (p_turn[i], p_session[i], p_owner, base + i, coalesce(p_status[i] = 'cancelling', false),
-                      CASE WHEN terminal THEN base + i END, CASE WHEN terminal THEN p_status[i] END)
-              ON CONFLICT (turn_id) DO NOTHING;
-            -- Another session's transaction inserted it meanwhile: judged again when sent again.
-            IF NOT FOUND THEN verdicts := verdicts || 'busy'::text; CONTINUE; END IF;
-            mine := mine || p_turn[i];
-          END IF;
-          INSERT INTO ${s}.entries (seq, session_id, turn_id, type, at, body, writer, local_seq)
-            VALUES (base + i, p_session[i], p_turn[i], p_type[i], p_at[i], p_body[i]::json, p_writer, p_local[i]);
-          verdicts := verdicts || 'ok'::text;
-        END LOOP;
-        RETURN verdicts;
-      END IF;
-      -- 3. Judge every row, number and write the accepted ones, record each turn's last entry and end.
-      WITH input AS (
-        SELECT u.*, NOT (u.session_id = ANY(busy)) AS free
-        FROM unnest(p_local, p_session, p_turn, p_type, p_status, p_at, p_body)
-          WITH ORDINALITY AS u(local_seq, session_id, turn_id, type, status, at, body, ord)
-      ), judged AS (
-        SELECT i.*, t.turn_id IS NOT NULL AS known, CASE
-          WHEN NOT i.free THEN 'busy'
-          WHEN p_resent AND EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.writer = p_writer AND e.local_seq = i.local_seq) THEN 'written'
-          WHEN t.turn_id IS NOT NULL AND t.session_id <> i.session_id THEN 'session'
-          WHEN t.turn_id IS NULL AND first_value(i.session_id) OVER turn_rows <> i.session_id THEN 'session'
-          WHEN t.turn_id IS NOT NULL AND l.turn_id IS NULL THEN 'busy'
-          WHEN t.turn_id IS NOT NULL AND t.owner <> p_owner AND p_expect_turn IS NULL THEN 'owner'
-          WHEN i.type = 'turn_started' AND (t.turn_id IS NOT NULL
-            OR count(*) FILTER (WHERE i.type = 'turn_started') OVER earlier > 0) THEN 'used'
-          WHEN t.end_seq IS NOT NULL
-            OR coalesce(bool_or(i.status = ANY(${terminal})) OVER earlier, false) THEN 'ended'
-          ELSE 'ok' END AS verdict
-        -- A join, not \`= ANY(locked)\`: a storm's thousands of rows against its thousand turns.
-        FROM input i LEFT JOIN ${s}.turns t ON t.turn_id = i.turn_id
-          LEFT JOIN (SELECT DISTINCT unnest(locked) AS turn_id) l ON l.turn_id = i.turn_id
-        -- Earlier rows of the turn in its own session (another session's are refused, and decide nothing).
-        WINDOW earlier AS (PARTITION BY i.turn_id, i.session_id ORDER BY i.ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
-               turn_rows AS (PARTITION BY i.turn_id ORDER BY i.ord)
-      ), held AS (
-        -- A session with a busy row writes none: its rows keep their order when sent again.
-        SELECT j.*, bool_or(j.verdict = 'busy') OVER (PARTITION BY j.session_id) AS wait FROM judged j
-      ), fresh AS (
-        -- A new turn's row; one another session inserted meanwhile is not ours (its rows: busy, judged again).
-        INSERT INTO ${s}.turns AS t (turn_id, session_id, owner, last_seq, cancelling, end_seq, status)
-        SELECT turn_id, (array_agg(session_id ORDER BY ord))[1], p_owner, base + max(ord),
-          coalesce(bool_or(status = 'cancelling'), false),
-          base + min(ord) FILTER (WHERE status = ANY(${terminal})),
-          (array_agg(status ORDER BY ord) FILTER (WHERE status = ANY(${terminal})))[1]
-        FROM held WHERE verdict = 'ok' AND NOT wait AND NOT known GROUP BY turn_id
-        ON CONFLICT (turn_id) DO NOTHING
-        RETURNING turn_id
-      ), fated AS (
-        SELECT h.*, CASE
-          WHEN h.wait THEN 'busy'
-          WHEN h.verdict = 'ok' AND NOT h.known AND NOT EXISTS (SELECT 1 FROM fresh f WHERE f.turn_id = h.turn_id) THEN 'busy'
-          ELSE h.verdict END AS fate
-        FROM held h
-      ), inserted AS (
-        INSERT INTO ${s}.entries (seq, session_id, turn_id, type, at, body, writer, local_seq)
-        SELECT base + ord, session_id, turn_id, type, at, body::json, p_writer, local_seq FROM fated WHERE fate = 'ok'
-      ), moved AS (
-        UPDATE ${s}.turns t SET
-          last_seq = a.last_seq,
-          cancelling = t.cancelling OR a.cancelling,
-          end_seq = coalesce(t.end_seq, a.end_seq),
-          status = coalesce(t.status, a.status)
-        FROM (
-          SELECT turn_id, base + max(ord) AS last_seq, coalesce(bool_or(status = 'cancelling'), false) AS cancelling,
-            base + min(ord) FILTER (WHERE status = ANY(${terminal})) AS end_seq,
-            (array_agg(status ORDER BY ord) FILTER (WHERE status = ANY(${terminal})))[1] AS status
-          FROM fated WHERE fate = 'ok' AND known GROUP BY turn_id
-        ) a
-        WHERE t.turn_id = a.turn_id
-      )
-      SELECT array_agg(CASE fate WHEN 'written' THEN 'ok' ELSE fate END ORDER BY ord) INTO verdicts FROM fated;
-      RETURN verdicts;
-    END
-    $fn$`,
+    appendSetFunction(s),
+    appendEntriesFunction(s, schemaName, seqOffset),
   ];
   const horizon = `(pg_snapshot_xmin(pg_current_snapshot())::text::bigint << ${SEQ_SHIFT}) + coalesce((SELECT value FROM ${s}.meta WHERE key = 'seq_offset'), 0)`;
   return {
@@ -301,6 +151,9 @@ export function statementsFor(schemaName: string): Statements {
     recordVersion: `INSERT INTO ${s}.meta (key, value) VALUES ('version', ${SCHEMA_VERSION}), ('seq_offset', $1::bigint)
       ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
     version: `SELECT value FROM ${s}.meta WHERE key = 'version'`,
+    recordedOffset: `SELECT value::text AS offset FROM ${s}.meta WHERE key = 'seq_offset'`,
+    // Above every seq a first-release schema holds: new ones are (xid << SEQ_SHIFT) + offset + i, xid above this one's.
+    newOffset: `SELECT greatest(0, coalesce(max(seq), 0) + 1 - (pg_current_xact_id()::text::bigint << ${SEQ_SHIFT}))::text AS offset FROM ${s}.entries`,
     hasTables: `SELECT to_regclass('${s}.entries') IS NOT NULL AS present`,
     migrationLock: 'SELECT pg_advisory_xact_lock(hashtext($1))',
     append: `SELECT ${s}.append_entries($1, $2, $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], string_to_array($9, chr(10)), $10, $11, $12, $13) AS verdicts`,
