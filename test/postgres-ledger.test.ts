@@ -42,12 +42,42 @@ describe('PgLedger.open', () => {
       // In a scene's schema: an option not refused would otherwise open the default one.
       [{ pool, schema: pg.schema(), closeWaitMs: '10' }, TypeError, /options\.closeWaitMs/],
       [{ pool, schema: pg.schema(), closeWaitMs: -1 }, RangeError, /options\.closeWaitMs/],
+      [{ pool, schema: pg.schema(), preparedStatements: 'yes' }, TypeError, /options\.preparedStatements/],
     ];
     for (const [options, type, message] of cases) {
       await expect(PgLedger.open(options as never)).rejects.toThrow(type);
       await expect(PgLedger.open(options as never)).rejects.toThrow(message);
     }
     expect(await pg.leftSchemas()).toEqual([]);
+  });
+
+  it('appends through a prepared statement (one a connection), or plain statements with preparedStatements: false', async () => {
+    const schema = pg.schema();
+    const pool = pg.pool(undefined, { max: 1 });
+    const prepared = await PgLedger.open({ pool, schema, instanceId: 'p' });
+    await prepared.append({ sessionId: 's', turnId: 't1', type: 'turn_started' });
+    await prepared.append({ sessionId: 's', turnId: 't1', type: 'status', status: 'completed' });
+    const named = async () => {
+      const client = await pool.connect();
+      try {
+        return (await client.query("SELECT name FROM pg_prepared_statements WHERE name LIKE 'fullstop_append_%'")).rows.length;
+      } finally {
+        client.release();
+      }
+    };
+    expect(await named()).toBe(1); // the pool's one connection prepared it once, for both appends
+    await prepared.close();
+    const plainPool = pg.pool(undefined, { max: 1 });
+    const plain = await PgLedger.open({ pool: plainPool, schema, instanceId: 'q', preparedStatements: false });
+    await plain.append({ sessionId: 's', turnId: 't2', type: 'turn_started' });
+    const client = await plainPool.connect();
+    try {
+      expect((await client.query("SELECT name FROM pg_prepared_statements WHERE name LIKE 'fullstop_append_%'")).rows).toEqual([]);
+    } finally {
+      client.release();
+    }
+    expect((await plain.entries({ sessionId: 's' })).map((e) => e.turnId)).toEqual(['t1', 't1', 't2']);
+    await plain.close();
   });
 
   it('creates its tables once when several instances open a fresh schema at once', async () => {

@@ -54,11 +54,14 @@ export class Appender {
   readonly #owner: string;
   readonly #writer: string;
   readonly #where: string;
+  /** The prepared statement's name, or `undefined` (options.preparedStatements false). */
+  readonly #name: string | undefined;
   /** Calls of `append_entries` sent (one transaction each), re-sends included. */
   transactions = 0;
 
-  constructor(pool: PgPool, statements: Statements, owner: string, writer: string, where: string) {
+  constructor(pool: PgPool, statements: Statements, owner: string, writer: string, where: string, prepared: boolean) {
     this.#pool = pool;
+    this.#name = prepared ? statements.appendName : undefined;
     this.#statements = statements;
     this.#owner = owner;
     this.#writer = writer;
@@ -89,7 +92,7 @@ export class Appender {
         const result = await withClient(this.#pool, this.#where, Math.ceil(left), async (query) => {
           this.transactions++;
           values[11] = serverBound(deadline - performance.now());
-          return query(this.#statements.append, values);
+          return query(this.#statements.append, values, this.#name);
         });
         return result[0].verdicts as Verdict[];
       } catch (error) {

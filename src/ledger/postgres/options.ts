@@ -53,6 +53,13 @@ export interface PgLedgerOptions {
    * await PgLedger.open({ pool, closeWaitMs: 30_000 }); // stops with a long grace still close whole
    */
   closeWaitMs?: number;
+  /**
+   * Send the append as a prepared statement (`pg` prepares it once a connection, then binds and
+   * runs it: about 0.1 ms less a transaction). Turn it off behind a pooler that does not keep
+   * prepared statements (PgBouncer in transaction mode before 1.21, or without `max_prepared_statements`).
+   * @default true
+   */
+  preparedStatements?: boolean;
 }
 
 /** The options with their defaults applied. */
@@ -63,6 +70,7 @@ export interface ResolvedOptions {
   timeoutMs: number;
   intentTimeoutMs: number;
   closeWaitMs: number;
+  preparedStatements: boolean;
 }
 
 const WHERE = 'PgLedger.open';
@@ -74,7 +82,7 @@ export function resolveOptions(options: unknown): ResolvedOptions {
   }
   const {
     pool, schema = DEFAULT_PG_SCHEMA, instanceId, timeoutMs = DEFAULT_PG_TIMEOUT_MS, intentTimeoutMs = DEFAULT_PG_INTENT_TIMEOUT_MS,
-    closeWaitMs = DEFAULT_LEDGER_CLOSE_WAIT_MS,
+    closeWaitMs = DEFAULT_LEDGER_CLOSE_WAIT_MS, preparedStatements = true,
   } = options as Record<string, unknown>;
   if (pool === null || typeof pool !== 'object' || typeof (pool as { connect?: unknown }).connect !== 'function') {
     throw new TypeError(`${WHERE}: options.pool: expected a pg.Pool (an object with connect()), got ${describe(pool)}`);
@@ -85,6 +93,7 @@ export function resolveOptions(options: unknown): ResolvedOptions {
   if (timeoutMs === 0) throw new RangeError(`${WHERE}: options.timeoutMs: expected more than 0 ms, got 0`);
   checkMs(`${WHERE}: options.intentTimeoutMs`, intentTimeoutMs);
   checkMs(`${WHERE}: options.closeWaitMs`, closeWaitMs);
+  if (typeof preparedStatements !== 'boolean') throw new TypeError(`${WHERE}: options.preparedStatements: expected a boolean, got ${describe(preparedStatements)}`);
   return {
     pool: pool as PgPool,
     schema,
@@ -92,5 +101,6 @@ export function resolveOptions(options: unknown): ResolvedOptions {
     timeoutMs: timeoutMs as number,
     intentTimeoutMs: intentTimeoutMs as number,
     closeWaitMs: closeWaitMs as number,
+    preparedStatements,
   };
 }

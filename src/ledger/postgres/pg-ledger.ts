@@ -114,7 +114,7 @@ export class PgLedger implements LedgerStore {
     this.closeWaitMs = options.closeWaitMs;
     this.#statements = statements;
     // A writer name new at every open: (writer, local_seq) names a row for re-sends (appender.ts).
-    this.#appender = new Appender(options.pool, statements, options.instanceId, randomUUID(), 'PgLedger.append');
+    this.#appender = new Appender(options.pool, statements, options.instanceId, randomUUID(), 'PgLedger.append', options.preparedStatements);
     this.#commits = new GroupCommit(this.#appender, options.timeoutMs, 'PgLedger.append', (row, verdict) => this.#refusal(row, verdict),
       (row, error) => { if (!this.#late.has(row.turnId)) this.#late.set(row.turnId, error instanceof Error ? error : new Error(String(error))); });
     const appender = this.#appender;

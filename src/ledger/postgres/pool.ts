@@ -11,6 +11,8 @@ import { within } from '../../base/within.js';
 
 /** One query as `pg` takes it (`query_timeout`: `pg`'s read timeout for this query, in ms). */
 export interface PgQuery {
+  /** A prepared statement's name: `pg` prepares it on each connection once, then only binds and runs it. */
+  name?: string;
   text: string;
   values?: unknown[];
   query_timeout?: number;
@@ -72,17 +74,17 @@ function fromServer(error: unknown): boolean {
  * destroying its socket). Rejects with a `PgCallError`.
  */
 export async function withClient<T>(pool: PgPool, where: string, timeoutMs: number,
-  use: (query: (text: string, values?: unknown[]) => Promise<any[]>) => Promise<T>): Promise<T> {
+  use: (query: (text: string, values?: unknown[], name?: string) => Promise<any[]>) => Promise<T>): Promise<T> {
   const deadline = performance.now() + timeoutMs;
   const client = await checkout(pool, where, timeoutMs);
   let broken: Error | undefined;
   // Unheard, an 'error' of a checked-out client (its connection reset) would be an uncaught exception.
   const onError = (error: Error) => { broken ??= error; };
   client.on('error', onError);
-  const query = async (text: string, values?: unknown[]): Promise<any[]> => {
+  const query = async (text: string, values?: unknown[], name?: string): Promise<any[]> => {
     const left = Math.max(1, Math.ceil(deadline - performance.now()));
     try {
-      return (await client.query({ text, values, query_timeout: left })).rows;
+      return (await client.query({ ...(name === undefined ? {} : { name }), text, values, query_timeout: left })).rows;
     } catch (error) {
       if (fromServer(error)) throw new PgCallError(`${where}: the database refused it: ${(error as Error).message}`, 'before', error);
       broken = error instanceof Error ? error : new Error(String(error));

@@ -36,6 +36,7 @@
  *    caller says when a row may have been written by an attempt whose answer was lost): each is `ok`.
  */
 
+import { createHash } from 'node:crypto';
 import { describe } from '../../errors.js';
 import { appendEntriesFunction, appendSetFunction, SEQ_SHIFT } from './append-entries.js';
 
@@ -94,6 +95,8 @@ export interface Statements {
    * into an array literal by the client.
    */
   readonly append: string;
+  /** The name `append` is prepared under (one a schema and release: a hash of its text). */
+  readonly appendName: string;
   /** `$1`: turn id → its `session_id`, `last_seq`, `end_seq`. */
   readonly turn: string;
   /** `$1`: owner → the turns it started that have no end. */
@@ -144,6 +147,7 @@ export function statementsFor(schemaName: string): Statements {
     appendEntriesFunction(s, schemaName, seqOffset),
   ];
   const horizon = `(pg_snapshot_xmin(pg_current_snapshot())::text::bigint << ${SEQ_SHIFT}) + coalesce((SELECT value FROM ${s}.meta WHERE key = 'seq_offset'), 0)`;
+  const append = `SELECT ${s}.append_entries($1, $2, $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], string_to_array($9, chr(10)), $10, $11, $12, $13) AS verdicts`;
   return {
     schema: s,
     tables,
@@ -156,7 +160,8 @@ export function statementsFor(schemaName: string): Statements {
     newOffset: `SELECT greatest(0, coalesce(max(seq), 0) + 1 - (pg_current_xact_id()::text::bigint << ${SEQ_SHIFT}))::text AS offset FROM ${s}.entries`,
     hasTables: `SELECT to_regclass('${s}.entries') IS NOT NULL AS present`,
     migrationLock: 'SELECT pg_advisory_xact_lock(hashtext($1))',
-    append: `SELECT ${s}.append_entries($1, $2, $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], string_to_array($9, chr(10)), $10, $11, $12, $13) AS verdicts`,
+    append,
+    appendName: `fullstop_append_${createHash('sha256').update(append).digest('hex').slice(0, 16)}`,
     turn: `SELECT session_id, last_seq, end_seq FROM ${s}.turns WHERE turn_id = $1`,
     openTurnsOf: `SELECT session_id, turn_id FROM ${s}.turns WHERE owner = $1 AND end_seq IS NULL ORDER BY last_seq`,
     turnEntries: `SELECT seq, body::text AS body FROM ${s}.entries WHERE turn_id = $1 ORDER BY seq`,
