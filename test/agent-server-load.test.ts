@@ -17,7 +17,7 @@ const SILENT = fileURLToPath(new URL('./fixtures/agent-server/silent-streams.mjs
 const FD_LIMIT = 4096;
 const MB = 1024 * 1024;
 /** Turn+stop cycles of the first spec. */
-const CYCLES = 250;
+const CYCLES = 1000;
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 afterEach(async () => {
@@ -89,7 +89,7 @@ async function stopThenTurn(server: ServerProcess, events: EventStream, sessionI
 }
 
 describe('agent server: clients that never read', () => {
-  // 250 cycles: 6 MB of turn_started entries in one session, three times a stream's 2 MiB bound.
+  // 1,000 cycles: 24 MB of turn_started entries in one session, twelve times a stream's 2 MiB bound.
   it(`10 streams that never read, through ${CYCLES} turn+stop cycles with 24 KB events (and 10 more replaying after): RSS grows < 200 MB`, async () => {
     const server = await startServer();
     // 4000 control characters: 24 KB of JSON in each turn_started event.

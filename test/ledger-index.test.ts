@@ -64,7 +64,7 @@ describe('entries({ sessionId }) through the index', () => {
     expect(oneLines.length).toBe(expected.length);
   });
 
-  it('a page after afterSeq of a long session parses the lines near its end, not the session again (a client following it)', async () => {
+  it('a page of a long session reads and parses the lines near it: after afterSeq, not the session again (a client following it); a first page, not the whole run', async () => {
     const ledger = await openLedger();
     // One session, 8 MB of says (no segments): a follower asks for what came after the last seq it has.
     const text = 'y'.repeat(2000);
@@ -76,6 +76,16 @@ describe('entries({ sessionId }) through the index', () => {
     expect(result).toEqual(all.slice(-3));
     // At most the lines of one mark's span (64 KiB: ~32 of these lines) before them, not all 4,000.
     expect(lines.length).toBeLessThan(100);
+    // A first page of three reads one slice of the session's 8 MB run of lines, not the run.
+    const read = vi.spyOn(await fileHandlePrototype(), 'read');
+    try {
+      expect(await ledger.entries({ sessionId: 'long', limit: 3 })).toEqual(all.slice(0, 3));
+      const bytes = read.mock.calls.reduce((n, call) => n + (typeof call[2] === 'number' ? call[2] : (call[0] as { length?: number })?.length ?? 0), 0);
+      expect(bytes).toBeGreaterThan(0);
+      expect(bytes).toBeLessThanOrEqual(1024 * 1024);
+    } finally {
+      read.mockRestore();
+    }
     // Every afterSeq still gives exactly the lines after it.
     for (const after of [0, 1, 700, 1999, 2000, 3333, last - 1, last]) {
       expect(await ledger.entries({ sessionId: 'long', afterSeq: after })).toEqual(all.filter((e) => e.seq > after));

@@ -140,6 +140,7 @@ export class AgentServer {
       sseClients: streams.streams,
       sseClientsDropped: streams.dropped,
       streamReadFailures: streams.readFailures,
+      memory: process.memoryUsage(),
       ...(this.#options.fleet === undefined ? {} : { fleet: this.#options.fleet.stats() }),
     };
   }

@@ -123,11 +123,36 @@ export async function readSession(reader: SessionReader, where: string, path: st
       if (next[0] - group.at(-1)![1] > READ_GAP || next[1] - spanStart > READ_SPAN || next[1] > boundary) break;
       group.push(cursor.next()!);
     }
+    if (group.length === 1 && range[1] - range[0] > READ_SPAN) {
+      if (!(await readLongRange(reader, range[0], range[1], (bytes, to) => parseLines(bytes, 0, to, sessionId, where, path, visit)))) return;
+      continue;
+    }
     const bytes = await reader.read(spanStart, group.at(-1)![1] - spanStart);
     for (const [start, end] of group) {
       if (!parseLines(bytes, start - spanStart, end - spanStart, sessionId, where, path, visit)) return;
     }
   }
+}
+
+/**
+ * A range longer than `READ_SPAN` (a session's lines back to back), read `READ_SPAN` at a time, each
+ * slice cut after its last whole line (a longer line is read whole), until `parse` asks to stop: a
+ * page of a few entries reads about those, not the rest of the range.
+ */
+async function readLongRange(reader: SessionReader, start: number, end: number, parse: (bytes: Buffer, to: number) => boolean): Promise<boolean> {
+  for (let at = start; at < end;) {
+    let length = Math.min(READ_SPAN, end - at);
+    let bytes = await reader.read(at, length);
+    let whole = at + length === end ? length : bytes.lastIndexOf(0x0a) + 1;
+    while (whole === 0) { // one line longer than the slice
+      length = Math.min(length * 2, end - at);
+      bytes = await reader.read(at, length);
+      whole = at + length === end ? length : bytes.lastIndexOf(0x0a) + 1;
+    }
+    if (!parse(bytes, whole)) return false;
+    at += whole;
+  }
+  return true;
 }
 
 /** Parse the complete lines in bytes [from, to) and visit each; false once `visit` asked to stop. */
