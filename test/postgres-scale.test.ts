@@ -76,18 +76,20 @@ describe('sessions do not wait for each other', () => {
   });
 });
 
+/** The history an older release wrote, as its append took it: a turn ended in s1, one left open in s2. */
+const OLD_ROWS: [string, string, string, string | null, object][] = [
+  ['s1', 't-ended', 'turn_started', null, {}], ['s1', 't-ended', 'say', null, { text: 'old' }], ['s1', 't-ended', 'status', 'completed', { status: 'completed' }],
+  ['s2', 't-open', 'turn_started', null, {}], ['s2', 't-open', 'tool_call', null, { callId: 'c', name: 'n', args: {} }],
+];
+
 describe('open', () => {
   it('migrates a schema written by the first release: its history readable, appends above its seqs, its turns\' rules kept', async () => {
     const schema = pg.schema();
     const v1 = JSON.parse(readFileSync(new URL('./fixtures/pg-schema-v1.json', import.meta.url), 'utf8')) as { migration: string[]; append: string };
     const admin = pg.pool(PG.port, { max: 1 });
     for (const statement of v1.migration) await admin.query(statement.replaceAll('SCHEMA_V1', schema));
-    const rows: [string, string, string, string | null, object][] = [
-      ['s1', 't-ended', 'turn_started', null, {}], ['s1', 't-ended', 'say', null, { text: 'old' }], ['s1', 't-ended', 'status', 'completed', { status: 'completed' }],
-      ['s2', 't-open', 'turn_started', null, {}], ['s2', 't-open', 'tool_call', null, { callId: 'c', name: 'n', args: {} }],
-    ];
     let local = 0;
-    for (const [sessionId, turnId, type, status, extra] of rows) {
+    for (const [sessionId, turnId, type, status, extra] of OLD_ROWS) {
       const at = Date.now();
       const body = JSON.stringify({ at, sessionId, turnId, type, ...extra });
       await admin.query(v1.append.replaceAll('SCHEMA_V1', schema), ['A', 'w1', [++local], [sessionId], [turnId], [type], [status], [at], [body], null, null]);
@@ -119,12 +121,8 @@ describe('open', () => {
     // An offset a recomputation would not give (it would be 0 here): new seqs must still be (xid << 12) + 1000 + i.
     const OFFSET = 1000;
     await admin.query(sql(v2.recordVersion), [OFFSET]);
-    const rows: [string, string, string, string | null, object][] = [
-      ['s1', 't-ended', 'turn_started', null, {}], ['s1', 't-ended', 'say', null, { text: 'old' }], ['s1', 't-ended', 'status', 'completed', { status: 'completed' }],
-      ['s2', 't-open', 'turn_started', null, {}], ['s2', 't-open', 'tool_call', null, { callId: 'c', name: 'n', args: {} }],
-    ];
     let local = 0;
-    for (const [sessionId, turnId, type, status, extra] of rows) {
+    for (const [sessionId, turnId, type, status, extra] of OLD_ROWS) {
       const at = Date.now();
       const body = JSON.stringify({ at, sessionId, turnId, type, ...extra });
       const { rows: [{ verdicts }] } = await admin.query(sql(v2.append), ['A', 'w1', [++local], [sessionId], [turnId], [type], [status], [at], body, null, null, 5000, false]);
