@@ -49,11 +49,18 @@ describe('agent server: bodies over the limit', () => {
     const chunk = Buffer.alloc(64 * 1024, 'x');
     const frame = chunked ? Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]) : chunk;
     let open = true;
-    void closed.then(() => { open = false; });
+    // One 'close' listener for the whole loop (one a drain wait piled up past MaxListeners): it ends a drain wait too.
+    let wake: (() => void) | undefined;
+    void closed.then(() => { open = false; wake?.(); });
     // Writes as fast as the server takes it, for as long as the connection is open.
     void (async () => {
       while (open) {
-        if (!socket.write(frame)) await new Promise<void>((resolve) => { socket.once('drain', resolve); socket.once('close', resolve); });
+        if (!socket.write(frame)) {
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+            socket.once('drain', resolve);
+          });
+        }
       }
     })();
     // Within the byte bound, long before the time bound (10 s) would end it.
