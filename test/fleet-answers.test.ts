@@ -22,9 +22,8 @@ for (const backend of await backends('fleet-answers')) {
       const q = asking(owner);
       const run = owner.fleet.run('s1', q.body, { turnId });
       const questionId = await q.asked;
-      // The record is written after the event; an answer before it lands would be not_found. (An
-      // earlier question's record stays, ended, for leaseMs: look for this one's.)
-      await waitFor(async () => (await questionKeys()).some((k) => k.includes(questionId)), 5000, 'the question to be registered');
+      // The record is written before the event (an earlier question's record stays, ended, for leaseMs: look for this one's).
+      expect((await questionKeys()).some((k) => k.includes(questionId))).toBe(true);
       return { run, questionId };
     }
 
@@ -38,6 +37,20 @@ for (const backend of await backends('fleet-answers')) {
       expect(await questionKeys()).toHaveLength(1);
       expect(await b.fleet.answer(questionId, 'late')).toEqual({ outcome: 'not_found', questionId });
       expect(await b.fleet.answer('q-never-asked', 'x')).toEqual({ outcome: 'not_found', questionId: 'q-never-asked' });
+    });
+
+    it('an answer sent through another instance the moment the question event fires is accepted: the record is in Redis before the event', async () => {
+      const a = await current.scene.instance('A');
+      const b = await current.scene.instance('B');
+      let reply: Promise<unknown> | undefined;
+      // A client that answers as soon as it is told (through B, as a balancer may send it).
+      const onQuestion = ({ questionId }: { questionId: string }) => { reply = b.fleet.answer(questionId, 'fast', { timeoutMs: 5000 }); };
+      a.runner.on('question', onQuestion);
+      const run = a.fleet.run('s1', (turn) => turn.ask({ text: 'Now?' }), { turnId: 't-fast' });
+      await waitFor(async () => reply !== undefined, 5000, 'the question event');
+      a.runner.off('question', onQuestion);
+      expect(await reply).toMatchObject({ outcome: 'accepted', node: a.fleet.nodeId });
+      expect(await run).toMatchObject({ status: 'completed', value: 'fast' });
     });
 
     it('two answers sent at once through two instances: exactly one accepted, the other already_answered, and the body gets the accepted one', async () => {

@@ -365,6 +365,7 @@ describe('repair', () => {
     await dead.append({ sessionId: 's', turnId: 't', type: 'tool_call', callId: 'a', name: 'n', args: {} });
     await dead.append({ sessionId: 's', turnId: 't', type: 'tool_call', callId: 'b', name: 'n', args: {} });
     await dead.append({ sessionId: 's', turnId: 't', type: 'tool_output', callId: 'a', output: 1, success: true });
+    await dead.flush(); // its streamed entries resolve once queued: committed before it "dies"
     expect(await sweeper.closeAbandonedTurn('other-session', 't')).toBe(false);
     expect(await sweeper.closeAbandonedTurn('s', 'unknown')).toBe(false);
     // Two instances sweep at once: one closes it.

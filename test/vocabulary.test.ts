@@ -105,8 +105,9 @@ async function answers(side: Side): Promise<Record<string, unknown>[]> {
   expect(await run).toMatchObject({ status: 'completed', value: ['blue', 'big'] });
   // A question its turn stopped waiting for is withdrawn.
   let withdrawn!: string;
-  side.runner.once('question', ({ questionId }: { questionId: string }) => { withdrawn = questionId; });
-  expect(await side.run('s-ask', 't-withdrawn', async (turn) => { void turn.ask('never mind'); return 1; })).toMatchObject({ status: 'completed' });
+  // Announced first (with a fleet the event waits for the question's record), then left unanswered.
+  const announced = new Promise<void>((resolve) => side.runner.once('question', ({ questionId }: { questionId: string }) => { withdrawn = questionId; resolve(); }));
+  expect(await side.run('s-ask', 't-withdrawn', async (turn) => { void turn.ask('never mind'); await announced; return 1; })).toMatchObject({ status: 'completed' });
   replies.push(await side.answer(withdrawn, 'late'));
   return replies.map((r) => ({ ...r, questionId: r.questionId === first ? 'first' : r.questionId === second ? 'second' : r.questionId === withdrawn ? 'withdrawn' : r.questionId }));
 }

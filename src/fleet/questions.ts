@@ -1,11 +1,11 @@
 /**
  * Fleet answers: a question asked in a fleet turn is answerable through any instance.
  *
- * Owner side: the runner's `question` event of a turn this node owns registers the question in
- * Redis (`open_question`); an `answer` message (or, for a lost publish or a lost take reply, the
- * poll every `renewMs`, which also keeps the record alive) takes the claimed answer
- * (`take_answer`), gives it to `runner.answer` once and says what the runner did (`settle_answer`,
- * which tells the requester). The turn's end deletes its questions' records (`end_question`; one
+ * Owner side: a question of a turn this node owns is registered in Redis (`open_question`) before
+ * the runner's `question` event tells anyone of it (a gate: src/turn/question-gates.ts); an
+ * `answer` message (or, for a lost publish or a lost take reply, the poll every `renewMs`, which
+ * also keeps the record alive) takes the claimed answer (`take_answer`), gives it to
+ * `runner.answer` once and says what the runner did (`settle_answer`, which tells the requester). The turn's end deletes its questions' records (`end_question`; one
  * whose answer its runner accepted stays `ended` for `leaseMs`, so a requester that missed the
  * confirmation still learns it).
  *
@@ -19,6 +19,7 @@ import type { AnswerMessage } from './messages.js';
 import { QUESTION_SCRIPTS } from './question-scripts.js';
 import { runScript, type FleetScript } from './scripts.js';
 import { toWire } from './wire-id.js';
+import { gateQuestions } from '../turn/question-gates.js';
 
 export interface QuestionsContext {
   redis: FleetRedisClient; runner: TurnRunner; keys: FleetKeys; nodeId: string; leaseMs: number; renewMs: number;
@@ -40,19 +41,21 @@ export class Questions {
    */
   readonly #given = new Map<string, { claim: string; accepted: boolean }>();
   #poll: NodeJS.Timeout | undefined;
-  readonly #onQuestion = ({ sessionId, turnId, questionId }: Question) => {
+  /** Registers the question in Redis before the runner tells anyone of it (question-gates.ts). */
+  readonly #onQuestion = ({ sessionId, turnId, questionId }: Question): Promise<unknown> | undefined => {
     const epoch = this.#ctx.ownedEpoch(sessionId, turnId);
-    if (epoch === undefined) return;
+    if (epoch === undefined) return undefined;
     const key = leaseMember(sessionId, turnId);
     (this.#open.get(key) ?? this.#open.set(key, new Set()).get(key)!).add(questionId);
     const record = JSON.stringify({ sessionId: toWire(sessionId), turnId: toWire(turnId), epoch, node: this.#ctx.nodeId, state: 'open' });
-    this.#script(questionId, QUESTION_SCRIPTS.open, [record, String(Math.ceil(this.#ctx.leaseMs))])
+    return this.#script(questionId, QUESTION_SCRIPTS.open, [record, String(Math.ceil(this.#ctx.leaseMs))])
       .catch(() => { /* Redis away: answered here only (runner.answer) */ });
   };
+  readonly #ungate: () => void;
 
   constructor(ctx: QuestionsContext) {
     this.#ctx = ctx;
-    ctx.runner.on('question', this.#onQuestion);
+    this.#ungate = gateQuestions(ctx.runner, this.#onQuestion);
     this.#poll = setInterval(() => this.#pollAll(), ctx.renewMs);
   }
 
@@ -126,7 +129,7 @@ export class Questions {
    * (answerable here only).
    */
   async close(): Promise<void> {
-    this.#ctx.runner.off('question', this.#onQuestion);
+    this.#ungate();
     clearInterval(this.#poll);
     this.#poll = undefined;
     await Promise.allSettled([...this.#open.keys()].map((key) => {

@@ -60,6 +60,8 @@ export class Questions {
 
   add(questionId: string, question: PendingQuestion): void { this.#open.set(questionId, question); }
   remove(questionId: string): void { this.#open.delete(questionId); }
+  /** Whether the question waits for its answer. */
+  isOpen(questionId: string): boolean { return this.#open.has(questionId); }
 
   /** Give `answer` to the question (`node`: the runner's, for `accepted`). */
   answer(questionId: string, answer: unknown, node: string): AnswerReply {

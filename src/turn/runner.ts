@@ -41,6 +41,7 @@ import { callEach } from './listeners.js';
 import type { StopReport, TurnOutcome } from './report.js';
 import type { StopRequest } from './stop-request.js';
 import type { TurnRunnerEventName, TurnRunnerEvents } from './runner-events.js';
+import { afterGates, type QuestionEvent } from './question-gates.js';
 import {
   checkRunnerOptions, checkRunOptions, checkStopOptions,
   type RunOptions, type ShutdownOptions, type StopOptions, type TurnRunnerOptions,
@@ -296,7 +297,11 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
    * reported with `process.emitWarning` (type `LISTENER_WARNING`).
    */
   #notify(event: string, payload: object): void {
-    callEach(this.rawListeners(event as TurnRunnerEventName) as Array<(payload: object) => unknown>, this, event, payload);
+    const tell = () => callEach(this.rawListeners(event as TurnRunnerEventName) as Array<(payload: object) => unknown>, this, event, payload);
+    if (event !== 'question') return tell();
+    // A question is told once what must know of it first does (a fleet's record: question-gates.ts).
+    const question = payload as QuestionEvent;
+    afterGates(this, question, () => this.#questions.isOpen(question.questionId), tell);
   }
 
   /** Where `turnId` is used: by a running turn, in the ledger, or `undefined` when nowhere. */
