@@ -141,7 +141,12 @@ describe('stops kept for turns that have not started', () => {
       } finally {
         events.close();
       }
-      // Nothing runs in the session now: a stop without a turn id says so.
+      // Once the server has let the turn go (its stream shows the history's entries, which are
+      // written before the turn's end is emitted), nothing runs in the session: a stop without a turn id says so.
+      for (const deadline = Date.now() + 10_000; (await server.get('/healthz')).body.stats.runningTurns !== 0;) {
+        if (Date.now() > deadline) throw new Error('timed out after 10000 ms waiting for the server to let the turn go');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       expect(await postFrom(clients[1], '/api/sessions/one-session/stop', {})).toEqual({ status: 200, body: { outcome: 'not_found', sessionId: 'one-session' } });
     } finally {
       for (const client of clients) client.destroy();

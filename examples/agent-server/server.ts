@@ -35,6 +35,8 @@ export const MAX_PROMPT_CHARS = 4000;
 const MAX_ANSWER_CHARS = 4000;
 /** Event streams open at once (`--max-streams`): past it a new one is refused (503), so clients cannot hold sockets without end. */
 export const DEFAULT_MAX_STREAMS = 5000;
+/** How long a Send (or a report) waits for the session's turn to be let go when it is about to be (#refuseIfBusy). */
+const SETTLING_MS = 250;
 
 /** What the server runs on; the caller creates these and closes them after `shutdown`. */
 export interface AgentServerOptions {
@@ -210,9 +212,11 @@ export class AgentServer {
       only(method, 'GET', path);
       idParam('sessionId', match[1]);
       const turnId = idParam('turnId', match[2]);
-      const report = this.#reports.get(turnId);
-      if (report === undefined) throw new HttpError(404, `turnId: no stop report of ${JSON.stringify(turnId)} on this server`);
-      return sendJson(res, 200, report);
+      return this.#settling(turnId).then(() => {
+        const report = this.#reports.get(turnId);
+        if (report === undefined) throw new HttpError(404, `turnId: no stop report of ${JSON.stringify(turnId)} on this server`);
+        sendJson(res, 200, report);
+      });
     }
     match = /^\/api\/questions\/([^/]+)\/answer$/.exec(path);
     if (match !== null) {
@@ -230,7 +234,7 @@ export class AgentServer {
     const turnId = given === undefined ? `turn-${randomUUID()}` : idParam('turnId', given);
     if (this.#closing !== undefined) throw new HttpError(503, 'server: shutting down');
     const { runner, fleet, model, pool, ledger } = this.#options;
-    this.#refuseIfBusy(sessionId);
+    await this.#refuseIfBusy(sessionId);
     if (this.#sessions.full) throw new HttpError(503, 'sessionId: too many sessions in use; try again later');
     if (this.#running.has(turnId) || ledger.hasTurn(turnId)) {
       throw new HttpError(409, `turnId: ${JSON.stringify(turnId)} is already used; a turn id is used once`);
@@ -247,7 +251,7 @@ export class AgentServer {
       if (live !== null && (live.status === 'running' || live.status === 'cancelling')) {
         throw new HttpError(409, `sessionId: session ${JSON.stringify(sessionId)} already has a running turn (${live.turnId}) on node ${live.node}; stop it first`);
       }
-      this.#refuseIfBusy(sessionId);
+      await this.#refuseIfBusy(sessionId);
     }
     this.#sessions.begin(sessionId, turnId);
     // A Stop that came before this Send: the turn starts cancelled, running nothing of its body.
@@ -313,10 +317,26 @@ export class AgentServer {
     sendJson(res, 200, { sessionId, entries });
   }
 
-  #refuseIfBusy(sessionId: string): void {
+  /**
+   * A 409 while the session's turn runs. The page sees a turn's end in the history, written a moment
+   * (its flush) before the runner lets the turn go: a turn that ends within `SETTLING_MS` frees the
+   * session for this Send instead.
+   */
+  async #refuseIfBusy(sessionId: string): Promise<void> {
     const turnId = this.#sessions.turnOf(sessionId);
-    if (turnId !== undefined) {
+    if (turnId === undefined) return;
+    await this.#settling(turnId);
+    if (this.#sessions.turnOf(sessionId) !== undefined) {
       throw new HttpError(409, `sessionId: session ${JSON.stringify(sessionId)} already has a running turn (${turnId}); stop it first`);
     }
+  }
+
+  /** Resolves once the turn running here has ended, or after `SETTLING_MS`. */
+  async #settling(turnId: string): Promise<void> {
+    const done = this.#running.get(turnId);
+    if (done === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([done, new Promise<void>((resolve) => { timer = setTimeout(resolve, SETTLING_MS); })]);
+    clearTimeout(timer);
   }
 }
