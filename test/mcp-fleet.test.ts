@@ -11,7 +11,7 @@
  * - The client closes its transport mid-call (the POST's stream closes): `cancel.disconnect`.
  * After each: no turn running in Redis, every fleet and registry back to zero, no child left.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -186,17 +186,21 @@ function client(major: 1 | 2, url: URL, id: string = randomUUID()) {
     call: (args: object, options: object) => c.callTool({ name: 'sleep', arguments: args }, options) };
 }
 
-describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-robin proxy', () => {
-  const current = redisScene();
-  let closers: Array<() => Promise<unknown> | void>;
-
-  beforeEach(() => { closers = []; });
+/** What a test opens, closed after it in reverse order; then no child of the test may be left. */
+function closedAfterEach(): Array<() => Promise<unknown> | void> {
+  const closers: Array<() => Promise<unknown> | void> = [];
   afterEach(async () => {
     for (const close of closers.splice(0).reverse()) await close();
     // exec's reaper outlives the child by a moment (test/support/leaks.ts).
     await eventually(() => liveDescendants().length === 0, 10_000, 'no child left').catch(() => {});
     expect(liveDescendants()).toEqual([]);
   });
+  return closers;
+}
+
+describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-robin proxy', () => {
+  const current = redisScene();
+  const closers = closedAfterEach();
 
   /** Two instances, their HTTP servers, the proxy; `aborted` collects every turn_aborted report with its instance. */
   async function fleetOfTwo(major: 1 | 2, mode: 'stateless' | 'stateful' | 'createMcpHandler' = 'stateless', cancelTo: 'other' | 'same' = 'other') {
@@ -416,13 +420,7 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
 
 describe.skipIf(!up)('examples/mcp-v2.ts handleStateless (compiled with the package), two instances behind a round-robin proxy', () => {
   const current = redisScene();
-  let closers: Array<() => Promise<unknown> | void>;
-  beforeEach(() => { closers = []; });
-  afterEach(async () => {
-    for (const close of closers.splice(0).reverse()) await close();
-    await eventually(() => liveDescendants().length === 0, 10_000, 'no child left').catch(() => {});
-    expect(liveDescendants()).toEqual([]);
-  });
+  const closers = closedAfterEach();
 
   it("a v2 client's cancel that lands on the other instance stops its run call there (cancel.client), and its command is gone", async () => {
     const { handleStateless, CLIENT_HEADER: header } = await import('../dist/examples/mcp-v2.js');

@@ -297,11 +297,18 @@ export class TurnRunner extends EventEmitter<TurnRunnerEvents> {
    * reported with `process.emitWarning` (type `LISTENER_WARNING`).
    */
   #notify(event: string, payload: object): void {
-    const tell = () => callEach(this.rawListeners(event as TurnRunnerEventName) as Array<(payload: object) => unknown>, this, event, payload);
-    if (event !== 'question') return tell();
-    // A question is told once what must know of it first does (a fleet's record: question-gates.ts).
-    const question = payload as QuestionEvent;
-    afterGates(this, question, () => this.#questions.isOpen(question.questionId), tell);
+    // A question is told once what must know of it first does (a fleet's record: question-gates.ts);
+    // every other event at once, with nothing allocated on its way (say and progress are frequent).
+    if (event === 'question') {
+      const question = payload as QuestionEvent;
+      afterGates(this, question, () => this.#questions.isOpen(question.questionId), () => this.#tell(event, payload));
+      return;
+    }
+    this.#tell(event, payload);
+  }
+
+  #tell(event: string, payload: object): void {
+    callEach(this.rawListeners(event as TurnRunnerEventName) as Array<(payload: object) => unknown>, this, event, payload);
   }
 
   /** Where `turnId` is used: by a running turn, in the ledger, or `undefined` when nowhere. */
