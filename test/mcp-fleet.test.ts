@@ -236,6 +236,15 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
   }
 
   /** No fleet turn of the scene's prefix is still running in Redis. */
+  /** The call's turn was stopped on `instance` with `reason`: its command is gone, its turn ended there and in Redis. */
+  async function stoppedOn(instances: Instance[], aborted: Array<{ instance: number; report: StopReport }>, instance: number, reason: string, pid: number) {
+    await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
+    expect(aborted[0]).toMatchObject({ instance, report: { reason } });
+    await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
+    await eventually(() => instances[instance]!.runner.registry.currentToken(aborted[0]!.report.sessionId) === undefined, 10_000, 'the turn to end');
+    await noRunningTurnsInRedis(instances, aborted[0]!.report.sessionId);
+  }
+
   async function noRunningTurnsInRedis(instances: Instance[], sessionId: string) {
     expect(await instances[0].fleet.turn(sessionId)).toMatchObject({ sessionId, status: expect.stringMatching(/^(cancelled|completed|failed)$/) });
     const keys = await keysUnder(current.raw, current.scene.prefix);
@@ -280,12 +289,8 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
         const { call, pid, instance } = await longCall(c, proxy, { signal: cancel.signal });
         cancel.abort('the user pressed stop');
         await expect(call).rejects.toThrow(/the user pressed stop/);
-        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
-        expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.client' } });
+        await stoppedOn(instances, aborted, instance, 'cancel.client', pid);
         expect(proxy.routes.filter((r) => r.method === 'notifications/cancelled').map((r) => r.upstream)).toEqual([instance]);
-        await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
-        await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
-        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
       });
 
       it("the client's request timeout lands on the other instance and stops the call there (cancel.timeout)", async () => {
@@ -295,12 +300,8 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
         closers.push(() => c.close());
         const { call, pid, instance } = await longCall(c, proxy, { timeout: 3000 });
         await expect(call).rejects.toThrow(/timed out/i);
-        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
-        expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.timeout' } });
+        await stoppedOn(instances, aborted, instance, 'cancel.timeout', pid);
         expect(proxy.routes.filter((r) => r.method === 'notifications/cancelled').map((r) => r.upstream)).toEqual([1 - instance]);
-        await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
-        await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
-        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
       });
 
       it("stateful: the client's cancel, sent by the balancer to an instance that does not hold the MCP session, stops the call (cancel.client) by its mcp-session-id", async () => {
@@ -357,12 +358,8 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
         const { call, pid, instance } = await longCall(c, proxy, { signal: cancel.signal });
         cancel.abort('the user pressed stop');
         await expect(call).rejects.toThrow(/the user pressed stop/);
-        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
-        expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.client' } });
+        await stoppedOn(instances, aborted, instance, 'cancel.client', pid);
         expect(proxy.routes.filter((r) => r.method === 'notifications/cancelled').map((r) => r.upstream)).toEqual([1 - instance]);
-        await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
-        await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
-        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
       });
 
       it.runIf(major === 2)("the SDK's createMcpHandler: the client closing its transport mid-call stops the call (cancel.disconnect)", async () => {
@@ -371,11 +368,7 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
         await c.connect();
         const { pid, instance } = await longCall(c, proxy, {});
         await c.close();
-        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
-        expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.disconnect' } });
-        await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
-        await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
-        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
+        await stoppedOn(instances, aborted, instance, 'cancel.disconnect', pid);
       });
 
       it('a client that comes back under an identity already used (its request ids repeat): its calls still run, and its cancel still stops a running one', async () => {
@@ -394,12 +387,8 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
         const { call, pid, instance } = await longCall(second, proxy, { signal: cancel.signal });
         cancel.abort('the user pressed stop');
         await expect(call).rejects.toThrow(/the user pressed stop/);
-        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
-        expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.client' } });
+        await stoppedOn(instances, aborted, instance, 'cancel.client', pid);
         expect(proxy.routes.filter((r) => r.method === 'notifications/cancelled').map((r) => r.upstream)).toEqual([1 - instance]);
-        await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
-        await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
-        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
       });
 
       it('the client closing its transport mid-call (the POST stream closes) stops the call (cancel.disconnect)', async () => {
@@ -408,11 +397,7 @@ describe.skipIf(!up)('fullstop/mcp with a fleet, two instances behind a round-ro
         await c.connect();
         const { pid, instance } = await longCall(c, proxy, {});
         await c.close();
-        await eventually(() => aborted.length === 1, 10_000, 'the call\'s turn to be stopped');
-        expect(aborted[0]).toMatchObject({ instance, report: { reason: 'cancel.disconnect' } });
-        await eventually(() => isGone(pid), 10_000, 'the exec child to be gone');
-        await eventually(() => instances[instance].runner.registry.currentToken(aborted[0].report.sessionId) === undefined, 10_000, 'the turn to end');
-        await noRunningTurnsInRedis(instances, aborted[0].report.sessionId);
+        await stoppedOn(instances, aborted, instance, 'cancel.disconnect', pid);
       });
     });
   }
