@@ -25,7 +25,7 @@ for (const containment of modes) {
   check(`exec (${containment}): a cancel stops the tree of five, none survives the result`, async () => {
     const token = registry.beginTurn('s');
     const file = pidfile();
-    const running = exec('sh', [fixture('exec/tree-of-five.sh'), file], { token, containment: option });
+    const running = exec('sh', [fixture('exec/tree-of-five.sh'), file], { token, containment: option, graceMs: 10_000 }); // it obeys SIGTERM: never forced, however loaded the machine
     const pids = await treeOfFive(file);
     token.cancel('cancel.user');
     const result = await running;
