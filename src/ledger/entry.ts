@@ -227,14 +227,22 @@ export function turnIdsJson(sessionId: string, turnId: string): string {
  * main thread gone cold, where each copy costs measurably (the figures are in this function's commit message).
  */
 export function renderTurnEntry(idsJson: string, body: TurnEntryBody, seq: number, at: number): string {
+  // `{"type":…` → `{"seq":…,"at":…,"sessionId":…,"turnId":…,"type":…`: renderEntry's field order.
+  return `{"seq":${seq},"at":${at},${idsJson}${turnEntryTail(body)}\n`;
+}
+
+/**
+ * `body` checked and encoded as JSON without its opening brace (`"type":…}`): what follows the
+ * ledger's fields and the ids in a runner's line (`renderTurnEntry`) or a `PgLedger` row's body.
+ * Throws the TypeError of `renderEntry` for a bad type or field.
+ */
+export function turnEntryTail(body: TurnEntryBody): string {
   let e = body as unknown as Record<string, unknown>;
   const type = checkFields(e);
   // A copy only then; the spread keeps `args` where it stood, or appends it, as `renderEntry` does.
   if (lacksArgs(type, e)) e = { ...e, args: null };
-  // `{"type":…` → `{"seq":…,"at":…,"sessionId":…,"turnId":…,"type":…`: renderEntry's field order.
-  return `{"seq":${seq},"at":${at},${idsJson}${stringify(e).slice(1)}\n`;
+  return stringify(e).slice(1);
 }
-
 
 interface OpenTurn {
   sessionId: string;

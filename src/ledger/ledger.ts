@@ -48,7 +48,7 @@ import { dropClaim, moveClaim } from './claim.js';
 import { openError } from './file.js';
 import { LedgerFiles } from './files.js';
 import {
-  isTerminalStatus, renderEntry, renderTurnEntry, type LedgerEntry, type LedgerEntryInput, type TurnEntryBody,
+  isTerminalStatus, renderEntry, renderTurnEntry, turnIdsJson, type LedgerEntry, type LedgerEntryInput, type TurnEntryBody,
 } from './entry.js';
 import type { LedgerLock } from './lock.js';
 import { abandonFile, openLedgerFile, type LedgerRepair, type OpenedFile } from './opening.js';
@@ -58,6 +58,7 @@ import type { SessionIndex } from './session-index.js';
 import { LedgerWriter } from './writer.js';
 import { StopsUnderWay } from './stops-under-way.js';
 import { setLedgerHooks } from './ledger-hooks.js';
+import { setTurnAppends } from './turn-append.js';
 import type { TurnIds } from './turn-ids.js';
 import type { LedgerFilter, LedgerStore } from './store.js';
 
@@ -158,6 +159,10 @@ export class Ledger implements LedgerStore {
       get seq() { return placement.seq; },
       get syncs() { return writer.syncs; },
       appendForTurn: (sessionId, turnId, idsJson, body) => this.#appendForTurn(sessionId, turnId, idsJson, body),
+    });
+    setTurnAppends(this, (sessionId, turnId) => {
+      const idsJson = turnIdsJson(sessionId, turnId);
+      return (body) => this.#appendForTurn(sessionId, turnId, idsJson, body);
     });
   }
 

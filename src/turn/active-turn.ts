@@ -30,6 +30,7 @@ export type { ToolCall, ToolOptions, Turn } from './turn.js';
 import { headAndTail } from '../base/head-tail.js';
 import { recordable, recordableCut } from './bounded-output.js';
 import { CallProgress, type ProgressPartial } from './call-progress.js';
+import { facadeOf } from './facade.js';
 
 /** What the turn needs from its runner: an object the runner makes, not the runner (not exported from a package entry). */
 export interface TurnHost {
@@ -71,18 +72,7 @@ type CutPartial = { output: unknown; success: boolean; omittedBytes?: number };
 /** How the body ended (not exported from a package entry). */
 export type BodyEnd<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
-/** A `Turn` whose every member calls into `turn`, and that has no other. */
-function facadeOf(turn: ActiveTurn): Turn {
-  return Object.freeze({
-    token: turn.token,
-    turnId: turn.turnId,
-    get signal(): AbortSignal { return turn.token.signal; },
-    tool: <R>(name: string, args: unknown, fn: (token: CancelToken, call: ToolCall) => Promise<R>, options?: ToolOptions): Promise<R> =>
-      turn.tool(name, args, fn, options),
-    ask: (question: unknown): Promise<unknown> => turn.ask(question),
-    say: (text: string): Promise<void> => turn.say(text),
-  });
-}
+const RESOLVED = Promise.resolve();
 
 /** `value instanceof type`, false instead of a throw (a Proxy's getPrototypeOf trap may throw). */
 function isA(value: unknown, type: abstract new (...args: never[]) => unknown): boolean {
@@ -194,10 +184,17 @@ export class ActiveTurn implements Turn {
    * Append and emit unless the turn is closed; resolves once the entry is written. The append is
    * queued synchronously, before the first await, so callers can order it against other writes.
    */
-  async write(entry: TurnEntryBody, event?: string, payload: object = entry): Promise<void> {
-    if (this.closed) return;
-    await this.#append?.(entry);
-    if (event !== undefined && !this.closed) this.#host.notify(event, { sessionId: this.sessionId, turnId: this.turnId, ...payload });
+  write(entry: TurnEntryBody, event?: string, payload: object = entry): Promise<void> {
+    if (this.closed) return RESOLVED;
+    const appended = this.#append?.(entry);
+    // No event: the append's own promise (a stop writes four entries a turn; no frame of its own for each).
+    if (event === undefined) return appended ?? RESOLVED;
+    return this.#announce(appended, event, payload);
+  }
+
+  async #announce(appended: Promise<void> | undefined, event: string, payload: object): Promise<void> {
+    await appended;
+    if (!this.closed) this.#host.notify(event, { sessionId: this.sessionId, turnId: this.turnId, ...payload });
   }
 
   /** True from the moment a stop began (or the token was cancelled or retired) until forever. */

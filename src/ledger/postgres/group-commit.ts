@@ -2,10 +2,12 @@
  * Group commit: the appends of one `PgLedger` share transactions.
  *
  * Invariants:
- * 1. Two lanes, each with at most one transaction in flight: the main one takes the queued rows
- *    (at most `MAX_BATCH_ROWS` and `MAX_BATCH_BYTES` a transaction, in append order), the big one
- *    a row over `BIG_ROW_BYTES`, alone; so a storm of concurrent stops costs a few transactions,
- *    and one session's huge entry never holds another session's stop behind it.
+ * 1. `MAIN_LANES` main lanes and a big one, each with at most one transaction in flight: a free main
+ *    lane takes queued rows (its share of the queue among the free lanes, at least
+ *    `MIN_SHARE_ROWS`; at most `MAX_BATCH_ROWS` and `MAX_BATCH_BYTES` a transaction, in append
+ *    order), the big lane a row over `BIG_ROW_BYTES`, alone; so a storm of concurrent stops costs a
+ *    few transactions that run side by side, and one session's huge entry never holds another
+ *    session's stop behind it.
  * 2. A session's rows keep their order: a batch skips the rows of a session that has rows in
  *    flight (or a big row ahead in the queue), and a row the database found `busy` goes back to
  *    the queue in its place.
@@ -43,6 +45,10 @@ export const MAX_QUEUED_BYTES = 64 * 1024 * 1024;
 /** How long rows the database found `busy` (their session locked elsewhere) wait before they are sent again, in ms: doubled at each busy answer, up to `BUSY_RETRY_MAX_MS`. */
 const BUSY_RETRY_MS = 5;
 const BUSY_RETRY_MAX_MS = 100;
+/** The fewest rows a lane is given while others are free: a small queue goes out as one batch. */
+const MIN_SHARE_ROWS = 64;
+/** Main lanes: the transactions of one ledger in flight at once, each of other sessions' rows (invariant 1). */
+export const MAIN_LANES = 3;
 
 /** A row with its append's promise and its deadline (`performance.now()` time). */
 interface Pending {
@@ -51,13 +57,21 @@ interface Pending {
   durable: boolean;
   resolve(): void;
   reject(error: unknown): void;
-  /** Called once it settled, with what a flush of its turn is told (`undefined`: nothing). */
-  settled?: (failure: unknown) => void;
+  /** The flushes of its turn waiting for it (`flushTurn`). */
+  flushes?: TurnFlush[];
   /** How many times the database found it busy. */
   busy?: number;
 }
 
 type Fate = Verdict | { error: unknown };
+
+/** A flush of one turn: settles once its `left` rows have; `failure` is the first a flush of the turn is told. */
+interface TurnFlush {
+  left: number;
+  failure: unknown;
+  resolve(): void;
+  reject(error: unknown): void;
+}
 
 export class GroupCommit {
   readonly #appender: Appender;
@@ -76,8 +90,10 @@ export class GroupCommit {
   /** Rows and bytes queued or in flight. */
   #rows = 0;
   #bytes = 0;
-  /** The batch in flight in each lane; `undefined` when none is. */
-  #main: Pending[] | undefined;
+  /** The batch in flight in each main lane and in the big one; `undefined` when none is. */
+  readonly #main: (Pending[] | undefined)[] = Array.from({ length: MAIN_LANES }, () => undefined);
+  /** Rows in flight (main lanes and the big one), by session: a batch skips their sessions (invariant 2). */
+  readonly #flying = new Map<string, number>();
   #big: Pending[] | undefined;
   /** Flushes under way, waiting by local seq (invariant 7). */
   readonly #flushes = new FlushQueue(0);
@@ -122,20 +138,23 @@ export class GroupCommit {
   flushTurn(turnId: string): Promise<void> {
     const rows = this.#byTurn.get(turnId);
     if (rows === undefined) return Promise.resolve();
-    return Promise.all([...rows].map((p) => new Promise<unknown>((resolve) => {
-      const before = p.settled;
-      p.settled = (failure) => { before?.(failure); resolve(failure); };
-    }))).then((failures) => {
-      const failure = failures.find((f) => f !== undefined);
-      if (failure !== undefined) throw failure;
+    // One promise a flush, whatever the turn's rows (a stop flushes each of its turns twice).
+    return new Promise<void>((resolve, reject) => {
+      const flush: TurnFlush = { left: rows.size, failure: undefined, resolve, reject };
+      for (const p of rows) (p.flushes ??= []).push(flush);
     });
   }
 
-  /** Marks `pending` settled for the flushes of its turn. */
+  /** Marks `pending` settled for the flushes of its turn (`failure`: what they are told; `undefined`: nothing). */
   #done(pending: Pending, failure: unknown): void {
     const ofTurn = this.#byTurn.get(pending.row.turnId);
     if (ofTurn?.delete(pending) && ofTurn.size === 0) this.#byTurn.delete(pending.row.turnId);
-    pending.settled?.(failure);
+    for (const flush of pending.flushes ?? []) {
+      if (flush.failure === undefined) flush.failure = failure;
+      if (--flush.left > 0) continue;
+      if (flush.failure === undefined) flush.resolve();
+      else flush.reject(flush.failure);
+    }
   }
 
   /** True while a row is queued, waiting or in flight. */
@@ -155,7 +174,7 @@ export class GroupCommit {
     if (!pending.durable) pending.resolve();
     // Sent at the end of this synchronous run, not at the first append of it: a stop's history
     // (its aborted outputs, the marker, `cancelled`, appended back to back) is one transaction.
-    if (!this.#pumpQueued && (this.#main === undefined || this.#big === undefined)) {
+    if (!this.#pumpQueued && (this.#main.includes(undefined) || this.#big === undefined)) {
       this.#pumpQueued = true;
       queueMicrotask(() => {
         this.#pumpQueued = false;
@@ -192,47 +211,75 @@ export class GroupCommit {
   }
 
   #sendWhatLanesTake(): void {
-    if (this.#queue.length === 0) return;
-    const inFlight = new Set<string>();
-    for (const p of [...(this.#main ?? []), ...(this.#big ?? [])]) inFlight.add(p.row.sessionId);
-    if (this.#main === undefined) {
-      const blocked = new Set(inFlight);
-      const batch: Pending[] = [];
-      let bytes = 0;
-      for (const p of this.#queue) {
-        const session = p.row.sessionId;
-        if (blocked.has(session)) continue;
-        if (p.row.bytes > BIG_ROW_BYTES) { blocked.add(session); continue; }
-        if (batch.length >= MAX_BATCH_ROWS || (batch.length > 0 && bytes + p.row.bytes > MAX_BATCH_BYTES)) break;
-        batch.push(p);
-        bytes += p.row.bytes;
-      }
-      if (batch.length > 0) {
-        this.#take(batch);
-        for (const p of batch) inFlight.add(p.row.sessionId);
-        this.#main = batch;
-        this.#send(batch, () => { this.#main = undefined; });
-      }
+    let free = this.#main.filter((batch) => batch === undefined).length;
+    for (let lane = 0; lane < this.#main.length && free > 0 && this.#queue.length > 0; lane++) {
+      if (this.#main[lane] !== undefined) continue;
+      // A storm's rows are shared out among the free lanes, so its transactions run side by side.
+      const batch = this.#takeBatch(Math.min(MAX_BATCH_ROWS, Math.max(MIN_SHARE_ROWS, Math.ceil(this.#queue.length / free))));
+      if (batch === undefined) break;
+      free--;
+      this.#main[lane] = batch;
+      this.#send(batch, () => { this.#main[lane] = undefined; });
     }
     if (this.#big === undefined) {
-      const seen = new Set(inFlight);
-      for (const p of this.#queue) {
+      const seen = new Set<string>();
+      const index = this.#queue.findIndex((p) => {
         const session = p.row.sessionId;
-        if (!seen.has(session) && p.row.bytes > BIG_ROW_BYTES) {
-          this.#take([p]);
-          this.#big = [p];
-          // A macrotask later: the main lane's batch (a stop's intent) is on its way before this row's megabytes are encoded.
-          setImmediate(() => this.#send([p], () => { this.#big = undefined; }));
-          break;
-        }
+        if (!seen.has(session) && !this.#flying.has(session) && p.row.bytes > BIG_ROW_BYTES) return true;
         seen.add(session);
+        return false;
+      });
+      if (index >= 0) {
+        const [p] = this.#queue.splice(index, 1) as [Pending];
+        this.#fly([p], 1);
+        this.#big = [p];
+        // A macrotask later: the main lane's batch (a stop's intent) is on its way before this row's megabytes are encoded.
+        setImmediate(() => this.#send([p], () => { this.#big = undefined; }));
       }
     }
   }
 
-  #take(batch: Pending[]): void {
-    const taken = new Set(batch);
-    this.#queue = this.#queue.filter((p) => !taken.has(p));
+  /**
+   * Takes a main-lane batch of at most `cap` rows off the queue in one pass, in queue order: no row
+   * of a session in flight, nor of one with a big row ahead (invariant 2); `undefined` for none.
+   */
+  #takeBatch(cap: number): Pending[] | undefined {
+    const queue = this.#queue;
+    const batch: Pending[] = [];
+    const rest: Pending[] = [];
+    const blocked = new Set<string>();
+    let bytes = 0;
+    let i = 0;
+    for (; i < queue.length; i++) {
+      const p = queue[i]!;
+      const session = p.row.sessionId;
+      if (this.#flying.has(session) || blocked.has(session)) {
+        rest.push(p);
+        continue;
+      }
+      if (p.row.bytes > BIG_ROW_BYTES) {
+        blocked.add(session);
+        rest.push(p);
+        continue;
+      }
+      if (batch.length >= cap || (batch.length > 0 && bytes + p.row.bytes > MAX_BATCH_BYTES)) break;
+      batch.push(p);
+      bytes += p.row.bytes;
+    }
+    if (batch.length === 0) return undefined;
+    this.#queue = i < queue.length ? rest.concat(queue.slice(i)) : rest;
+    this.#fly(batch, 1);
+    return batch;
+  }
+
+  /** Counts `rows` in flight (`by` 1) or back (`by` -1), by session. */
+  #fly(rows: readonly Pending[], by: 1 | -1): void {
+    for (const p of rows) {
+      const session = p.row.sessionId;
+      const count = (this.#flying.get(session) ?? 0) + by;
+      if (count === 0) this.#flying.delete(session);
+      else this.#flying.set(session, count);
+    }
   }
 
   #send(batch: Pending[], free: () => void): void {
@@ -254,6 +301,7 @@ export class GroupCommit {
         this.#queue = [...again, ...this.#queue].sort((a, b) => a.row.localSeq - b.row.localSeq);
       }
     }).finally(() => {
+      this.#fly(batch, -1);
       free();
       this.#settleFlushes();
       if (retry > 0) this.#arm(performance.now() + retry);
@@ -330,7 +378,7 @@ export class GroupCommit {
   /** The lowest local seq not settled yet; Infinity when all are. */
   #lowest(): number {
     return Math.min(this.#queue[0]?.row.localSeq ?? Infinity, this.#waiting[0]?.row.localSeq ?? Infinity,
-      this.#main?.[0]?.row.localSeq ?? Infinity, this.#big?.[0]?.row.localSeq ?? Infinity);
+      ...this.#main.map((b) => b?.[0]?.row.localSeq ?? Infinity), this.#big?.[0]?.row.localSeq ?? Infinity);
   }
 
   /** Settles the flushes whose rows have all settled. */

@@ -33,10 +33,11 @@ import { migrate } from './migrations.js';
 import { resolveOptions, type PgLedgerOptions, type ResolvedOptions } from './options.js';
 import { reported, withClient } from './pool.js';
 import { closeTurn, openTurnsOf, type RepairContext } from './repair.js';
-import { checkIdBytes, entryOf, rowOf } from './rows.js';
+import { checkIdBytes, entryOf, rowOf, turnOf, turnRowOf } from './rows.js';
 import { statementsFor, type Statements } from './statements.js';
 import { StopsUnderWay } from '../stops-under-way.js';
 import { setPgLedgerHooks } from './pg-ledger-hooks.js';
+import { setTurnAppends, type TurnAppend } from '../turn-append.js';
 
 /**
  * The instance ids open in this process, by pool, as `JSON.stringify([schema, instanceId])`: a
@@ -119,6 +120,7 @@ export class PgLedger implements LedgerStore {
       (row, error) => { if (!this.#late.has(row.turnId)) this.#late.set(row.turnId, error instanceof Error ? error : new Error(String(error))); });
     const appender = this.#appender;
     setPgLedgerHooks(this, { get transactions() { return appender.transactions; } });
+    setTurnAppends(this, (sessionId, turnId) => this.#turnAppend(sessionId, turnId));
   }
 
   /**
@@ -176,6 +178,26 @@ export class PgLedger implements LedgerStore {
     } catch (error) {
       return Promise.reject(error);
     }
+    return this.#queue(row);
+  }
+
+  /** `TurnAppends` (turn-append.ts): `append` for a runner's turn, its ids checked and encoded once. */
+  #turnAppend(sessionId: string, turnId: string): TurnAppend {
+    const turn = turnOf(sessionId, turnId);
+    return (body) => {
+      if (this.#closed) return Promise.reject(this.#closedError());
+      let row: Row;
+      try {
+        row = turnRowOf(turn, body, this.#localSeq + 1);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return this.#queue(row);
+    };
+  }
+
+  /** Queues a checked row (`append`'s rules for a closing ledger, a late failure and durability). */
+  #queue(row: Row): Promise<void> {
     if (this.#closing !== undefined && !this.#stopping.has(row.turnId)) return Promise.reject(this.#closedError());
     const durable = row.type === 'turn_started' || row.status !== null;
     if (!durable) {

@@ -5,7 +5,7 @@
  */
 
 import { LEDGER_MAX_LINE_BYTES } from '../../constants.js';
-import { renderEntry, type LedgerEntry } from '../entry.js';
+import { renderEntry, turnEntryTail, turnIdsJson, type LedgerEntry, type TurnEntryBody } from '../entry.js';
 import type { Row } from './appender.js';
 import { idColumn } from './id-column.js';
 import { utf8Bytes } from '../../base/head-tail.js';
@@ -41,14 +41,55 @@ export function rowOf(entry: unknown, localSeq: number, where = 'PgLedger.append
   checkIdBytes(`${where}: entry.turnId`, rendered.turnId);
   const body = `{${line.slice(SEQ_PREFIX.length, -1)}`;
   const bodyBytes = utf8Bytes(body);
-  if (bodyBytes > LEDGER_MAX_LINE_BYTES) {
-    throw new RangeError(`${where}: the entry is ${bodyBytes} bytes as JSON, over the ${LEDGER_MAX_LINE_BYTES} an entry may hold ` +
-      '(LEDGER_MAX_LINE_BYTES, as the file Ledger); record a large output as a file and its path');
-  }
+  if (bodyBytes > LEDGER_MAX_LINE_BYTES) throw tooBig(where, bodyBytes);
   return {
     localSeq, sessionId: rendered.sessionId, turnId: rendered.turnId, type: rendered.type, status,
     at, body, bytes: bodyBytes + utf8Bytes(rendered.sessionId) + utf8Bytes(rendered.turnId),
   };
+}
+
+/** A runner's turn as its rows need it: its ids checked and encoded once (`turnOf`). */
+export interface RowTurn {
+  readonly sessionId: string;
+  readonly turnId: string;
+  /** `"sessionId":…,"turnId":…,` (`turnIdsJson`). */
+  readonly idsJson: string;
+  /** UTF-8 bytes of the two ids. */
+  readonly idBytes: number;
+  /** UTF-8 bytes of `idsJson`. */
+  readonly idsJsonBytes: number;
+}
+
+/** The `RowTurn` of `sessionId`/`turnId`; throws the TypeError/RangeError `rowOf` would for a bad id. */
+export function turnOf(sessionId: string, turnId: string, where = 'PgLedger.append'): RowTurn {
+  const idsJson = turnIdsJson(sessionId, turnId);
+  checkIdBytes(`${where}: entry.sessionId`, sessionId);
+  checkIdBytes(`${where}: entry.turnId`, turnId);
+  return { sessionId, turnId, idsJson, idBytes: utf8Bytes(sessionId) + utf8Bytes(turnId), idsJsonBytes: utf8Bytes(idsJson) };
+}
+
+/**
+ * The row `rowOf` makes of `{ sessionId, turnId, ...body }`, byte for byte, for a body the runner
+ * built (`renderTurnEntry` says what it must be): the ids are not checked or encoded again, and
+ * no copy of the entry is made. Throws as `rowOf` for a bad field or an entry too big.
+ */
+export function turnRowOf(turn: RowTurn, body: TurnEntryBody, localSeq: number, where = 'PgLedger.append'): Row {
+  const at = Date.now();
+  const tail = turnEntryTail(body);
+  const head = `{"at":${at},`;
+  // Counted by its parts: the whole, a concatenation, would be copied flat only to be measured.
+  const bodyBytes = head.length + turn.idsJsonBytes + utf8Bytes(tail);
+  const text = `${head}${turn.idsJson}${tail}`;
+  if (bodyBytes > LEDGER_MAX_LINE_BYTES) throw tooBig(where, bodyBytes);
+  return {
+    localSeq, sessionId: turn.sessionId, turnId: turn.turnId, type: body.type, status: body.type === 'status' ? body.status : null,
+    at, body: text, bytes: bodyBytes + turn.idBytes,
+  };
+}
+
+function tooBig(where: string, bytes: number): RangeError {
+  return new RangeError(`${where}: the entry is ${bytes} bytes as JSON, over the ${LEDGER_MAX_LINE_BYTES} an entry may hold ` +
+    '(LEDGER_MAX_LINE_BYTES, as the file Ledger); record a large output as a file and its path');
 }
 
 /** The entry of a stored row: its body with `seq` put back first, as in the file ledger's lines. */
