@@ -72,12 +72,11 @@ export function cancelledError(message: string, options: CancelledErrorOptions):
   } finally {
     Error.stackTraceLimit = limit;
   }
-  // Bun gives an error made with no frames no stack at all, and its structured clone keeps neither
-  // `name` nor `code`: the stack's first line is then the one mark that crosses a thread.
-  // Asked without reading it: reading `stack` on V8 formats it (a few µs a stop, for a trace nobody asked for).
-  if (!Object.hasOwn(error, 'stack')) {
-    Object.defineProperty(error, 'stack', { value: `CancelledError: ${message}`, writable: true, configurable: true, enumerable: false });
-  }
+  // Its stack is its first line, set rather than read: reading `stack` on V8 formats it (a few µs a
+  // stop, for a trace with no frames), Bun gives an error made with no frames no stack at all, and a
+  // worker may have replaced Error.prepareStackTrace. Its structured clone keeps neither `name` nor
+  // `code` on Bun: the stack's first line is then the one mark that crosses a thread.
+  Object.defineProperty(error, 'stack', { value: `CancelledError: ${message}`, writable: true, configurable: true, enumerable: false });
   return error;
 }
 
