@@ -40,8 +40,6 @@ export function appendEntriesFunction(s: string, schemaName: string, seqOffset: 
       single boolean := p_session[1] = ALL(p_session);
       verdicts text[] := '{}';
       busy text[] := '{}';
-      sess text;
-      k bigint;
       base bigint;
       setting text;
       -- The small path's turns (the batch's, found or new) and what the batch does to each.
@@ -62,9 +60,10 @@ export function appendEntriesFunction(s: string, schemaName: string, seqOffset: 
       IF single THEN
         IF NOT pg_try_advisory_xact_lock(${sessionKey('p_session[1]')}) THEN RETURN array_fill('busy'::text, ARRAY[n]); END IF;
       ELSE
-        FOR sess, k IN SELECT d.s, ${sessionKey('d.s')} FROM (SELECT DISTINCT unnest(p_session) AS s) d ORDER BY 2 LOOP
-          IF NOT pg_try_advisory_xact_lock(k) THEN busy := busy || sess; END IF;
-        END LOOP;
+        -- One statement, not a loop (a storm's thousand sessions): the sorted subquery is not flattened,
+        -- so the locks are tried in its order.
+        SELECT coalesce(array_agg(d.s) FILTER (WHERE NOT pg_try_advisory_xact_lock(d.k)), '{}') INTO busy
+          FROM (SELECT u.s, ${sessionKey('u.s')} AS k FROM (SELECT DISTINCT unnest(p_session) AS s) u ORDER BY 2) d;
       END IF;
       IF p_expect_turn IS NOT NULL THEN
         IF cardinality(busy) > 0 THEN RETURN array_fill('busy'::text, ARRAY[n]); END IF;
