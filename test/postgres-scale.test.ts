@@ -211,6 +211,29 @@ describe('open', () => {
     await b.close();
   });
 
+  it('migrates a schema of version 3 whose turns a VACUUM holds: the fillfactor is skipped after the lock timeout, the rest migrates', async () => {
+    const schema = pg.schema();
+    const v3 = JSON.parse(readFileSync(new URL('./fixtures/pg-schema-v3.json', import.meta.url), 'utf8')) as { migration: string[]; recordVersion: string };
+    const admin = pg.pool(PG.port, { max: 1 });
+    for (const statement of v3.migration) await admin.query(statement.replaceAll('SCHEMA_V3', schema));
+    await admin.query(v3.recordVersion.replaceAll('SCHEMA_V3', schema), [1000]);
+    const held = await pg.pool(PG.port, { max: 1 }).connect();
+    let b: PgLedger;
+    try {
+      await held.query('BEGIN');
+      await held.query(`LOCK TABLE "${schema}".turns IN SHARE UPDATE EXCLUSIVE MODE`); // what a VACUUM holds
+      b = await open(schema, 'B', { timeoutMs: 10_000 });
+    } finally {
+      await held.query('COMMIT');
+      held.release();
+    }
+    expect((await admin.query(`SELECT value::text AS value FROM "${schema}".meta WHERE key = 'version'`)).rows[0].value).toBe(String(SCHEMA_VERSION));
+    expect((await admin.query(`SELECT reloptions AS options FROM pg_class WHERE oid = '"${schema}".turns'::regclass`)).rows[0].options).toBeNull();
+    await b.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
+    expect((await b.entries({ turnId: 't' }))[0]!.seq % 4096).toBe(1001);
+    await b.close();
+  });
+
   it('of a current schema waits on no lock: with the retention DELETE left open, a new instance opens and appends commit', async () => {
     const schema = pg.schema();
     const a = await open(schema, 'A');

@@ -182,8 +182,9 @@ export function statementsFor(schemaName: string): Statements {
     `DROP FUNCTION IF EXISTS ${s}.append_entries(text, text, bigint[], text[], text[], text[], text[], bigint[], text[], text, bigint)`,
     appendSetFunction(s),
     appendEntriesFunction(s, schemaName, seqOffset),
-    // An older schema's turns leave room too (for pages written from now on). SHARE UPDATE EXCLUSIVE:
-    // appends are not blocked; one held elsewhere (a VACUUM) skips it rather than wait or fail open.
+    // An older schema's turns leave room too (for pages written from now on). Its lock, SHARE UPDATE
+    // EXCLUSIVE, conflicts with no append's; held elsewhere (a manual VACUUM) past the migration's
+    // lock_timeout, the setting is skipped rather than failing open.
     `DO $do$ BEGIN
       ALTER TABLE ${s}.turns SET (fillfactor = ${TURNS_FILLFACTOR});
     EXCEPTION WHEN lock_not_available THEN NULL;
