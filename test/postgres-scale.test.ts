@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { LedgerTimeoutError, TurnIdUsedError, TurnRegistry, TurnRunner, type LedgerEntry, type Turn } from '../dist/src/index.js';
 import { PgLedger } from '../dist/src/ledger/postgres/index.js';
 import { pgLedgerHooks } from '../dist/src/ledger/postgres/pg-ledger-hooks.js';
-import { statementsFor } from '../dist/src/ledger/postgres/statements.js';
+import { SCHEMA_VERSION } from '../dist/src/ledger/postgres/statements.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 import { PG, pgScene } from './support/pg.js';
 
@@ -24,8 +24,10 @@ const tick = () => new Promise((r) => setImmediate(r));
 /** One row for `append_entries` called by hand (a transaction the test holds open). */
 function handCall(schema: string, sessionId: string, turnId: string, text: string) {
   const body = JSON.stringify({ at: Date.now(), sessionId, turnId, type: 'say', text });
-  // The bodies go as one text, joined by newlines (statements.ts `joinBodies`): one body here.
-  return { text: statementsFor(schema).append, values: ['A', `hand-${text}`, [1], [sessionId], [turnId], ['say'], [null], [Date.now()], body, null, null, 5000, false] };
+  // The function itself (its arrays as arrays; the bodies as one text, joined by newlines: one body here).
+  const call = `SELECT "${schema}".append_entries($1, $2, $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
+    string_to_array($9, chr(10)), $10, $11, $12, $13) AS verdicts`;
+  return { text: call, values: ['A', `hand-${text}`, [1], [sessionId], [turnId], ['say'], [null], [Date.now()], body, null, null, 5000, false] };
 }
 
 describe('sessions do not wait for each other', () => {
@@ -98,7 +100,7 @@ describe('open', () => {
     const old = await b.entries();
     expect(old.map((e) => [e.seq, e.turnId, typeOf(e)])).toEqual([
       [1, 't-ended', 'turn_started'], [2, 't-ended', 'say'], [3, 't-ended', 'status:completed'], [4, 't-open', 'turn_started'], [5, 't-open', 'tool_call']]);
-    expect((await admin.query(`SELECT value FROM "${schema}".meta WHERE key = 'version'`)).rows[0].value).toBe('3');
+    expect((await admin.query(`SELECT value FROM "${schema}".meta WHERE key = 'version'`)).rows[0].value).toBe(String(SCHEMA_VERSION));
     await b.append({ sessionId: 's3', turnId: 't-new', type: 'turn_started' });
     expect((await b.entries({ turnId: 't-new' }))[0]!.seq).toBeGreaterThan(5);
     await expect(b.append({ sessionId: 's3', turnId: 't-ended', type: 'turn_started' })).rejects.toBeInstanceOf(TurnIdUsedError);
@@ -133,7 +135,7 @@ describe('open', () => {
     expect((await b.entries()).map((e) => [e.seq, e.turnId])).toEqual(before);
     expect((await b.entries()).map(typeOf)).toEqual(['turn_started', 'say', 'status:completed', 'turn_started', 'tool_call']);
     const meta = (await admin.query(`SELECT key, value::text AS value FROM "${schema}".meta ORDER BY key`)).rows;
-    expect(meta).toEqual([{ key: 'seq_offset', value: String(OFFSET) }, { key: 'version', value: '3' }]);
+    expect(meta).toEqual([{ key: 'seq_offset', value: String(OFFSET) }, { key: 'version', value: String(SCHEMA_VERSION) }]);
     // One row alone in its transaction is its batch's first: (xid << 12) + offset + 1.
     await b.append({ sessionId: 's3', turnId: 't-new', type: 'turn_started' });
     const [started] = await b.entries({ turnId: 't-new' });
@@ -155,6 +157,81 @@ describe('open', () => {
     expect(repaired[2]!.seq).toBeGreaterThan(before.at(-1)![0] as number);
     await expect(a.append({ sessionId: 's1', turnId: 't-ended', type: 'status', status: 'failed', reason: 'x' })).rejects.toThrow(/has ended/);
     await Promise.all([a.close(), b.close()]);
+  });
+
+  it('migrates a schema of version 3 while instances append (no wait): its seqs and offset kept, its turns given room, a version 3 instance still appending', async () => {
+    const schema = pg.schema();
+    const v3 = JSON.parse(readFileSync(new URL('./fixtures/pg-schema-v3.json', import.meta.url), 'utf8')) as { migration: string[]; recordVersion: string; append: string };
+    const admin = pg.pool(PG.port, { max: 1 });
+    const sql = (text: string) => text.replaceAll('SCHEMA_V3', schema);
+    for (const statement of v3.migration) await admin.query(sql(statement));
+    const OFFSET = 1000; // the fixture's function has it baked in
+    await admin.query(sql(v3.recordVersion), [OFFSET]);
+    let local = 0;
+    const appendV3 = async (sessionId: string, turnId: string, type: string, status: string | null, extra: object) => {
+      const body = JSON.stringify({ at: Date.now(), sessionId, turnId, type, ...extra });
+      const { rows: [{ verdicts }] } = await admin.query(sql(v3.append), ['A', 'w1', [++local], [sessionId], [turnId], [type], [status], [Date.now()], body, null, null, 5000, false]);
+      return verdicts as string[];
+    };
+    for (const row of OLD_ROWS) expect(await appendV3(...row)).toEqual(['ok']);
+    const before = (await admin.query(`SELECT seq::text AS seq, turn_id FROM "${schema}".entries ORDER BY seq`)).rows.map((r) => [Number(r.seq), r.turn_id]);
+    // Instances appending hold what an append holds on both tables: the migration must not wait on them.
+    const held = await pg.pool(PG.port, { max: 1 }).connect();
+    let b: PgLedger;
+    try {
+      await held.query('BEGIN');
+      await held.query(`LOCK TABLE "${schema}".turns, "${schema}".entries IN ROW EXCLUSIVE MODE`);
+      const opening = open(schema, 'B', { timeoutMs: 5000 });
+      expect(await within(opening, 3000)).toBe('settled');
+      b = await opening;
+    } finally {
+      await held.query('COMMIT');
+      held.release();
+    }
+    expect((await b.entries()).map((e) => [e.seq, e.turnId])).toEqual(before);
+    const meta = (await admin.query(`SELECT key, value::text AS value FROM "${schema}".meta ORDER BY key`)).rows;
+    expect(meta).toEqual([{ key: 'seq_offset', value: String(OFFSET) }, { key: 'version', value: String(SCHEMA_VERSION) }]);
+    const [{ options }] = (await admin.query(`SELECT reloptions AS options FROM pg_class WHERE oid = '"${schema}".turns'::regclass`)).rows;
+    expect(options).toEqual(['fillfactor=50']);
+    await b.append({ sessionId: 's3', turnId: 't-new', type: 'turn_started' });
+    const [started] = await b.entries({ turnId: 't-new' });
+    expect(started!.seq % 4096).toBe(OFFSET + 1);
+    // A batch past the row-by-row size goes the set way: numbered from the same offset, in order.
+    await Promise.all(Array.from({ length: 40 }, (_, i) => b.append({ sessionId: 's3', turnId: 't-new', type: 'say', text: `say ${i}` })));
+    await b.flush();
+    const written = (await b.entries({ turnId: 't-new' })).slice(1);
+    expect(written.map((e) => (e as { text: string }).text)).toEqual(Array.from({ length: 40 }, (_, i) => `say ${i}`));
+    for (const e of written) expect(e.seq % 4096).toBeGreaterThan(OFFSET);
+    // An instance of version 3 (its own call, arrays and all) appends through the new function, by the same rules.
+    expect(await appendV3('s2', 't-open', 'say', null, { text: 'from v3' })).toEqual(['ok']);
+    expect(await appendV3('s1', 't-ended', 'turn_started', null, {})).toEqual(['used']);
+    const last = (await b.entries({ turnId: 't-open' })).at(-1)!;
+    expect([(last as { text: string }).text, last.seq % 4096]).toEqual(['from v3', OFFSET + 1]);
+    await expect(b.append({ sessionId: 's2', turnId: 't-open', type: 'status', status: 'failed', reason: 'x' })).rejects.toThrow(/another instance/);
+    await b.close();
+  });
+
+  it('migrates a schema of version 3 whose turns a VACUUM holds: the fillfactor is skipped after the lock timeout, the rest migrates', async () => {
+    const schema = pg.schema();
+    const v3 = JSON.parse(readFileSync(new URL('./fixtures/pg-schema-v3.json', import.meta.url), 'utf8')) as { migration: string[]; recordVersion: string };
+    const admin = pg.pool(PG.port, { max: 1 });
+    for (const statement of v3.migration) await admin.query(statement.replaceAll('SCHEMA_V3', schema));
+    await admin.query(v3.recordVersion.replaceAll('SCHEMA_V3', schema), [1000]);
+    const held = await pg.pool(PG.port, { max: 1 }).connect();
+    let b: PgLedger;
+    try {
+      await held.query('BEGIN');
+      await held.query(`LOCK TABLE "${schema}".turns IN SHARE UPDATE EXCLUSIVE MODE`); // what a VACUUM holds
+      b = await open(schema, 'B', { timeoutMs: 10_000 });
+    } finally {
+      await held.query('COMMIT');
+      held.release();
+    }
+    expect((await admin.query(`SELECT value::text AS value FROM "${schema}".meta WHERE key = 'version'`)).rows[0].value).toBe(String(SCHEMA_VERSION));
+    expect((await admin.query(`SELECT reloptions AS options FROM pg_class WHERE oid = '"${schema}".turns'::regclass`)).rows[0].options).toBeNull();
+    await b.append({ sessionId: 's', turnId: 't', type: 'turn_started' });
+    expect((await b.entries({ turnId: 't' }))[0]!.seq % 4096).toBe(1001);
+    await b.close();
   });
 
   it('of a current schema waits on no lock: with the retention DELETE left open, a new instance opens and appends commit', async () => {

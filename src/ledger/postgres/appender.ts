@@ -17,7 +17,7 @@
 import { LedgerTimeoutError } from '../../errors.js';
 import { idColumn } from './id-column.js';
 import { PgCallError, withClient, type PgPool } from './pool.js';
-import { joinBodies, type Statements } from './statements.js';
+import { joinAsJson, joinBodies, joinNumbers, joinTexts, type Statements } from './statements.js';
 
 /** One entry on its way to the database. */
 export interface Row {
@@ -48,6 +48,17 @@ function serverBound(leftMs: number): number {
   return Math.max(1, Math.floor(leftMs - Math.min(250, leftMs / 5)));
 }
 
+/**
+ * `append`'s `$4`–`$7` (session ids, turn ids, types, statuses) and `$14`: newline-joined, or all
+ * four as JSON arrays (`$14` true) when a value holds a newline (statements.ts `joinTexts`).
+ */
+function textColumns(rows: readonly Row[]): { texts: string[]; json: boolean } {
+  const columns = [rows.map((r) => idColumn(r.sessionId)), rows.map((r) => idColumn(r.turnId)), rows.map((r) => r.type), rows.map((r) => r.status)];
+  const joined = columns.map(joinTexts);
+  if (joined.every((text) => text !== undefined)) return { texts: joined as string[], json: false };
+  return { texts: columns.map(joinAsJson), json: true };
+}
+
 export class Appender {
   readonly #pool: PgPool;
   readonly #statements: Statements;
@@ -75,11 +86,12 @@ export class Appender {
    */
   async send(rows: readonly Row[], timeoutMs: number, expect?: Expected): Promise<Verdict[]> {
     const deadline = performance.now() + timeoutMs;
+    const { texts, json } = textColumns(rows);
+    // values[11] (the server's lock bound) and values[12] (resent) change between attempts.
     const values = [
-      idColumn(this.#owner), this.#writer, rows.map((r) => r.localSeq), rows.map((r) => idColumn(r.sessionId)),
-      rows.map((r) => idColumn(r.turnId)), rows.map((r) => r.type), rows.map((r) => r.status), rows.map((r) => r.at),
+      idColumn(this.#owner), this.#writer, joinNumbers(rows.map((r) => r.localSeq)), ...texts, joinNumbers(rows.map((r) => r.at)),
       joinBodies(rows.map((r) => r.body)), expect === undefined ? null : idColumn(expect.turnId), expect?.lastSeq ?? null, 0,
-      rows.some((r) => r.maybeWritten === true),
+      rows.some((r) => r.maybeWritten === true), json,
     ];
     let lost: PgCallError | undefined;
     for (;;) {
@@ -94,7 +106,8 @@ export class Appender {
           values[11] = serverBound(deadline - performance.now());
           return query(this.#statements.append, values, this.#name);
         });
-        return result[0].verdicts as Verdict[];
+        const verdicts = result[0].verdicts as Verdict[] | null;
+        return verdicts ?? rows.map(() => 'ok');
       } catch (error) {
         if (!(error instanceof PgCallError)) throw error;
         if (error.kind === 'inDoubt') {

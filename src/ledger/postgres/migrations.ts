@@ -9,9 +9,11 @@
  * 3. It never waits on a lock while instances append: every lock wait of the transaction ends at
  *    `lock_timeout` (the time left, at most `MIGRATION_LOCK_MS`), and the tables and indexes are
  *    created only on a schema without `entries` (a `CREATE INDEX IF NOT EXISTS` on a table in use
- *    would queue every append behind it). An older schema gets `meta` and the new functions only:
- *    one of the first release (no `meta`) a `seq_offset` that keeps every new `seq` above its
- *    highest one, one of version 2 keeps its recorded `seq_offset` (baked into the function).
+ *    would queue every append behind it). An older schema gets `meta`, the new functions and
+ *    `turns`' fillfactor (SHARE UPDATE EXCLUSIVE, which no append's lock conflicts with; skipped
+ *    when a VACUUM holds it) only: one of the first release (no `meta`) a `seq_offset` that keeps
+ *    every new `seq` above its highest one, one of version 2 or 3 keeps its recorded `seq_offset`
+ *    (baked into the function). Its id columns keep their collation (changing it rewrites them).
  */
 
 import { withClient, type PgPool } from './pool.js';

@@ -41,8 +41,14 @@ import { describe } from '../../errors.js';
 import { appendEntriesFunction, appendSetFunction, SEQ_SHIFT } from './append-entries.js';
 
 export { MAX_BATCH_ROWS, SEQ_SHIFT } from './append-entries.js';
-/** The schema version this release writes (`meta.version`): 3 bakes `seq_offset` into `append_entries`. */
-export const SCHEMA_VERSION = 3;
+/**
+ * The schema version this release writes (`meta.version`): 3 bakes `seq_offset` into `append_entries`;
+ * 4 byte-compared ids and a `turns` with room for its updates (new schemas), the locks taken in one statement.
+ */
+export const SCHEMA_VERSION = 4;
+
+/** The fillfactor of `turns` (percent of a page filled by inserts): room for its rows' updates. */
+const TURNS_FILLFACTOR = 50;
 
 /** A schema name `PgLedger` accepts: an unquoted-style identifier, at most 63 bytes (Postgres' limit). */
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -55,6 +61,32 @@ const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
  */
 export function joinBodies(bodies: readonly string[]): string {
   return bodies.join('\n');
+}
+
+/**
+ * A batch's numbers (`local_seq`, `at`: safe integers) as `append`'s `$3` and `$8`: joined by commas,
+ * split and cast by the server (node-postgres would quote each one into an array literal).
+ */
+export function joinNumbers(numbers: readonly number[]): string {
+  return numbers.join(',');
+}
+
+/**
+ * A batch's ids (in their column form), types or statuses as `append`'s `$4`–`$7`: joined by a
+ * newline, `null` (a status of another type) as `-` (no type or status is `-`). `undefined` when
+ * a value holds a newline (an id may hold any character but NUL): then `joinAsJson` sends them all.
+ */
+export function joinTexts(values: readonly (string | null)[]): string | undefined {
+  for (const value of values) if (value !== null && value.includes('\n')) return undefined;
+  return values.map((value) => value ?? NULL_TEXT).join('\n');
+}
+
+/** What `joinTexts` writes for `null`. */
+const NULL_TEXT = '-';
+
+/** `values` as a JSON array: `append`'s `$4`–`$7` for a batch that `joinTexts` cannot join (`$14` true). */
+export function joinAsJson(values: readonly (string | null)[]): string {
+  return JSON.stringify(values);
 }
 
 /** Throws a TypeError/RangeError naming `name` unless `value` is a schema name `PgLedger` accepts. */
@@ -90,9 +122,10 @@ export interface Statements {
   /** `$1`: the key of the migration lock (a transaction-level advisory lock). */
   readonly migrationLock: string;
   /**
-   * `append_entries(owner, writer, local_seq[], session_id[], turn_id[], type[], status[], at[], body[], expect_turn, expect_last, lock_ms, resent)`;
-   * `$9`, the bodies, is one text, the bodies joined by `\n` (`joinBodies`): split by the server, not escaped one by one
-   * into an array literal by the client.
+   * `append_entries(owner, writer, local_seq[], session_id[], turn_id[], type[], status[], at[], body[], expect_turn, expect_last, lock_ms, resent)`,
+   * each array sent as one text the server splits (node-postgres would escape each element into an array literal):
+   * `$3`, `$8` by `joinNumbers`, `$4`–`$7` by `joinTexts` (or `joinAsJson`, `$14` true), `$9` by `joinBodies`.
+   * Its one column, `verdicts`, is NULL when every row is `ok`, else one verdict a row.
    */
   readonly append: string;
   /** The name `append` is prepared under (one a schema and release: a hash of its text). */
@@ -113,30 +146,34 @@ export interface Statements {
 /** The statements of `schemaName` (already checked by `checkSchemaName`). */
 export function statementsFor(schemaName: string): Statements {
   const s = `"${schemaName}"`;
+  // Ids are compared as bytes (`COLLATE "C"`): they are only ever matched, never ordered, and a
+  // locale's collation (C.UTF-8 is not memcmp) costs every index insert and lookup of a storm.
+  // `turns` leaves half of each page free: every accepted row updates its turn, and a page with
+  // room keeps the new version beside the old (a HOT update: no index entry written).
   const tables = [
     `CREATE SCHEMA IF NOT EXISTS ${s}`,
     `CREATE TABLE IF NOT EXISTS ${s}.entries (
       seq bigint PRIMARY KEY,
-      session_id text NOT NULL,
-      turn_id text NOT NULL,
+      session_id text COLLATE "C" NOT NULL,
+      turn_id text COLLATE "C" NOT NULL,
       type text NOT NULL,
       at bigint NOT NULL,
       body json NOT NULL,
-      writer text NOT NULL,
+      writer text COLLATE "C" NOT NULL,
       local_seq bigint NOT NULL,
       CONSTRAINT entries_written_once UNIQUE (writer, local_seq)
     )`,
     `CREATE INDEX IF NOT EXISTS entries_by_session ON ${s}.entries (session_id, seq)`,
     `CREATE INDEX IF NOT EXISTS entries_by_turn ON ${s}.entries (turn_id, seq)`,
     `CREATE TABLE IF NOT EXISTS ${s}.turns (
-      turn_id text PRIMARY KEY,
-      session_id text NOT NULL,
-      owner text NOT NULL,
+      turn_id text COLLATE "C" PRIMARY KEY,
+      session_id text COLLATE "C" NOT NULL,
+      owner text COLLATE "C" NOT NULL,
       last_seq bigint NOT NULL,
       cancelling boolean NOT NULL DEFAULT false,
       end_seq bigint,
       status text
-    )`,
+    ) WITH (fillfactor = ${TURNS_FILLFACTOR})`,
     `CREATE INDEX IF NOT EXISTS turns_open_by_owner ON ${s}.turns (owner) WHERE end_seq IS NULL`,
   ];
   const upgrade = (seqOffset: bigint) => [
@@ -145,9 +182,23 @@ export function statementsFor(schemaName: string): Statements {
     `DROP FUNCTION IF EXISTS ${s}.append_entries(text, text, bigint[], text[], text[], text[], text[], bigint[], text[], text, bigint)`,
     appendSetFunction(s),
     appendEntriesFunction(s, schemaName, seqOffset),
+    // An older schema's turns leave room too (for pages written from now on). Its lock, SHARE UPDATE
+    // EXCLUSIVE, conflicts with no append's; held elsewhere (a manual VACUUM) past the migration's
+    // lock_timeout, the setting is skipped rather than failing open.
+    `DO $do$ BEGIN
+      ALTER TABLE ${s}.turns SET (fillfactor = ${TURNS_FILLFACTOR});
+    EXCEPTION WHEN lock_not_available THEN NULL;
+    END $do$`,
   ];
   const horizon = `(pg_snapshot_xmin(pg_current_snapshot())::text::bigint << ${SEQ_SHIFT}) + coalesce((SELECT value FROM ${s}.meta WHERE key = 'seq_offset'), 0)`;
-  const append = `SELECT ${s}.append_entries($1, $2, $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], string_to_array($9, chr(10)), $10, $11, $12, $13) AS verdicts`;
+  // $4–$7: newline-joined (`joinTexts`; only a status may be null), or JSON arrays when $14 (`joinAsJson`), split in order.
+  const texts = (n: number, nulls = '') => `CASE WHEN $14::boolean
+    THEN ARRAY(SELECT j.v FROM json_array_elements_text($${n}::text::json) WITH ORDINALITY AS j(v, o) ORDER BY j.o)
+    ELSE string_to_array($${n}::text, chr(10)${nulls}) END`;
+  // The answer is NULL when every verdict is ok (a storm's thousands of 'ok' are not sent back and parsed).
+  const append = `SELECT CASE WHEN 'ok' = ALL(v) THEN NULL ELSE v END AS verdicts FROM ${s}.append_entries($1, $2,
+    string_to_array($3, ',')::bigint[], ${texts(4)}, ${texts(5)}, ${texts(6)}, ${texts(7, `, '${NULL_TEXT}'`)}, string_to_array($8, ',')::bigint[],
+    string_to_array($9, chr(10)), $10, $11, $12, $13) AS v`;
   return {
     schema: s,
     tables,
