@@ -300,9 +300,33 @@ describe('one batch decides as the rows would one by one', () => {
       expect((await ledger.entries({ turnId: 't' })).map(typeOf)).toEqual(['turn_started', 'status:completed']);
       const all = await ledger.entries();
       expect(new Set(all.map((e) => e.seq)).size).toBe(all.length);
+      // The batch's new turn was recorded, used and ended, whatever turn came before it in the batch.
+      await expect(ledger.append({ sessionId: 's', turnId: 't', type: 'turn_started' })).rejects.toThrow(TurnIdUsedError);
+      await expect(ledger.append({ sessionId: 's', turnId: 't', type: 'status', status: 'failed', reason: 'late' })).rejects.toThrow(/has ended/);
       await ledger.close();
     });
   }
+
+  it('a few rows of a running turn and of a new one that ends: each turn moves by its own rows only', async () => {
+    const schema = pg.schema();
+    const ledger = await open(schema, 'A');
+    await ledger.append({ sessionId: 'k', turnId: 'k', type: 'turn_started' });
+    const before = pgLedgerHooks(ledger)!.transactions;
+    await Promise.all([
+      ledger.append({ sessionId: 'k', turnId: 'k', type: 'say', text: 'still running' }),
+      ledger.append({ sessionId: 'n', turnId: 'n', type: 'turn_started' }),
+      ledger.append({ sessionId: 'n', turnId: 'n', type: 'status', status: 'cancelling', reason: 'cancel.user' }),
+      ledger.append({ sessionId: 'n', turnId: 'n', type: 'status', status: 'cancelled', reason: 'cancel.user' }),
+    ]);
+    expect(pgLedgerHooks(ledger)!.transactions - before).toBe(1);
+    const { rows } = await pg.pool().query(`SELECT turn_id, cancelling, end_seq IS NOT NULL AS ended, status FROM "${schema}".turns ORDER BY turn_id`);
+    expect(rows).toEqual([
+      { turn_id: 'k', cancelling: false, ended: false, status: null },
+      { turn_id: 'n', cancelling: true, ended: true, status: 'cancelled' },
+    ]);
+    await ledger.append({ sessionId: 'k', turnId: 'k', type: 'say', text: 'goes on' });
+    await ledger.close();
+  });
 });
 
 describe('repair', () => {

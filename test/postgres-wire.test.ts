@@ -21,26 +21,42 @@ describe('ids in the append call', () => {
     { name: 'none holding a newline (joined by newlines)', ids: ODD },
     { name: 'one holding a newline (sent as JSON)', ids: [...ODD, 'line\nbreak', '\n'] },
   ];
+  const rowsOf = (ledger: PgLedger, id: string) => [
+    ledger.append({ sessionId: id, turnId: id, type: 'turn_started' }),
+    ledger.append({ sessionId: id, turnId: id, type: 'status', status: 'cancelling', reason: 'cancel.user' }),
+    ledger.append({ sessionId: id, turnId: id, type: 'say', text: id }),
+    ledger.append({ sessionId: id, turnId: id, type: 'status', status: 'cancelled' }),
+  ];
   for (const { name, ids } of cases) {
-    for (const filler of [0, 40]) {
-      it(`${name}, ${filler === 0 ? 'a few rows' : 'a set of rows'} in one transaction: each kept exactly, each turn's rules kept`, async () => {
+    for (const set of [false, true]) {
+      it(`${name}, ${set ? 'a set of rows in one transaction' : 'a few rows a transaction'}: each kept exactly, each turn's rules kept`, async () => {
         const schema = pg.schema();
         const ledger = await open(schema, 'A');
         await ledger.append({ sessionId: 'old', turnId: 'old', type: 'turn_started' });
-        const before = pgLedgerHooks(ledger)!.transactions;
-        const results = await Promise.allSettled([
-          ...ids.flatMap((id) => [
-            ledger.append({ sessionId: id, turnId: id, type: 'turn_started' }),
-            ledger.append({ sessionId: id, turnId: id, type: 'status', status: 'cancelling', reason: 'cancel.user' }),
-            ledger.append({ sessionId: id, turnId: id, type: 'say', text: id }),
-            ledger.append({ sessionId: id, turnId: id, type: 'status', status: 'cancelled' }),
-          ]),
-          ...Array.from({ length: filler }, (_, i) => ledger.append({ sessionId: `f${i}`, turnId: `f${i}`, type: 'turn_started' })),
-          ledger.append({ sessionId: 'x', turnId: 'old', type: 'turn_started' }),
-        ]);
-        expect(pgLedgerHooks(ledger)!.transactions - before).toBe(1);
-        expect(results.slice(0, -1).every((r) => r.status === 'fulfilled')).toBe(true);
-        expect((results.at(-1) as PromiseRejectedResult).reason).toBeInstanceOf(TurnIdUsedError);
+        const used = () => ledger.append({ sessionId: 'x', turnId: 'old', type: 'turn_started' });
+        if (set) {
+          // More than 16 rows (append_entries' set path), at most 64 (one lane's share: one transaction).
+          const before = pgLedgerHooks(ledger)!.transactions;
+          const filler = 63 - ids.length * 4;
+          const results = await Promise.allSettled([
+            ...ids.flatMap((id) => rowsOf(ledger, id)),
+            ...Array.from({ length: filler }, (_, i) => ledger.append({ sessionId: `f${i}`, turnId: `f${i}`, type: 'turn_started' })),
+            used(),
+          ]);
+          expect(filler).toBeGreaterThan(0);
+          expect(pgLedgerHooks(ledger)!.transactions - before).toBe(1);
+          expect(results.slice(0, -1).every((r) => r.status === 'fulfilled')).toBe(true);
+          expect((results.at(-1) as PromiseRejectedResult).reason).toBeInstanceOf(TurnIdUsedError);
+        } else {
+          // Five rows (append_entries' row-by-row path) a transaction.
+          for (const id of ids) {
+            const before = pgLedgerHooks(ledger)!.transactions;
+            const results = await Promise.allSettled([...rowsOf(ledger, id), used()]);
+            expect(pgLedgerHooks(ledger)!.transactions - before).toBe(1);
+            expect(results.slice(0, -1).every((r) => r.status === 'fulfilled')).toBe(true);
+            expect((results.at(-1) as PromiseRejectedResult).reason).toBeInstanceOf(TurnIdUsedError);
+          }
+        }
         const reader = await open(schema, 'reader');
         for (const id of ids) {
           const own = await reader.entries({ sessionId: id });

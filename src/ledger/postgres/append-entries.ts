@@ -45,7 +45,7 @@ export function appendEntriesFunction(s: string, schemaName: string, seqOffset: 
       -- The small path's turns (the batch's, found or new) and what the batch does to each.
       t_id text[]; t_session text[]; t_owner text[]; t_end bigint[];
       f_id text[]; f_session text[]; f_owner text[]; f_end bigint[];
-      t_last bigint[] := '{}'; t_cancel boolean[] := '{}'; t_status text[] := '{}'; t_new boolean[] := '{}';
+      t_last bigint[]; t_cancel boolean[]; t_status text[]; t_new boolean[];
       locked integer;
       j integer;
       write boolean[] := '{}';
@@ -126,6 +126,10 @@ export function appendEntriesFunction(s: string, schemaName: string, seqOffset: 
           IF j > locked AND t_session[j] = p_session[i] AND NOT (p_session[i] = ANY(busy)) THEN busy := busy || p_session[i]; END IF;
         END LOOP;
       END IF;
+      -- What the batch does to each turn, one place a turn of t_id from 1 on: an element assigned first
+      -- at [2] of an empty array would make an array of lower bound 2, and unnest pairs by position.
+      t_last := array_fill(NULL::bigint, ARRAY[cardinality(t_id)]); t_cancel := array_fill(NULL::boolean, ARRAY[cardinality(t_id)]);
+      t_status := array_fill(NULL::text, ARRAY[cardinality(t_id)]); t_new := array_fill(NULL::boolean, ARRAY[cardinality(t_id)]);
       -- 3. One verdict a row, in order; an accepted row moves its turn (or makes a new one) here, written below.
       FOR i IN 1..n LOOP
         write[i] := false;
