@@ -92,9 +92,9 @@ export class GroupCommit {
   #bytes = 0;
   /** The batch in flight in each main lane and in the big one; `undefined` when none is. */
   readonly #main: (Pending[] | undefined)[] = Array.from({ length: MAIN_LANES }, () => undefined);
+  #big: Pending[] | undefined;
   /** Rows in flight (main lanes and the big one), by session: a batch skips their sessions (invariant 2). */
   readonly #flying = new Map<string, number>();
-  #big: Pending[] | undefined;
   /** Flushes under way, waiting by local seq (invariant 7). */
   readonly #flushes = new FlushQueue(0);
   /** Fires at the oldest queued row's deadline, or after `BUSY_RETRY_MS` (invariants 2, 3). */
@@ -138,7 +138,7 @@ export class GroupCommit {
   flushTurn(turnId: string): Promise<void> {
     const rows = this.#byTurn.get(turnId);
     if (rows === undefined) return Promise.resolve();
-    // One promise a flush, whatever the turn's rows (a stop flushes each of its turns twice).
+    // One promise a flush, whatever the turn's rows (a stop flushes its turn twice).
     return new Promise<void>((resolve, reject) => {
       const flush: TurnFlush = { left: rows.size, failure: undefined, resolve, reject };
       for (const p of rows) (p.flushes ??= []).push(flush);
