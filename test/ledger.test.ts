@@ -14,6 +14,7 @@ import {
 } from '../dist/src/index.js';
 import { turnIdsJson } from '../dist/src/ledger/entry.js';
 import { ledgerHooks } from '../dist/src/ledger/ledger-hooks.js';
+import { turnAppends } from '../dist/src/ledger/turn-append.js';
 import { spyOnFdatasync } from './support/fdatasync-spy.js';
 import { fileHandlePrototype } from './support/file-handle.js';
 import { dir, file, openLedger, useLedgerScratch } from './support/ledger-scratch.js';
@@ -491,7 +492,7 @@ describe('helpers', () => {
   });
 });
 
-describe("the runner's own path (appendForTurn)", () => {
+describe("the runner's own path (turnAppends)", () => {
   const [sessionId, turnId] = ['sess "quoted" é', 'turn-1'];
   const bodies = [
     { type: 'turn_started' },
@@ -511,10 +512,9 @@ describe("the runner's own path (appendForTurn)", () => {
   it('writes the same bytes as append() of the same entry, in the same seq order', async () => {
     // Its cancelling starts no stop a runner will end: close does not wait for one.
     const [viaAppend, viaTurn] = [await openLedger(join(dir, 'a.jsonl'), { closeWaitMs: 0 }), await openLedger(join(dir, 'b.jsonl'), { closeWaitMs: 0 })];
-    const ids = turnIdsJson(sessionId, turnId);
     const now = vi.spyOn(Date, 'now').mockReturnValue(1_700_000_000_000);
     await Promise.all(bodies.flatMap((body) => [
-      viaAppend.append({ ...body, sessionId, turnId } as LedgerEntryInput), ledgerHooks(viaTurn)!.appendForTurn(sessionId, turnId, ids, body as never)]));
+      viaAppend.append({ ...body, sessionId, turnId } as LedgerEntryInput), turnAppends(viaTurn)!(sessionId, turnId)(body as never)]));
     now.mockRestore();
     await Promise.all([viaAppend.close(), viaTurn.close()]);
     const [a, b] = [readFileSync(join(dir, 'a.jsonl'), 'utf8'), readFileSync(join(dir, 'b.jsonl'), 'utf8')];
@@ -524,17 +524,17 @@ describe("the runner's own path (appendForTurn)", () => {
 
   it('checks the fields as append() does and refuses what it cannot write, leaving nothing written', async () => {
     const ledger = await openLedger(file);
-    const ids = turnIdsJson(sessionId, turnId);
-    await expect(ledgerHooks(ledger)!.appendForTurn(sessionId, turnId, ids, { type: 'say', text: 5 } as never)).rejects.toThrow(/entry\.text: expected a string, got 5/);
-    await expect(ledgerHooks(ledger)!.appendForTurn(sessionId, turnId, ids, { type: 'nope' } as never)).rejects.toThrow(/entry\.type: expected one of/);
-    await expect(ledgerHooks(ledger)!.appendForTurn(sessionId, turnId, ids, { type: 'toString' } as never)).rejects.toThrow(TypeError);
-    await expect(ledgerHooks(ledger)!.appendForTurn(sessionId, turnId, ids, { type: 'tool_output', callId: 'c', output: 1n, success: true } as never))
+    const write = turnAppends(ledger)!(sessionId, turnId);
+    await expect(write({ type: 'say', text: 5 } as never)).rejects.toThrow(/entry\.text: expected a string, got 5/);
+    await expect(write({ type: 'nope' } as never)).rejects.toThrow(/entry\.type: expected one of/);
+    await expect(write({ type: 'toString' } as never)).rejects.toThrow(TypeError);
+    await expect(write({ type: 'tool_output', callId: 'c', output: 1n, success: true } as never))
       .rejects.toThrow(/not JSON-serialisable/);
     expect(() => turnIdsJson('', turnId)).toThrow(/entry\.sessionId/);
-    await ledgerHooks(ledger)!.appendForTurn(sessionId, turnId, ids, { type: 'turn_started' });
-    await expect(ledgerHooks(ledger)!.appendForTurn(sessionId, turnId, ids, { type: 'turn_started' })).rejects.toThrow(/already in/);
+    await write({ type: 'turn_started' });
+    await expect(write({ type: 'turn_started' })).rejects.toThrow(/already in/);
     await ledger.close();
-    await expect(ledgerHooks(ledger)!.appendForTurn(sessionId, turnId, ids, { type: 'say', text: 'late' })).rejects.toThrow(/is closed/);
+    await expect(write({ type: 'say', text: 'late' })).rejects.toThrow(/is closed/);
     expect(readFileSync(file, 'utf8').trimEnd().split('\n').map((l) => [JSON.parse(l).seq, JSON.parse(l).type])).toEqual([[1, 'turn_started']]);
   });
 });

@@ -84,6 +84,37 @@ const OLD_ROWS: [string, string, string, string | null, object][] = [
   ['s2', 't-open', 'turn_started', null, {}], ['s2', 't-open', 'tool_call', null, { callId: 'c', name: 'n', args: {} }],
 ];
 
+/**
+ * A schema an earlier build wrote with its own SQL (a fixture: its statements, `placeholder` for the
+ * schema name), `seq_offset` recorded; `append` sends one row through that build's own call and
+ * gives its verdicts.
+ */
+async function earlierSchema(fixture: string, placeholder: string, offset: number) {
+  const schema = pg.schema();
+  const old = JSON.parse(readFileSync(new URL(`./fixtures/${fixture}`, import.meta.url), 'utf8')) as { migration: string[]; recordVersion: string; append: string };
+  const admin = pg.pool(PG.port, { max: 1 });
+  const sql = (text: string) => text.replaceAll(placeholder, schema);
+  for (const statement of old.migration) await admin.query(sql(statement));
+  await admin.query(sql(old.recordVersion), [offset]);
+  let local = 0;
+  const append = async (sessionId: string, turnId: string, type: string, status: string | null, extra: object): Promise<string[]> => {
+    const at = Date.now();
+    const body = JSON.stringify({ at, sessionId, turnId, type, ...extra });
+    const { rows: [{ verdicts }] } = await admin.query(sql(old.append), ['A', 'w1', [++local], [sessionId], [turnId], [type], [status], [at], body, null, null, 5000, false]);
+    return verdicts;
+  };
+  return { schema, admin, append };
+}
+
+/** 40 says of `turnId` in one batch, past the row-by-row size (the set way): in order, numbered from `offset`. */
+async function saysNumberedFrom(b: PgLedger, sessionId: string, turnId: string, offset: number): Promise<void> {
+  await Promise.all(Array.from({ length: 40 }, (_, i) => b.append({ sessionId, turnId, type: 'say', text: `say ${i}` })));
+  await b.flush();
+  const written = (await b.entries({ turnId })).slice(1);
+  expect(written.map((e) => (e as { text: string }).text)).toEqual(Array.from({ length: 40 }, (_, i) => `say ${i}`));
+  for (const e of written) expect(e.seq % 4096).toBeGreaterThan(offset);
+}
+
 describe('open', () => {
   it('migrates a schema written by the first release: its history readable, appends above its seqs, its turns\' rules kept', async () => {
     const schema = pg.schema();
@@ -115,21 +146,10 @@ describe('open', () => {
   });
 
   it('migrates a schema of version 2 in place: its entries and seqs kept, its seq_offset kept for new seqs, used turn ids and owners kept', async () => {
-    const schema = pg.schema();
-    const v2 = JSON.parse(readFileSync(new URL('./fixtures/pg-schema-v2.json', import.meta.url), 'utf8')) as { migration: string[]; recordVersion: string; append: string };
-    const admin = pg.pool(PG.port, { max: 1 });
-    const sql = (text: string) => text.replaceAll('SCHEMA_V2', schema);
-    for (const statement of v2.migration) await admin.query(sql(statement));
     // An offset a recomputation would not give (it would be 0 here): new seqs must still be (xid << 12) + 1000 + i.
     const OFFSET = 1000;
-    await admin.query(sql(v2.recordVersion), [OFFSET]);
-    let local = 0;
-    for (const [sessionId, turnId, type, status, extra] of OLD_ROWS) {
-      const at = Date.now();
-      const body = JSON.stringify({ at, sessionId, turnId, type, ...extra });
-      const { rows: [{ verdicts }] } = await admin.query(sql(v2.append), ['A', 'w1', [++local], [sessionId], [turnId], [type], [status], [at], body, null, null, 5000, false]);
-      expect(verdicts).toEqual(['ok']);
-    }
+    const { schema, admin, append } = await earlierSchema('pg-schema-v2.json', 'SCHEMA_V2', OFFSET);
+    for (const row of OLD_ROWS) expect(await append(...row)).toEqual(['ok']);
     const before = (await admin.query(`SELECT seq::text AS seq, turn_id FROM "${schema}".entries ORDER BY seq`)).rows.map((r) => [Number(r.seq), r.turn_id]);
     const b = await open(schema, 'B');
     expect((await b.entries()).map((e) => [e.seq, e.turnId])).toEqual(before);
@@ -142,12 +162,7 @@ describe('open', () => {
     expect(started!.seq).toBeGreaterThan(before.at(-1)![0] as number);
     expect(started!.seq % 4096).toBe(OFFSET + 1);
     // A batch past the row-by-row size goes the set way: numbered from the same offset, in order.
-    const says = Array.from({ length: 40 }, (_, i) => b.append({ sessionId: 's3', turnId: 't-new', type: 'say', text: `say ${i}` }));
-    await Promise.all(says);
-    await b.flush();
-    const written = (await b.entries({ turnId: 't-new' })).slice(1);
-    expect(written.map((e) => (e as { text: string }).text)).toEqual(Array.from({ length: 40 }, (_, i) => `say ${i}`));
-    for (const e of written) expect(e.seq % 4096).toBeGreaterThan(OFFSET);
+    await saysNumberedFrom(b, 's3', 't-new', OFFSET);
     await expect(b.append({ sessionId: 's3', turnId: 't-ended', type: 'turn_started' })).rejects.toBeInstanceOf(TurnIdUsedError);
     await expect(b.append({ sessionId: 's2', turnId: 't-open', type: 'status', status: 'failed', reason: 'x' })).rejects.toThrow(/another instance/);
     // A restarts under its name: its open turn of version 2 is closed, after its old entries.
@@ -160,19 +175,8 @@ describe('open', () => {
   });
 
   it('migrates a schema of version 3 while instances append (no wait): its seqs and offset kept, its turns given room, a version 3 instance still appending', async () => {
-    const schema = pg.schema();
-    const v3 = JSON.parse(readFileSync(new URL('./fixtures/pg-schema-v3.json', import.meta.url), 'utf8')) as { migration: string[]; recordVersion: string; append: string };
-    const admin = pg.pool(PG.port, { max: 1 });
-    const sql = (text: string) => text.replaceAll('SCHEMA_V3', schema);
-    for (const statement of v3.migration) await admin.query(sql(statement));
     const OFFSET = 1000; // the fixture's function has it baked in
-    await admin.query(sql(v3.recordVersion), [OFFSET]);
-    let local = 0;
-    const appendV3 = async (sessionId: string, turnId: string, type: string, status: string | null, extra: object) => {
-      const body = JSON.stringify({ at: Date.now(), sessionId, turnId, type, ...extra });
-      const { rows: [{ verdicts }] } = await admin.query(sql(v3.append), ['A', 'w1', [++local], [sessionId], [turnId], [type], [status], [Date.now()], body, null, null, 5000, false]);
-      return verdicts as string[];
-    };
+    const { schema, admin, append: appendV3 } = await earlierSchema('pg-schema-v3.json', 'SCHEMA_V3', OFFSET);
     for (const row of OLD_ROWS) expect(await appendV3(...row)).toEqual(['ok']);
     const before = (await admin.query(`SELECT seq::text AS seq, turn_id FROM "${schema}".entries ORDER BY seq`)).rows.map((r) => [Number(r.seq), r.turn_id]);
     // Instances appending hold what an append holds on both tables: the migration must not wait on them.
@@ -197,11 +201,7 @@ describe('open', () => {
     const [started] = await b.entries({ turnId: 't-new' });
     expect(started!.seq % 4096).toBe(OFFSET + 1);
     // A batch past the row-by-row size goes the set way: numbered from the same offset, in order.
-    await Promise.all(Array.from({ length: 40 }, (_, i) => b.append({ sessionId: 's3', turnId: 't-new', type: 'say', text: `say ${i}` })));
-    await b.flush();
-    const written = (await b.entries({ turnId: 't-new' })).slice(1);
-    expect(written.map((e) => (e as { text: string }).text)).toEqual(Array.from({ length: 40 }, (_, i) => `say ${i}`));
-    for (const e of written) expect(e.seq % 4096).toBeGreaterThan(OFFSET);
+    await saysNumberedFrom(b, 's3', 't-new', OFFSET);
     // An instance of version 3 (its own call, arrays and all) appends through the new function, by the same rules.
     expect(await appendV3('s2', 't-open', 'say', null, { text: 'from v3' })).toEqual(['ok']);
     expect(await appendV3('s1', 't-ended', 'turn_started', null, {})).toEqual(['used']);
@@ -212,11 +212,7 @@ describe('open', () => {
   });
 
   it('migrates a schema of version 3 whose turns a VACUUM holds: the fillfactor is skipped after the lock timeout, the rest migrates', async () => {
-    const schema = pg.schema();
-    const v3 = JSON.parse(readFileSync(new URL('./fixtures/pg-schema-v3.json', import.meta.url), 'utf8')) as { migration: string[]; recordVersion: string };
-    const admin = pg.pool(PG.port, { max: 1 });
-    for (const statement of v3.migration) await admin.query(statement.replaceAll('SCHEMA_V3', schema));
-    await admin.query(v3.recordVersion.replaceAll('SCHEMA_V3', schema), [1000]);
+    const { schema, admin } = await earlierSchema('pg-schema-v3.json', 'SCHEMA_V3', 1000);
     const held = await pg.pool(PG.port, { max: 1 }).connect();
     let b: PgLedger;
     try {

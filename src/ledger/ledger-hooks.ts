@@ -1,10 +1,8 @@
 /**
- * What fullstop's own modules (the runner's turn writer, specs) reach of a file `Ledger` beyond
+ * What fullstop's own specs and benches reach of a file `Ledger` beyond
  * the `LedgerStore` API. Declared here, held in a WeakMap the ledger fills when it opens; no
  * package entry exports this module, so a caller of the ledger sees none of it.
  */
-
-import type { TurnEntryBody } from './entry.js';
 
 export interface LedgerHooks {
   /** The highest seq known to be on disk (an `fdatasync` covered it); -1 before the first sync. */
@@ -13,12 +11,6 @@ export interface LedgerHooks {
   readonly seq: number;
   /** The `fdatasync`s this ledger has issued since it was opened. */
   readonly syncs: number;
-  /**
-   * `append` for a runner's turn: `idsJson` from `turnIdsJson(sessionId, turnId)`, made once a
-   * turn, and a body the runner built (`renderTurnEntry` says what it must be). The same line, the
-   * same checks of the type's fields and the same refusals as `append`.
-   */
-  appendForTurn(sessionId: string, turnId: string, idsJson: string, body: TurnEntryBody): Promise<void>;
 }
 
 const hooks = new WeakMap<object, LedgerHooks>();

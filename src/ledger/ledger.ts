@@ -158,7 +158,6 @@ export class Ledger implements LedgerStore {
       get durableSeq() { return writer.durableSeq; },
       get seq() { return placement.seq; },
       get syncs() { return writer.syncs; },
-      appendForTurn: (sessionId, turnId, idsJson, body) => this.#appendForTurn(sessionId, turnId, idsJson, body),
     });
     setTurnAppends(this, (sessionId, turnId) => {
       const idsJson = turnIdsJson(sessionId, turnId);
@@ -275,7 +274,7 @@ export class Ledger implements LedgerStore {
     return this.#enqueue(rendered.line, rendered.sessionId, rendered.turnId, rendered.type, rendered.status);
   }
 
-  /** `LedgerHooks.appendForTurn` (ledger-hooks.ts): `append` for a runner's turn, its ids encoded once. */
+  /** `TurnAppends` (turn-append.ts): `append` for a runner's turn, its ids encoded once. */
   #appendForTurn(sessionId: string, turnId: string, idsJson: string, body: TurnEntryBody): Promise<void> {
     const refused = this.#refusal();
     if (refused !== undefined) return refused;
